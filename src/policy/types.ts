@@ -1,0 +1,131 @@
+/**
+ * The policy core's data model. Everything here is plain data: observers (src/node, src/cri,
+ * src/kube) fill it in, `decide()` reads it. Byte and count values are JS numbers (exact for
+ * integers up to 2^53, far beyond any node); Quantity objects are kept only where the kubelet
+ * prints the user's own quantity back (requests, limits, thresholds).
+ */
+import type { Quantity } from './quantity';
+
+export const SIGNALS = [
+  'memory.available',
+  'allocatableMemory.available',
+  'nodefs.available',
+  'nodefs.inodesFree',
+  'imagefs.available',
+  'imagefs.inodesFree',
+  'containerfs.available',
+  'containerfs.inodesFree',
+  'pid.available',
+] as const;
+export type Signal = (typeof SIGNALS)[number];
+
+/** The signals of local-storage limit evictions (never thresholds; grace period 0). */
+export type LocalStorageSignal = 'emptydirfs.limit' | 'ephemeralpodfs.limit' | 'ephemeralcontainerfs.limit';
+
+export type NodeCondition = 'MemoryPressure' | 'DiskPressure' | 'PIDPressure';
+
+/** single: one filesystem; dedicated-imagefs: images and writable layers on their own disk;
+ * split: images on imagefs, writable layers (containerfs) with logs and volumes on nodefs. */
+export type FilesystemLayout = 'single' | 'dedicated-imagefs' | 'split';
+
+export type NodeReclaimFunction = 'deleteUnusedContainers' | 'deleteUnusedImages';
+
+export interface MemoryStats {
+  availableBytes: number;
+  workingSetBytes: number;
+}
+
+export interface FsStats {
+  availableBytes?: number;
+  capacityBytes?: number;
+  inodesFree?: number;
+  inodes?: number;
+}
+
+export interface PidStats {
+  maxPID: number;
+  running: number;
+}
+
+/** Node-level numbers read at one moment. An absent part means "not observed". */
+export interface NodeStats {
+  memory?: MemoryStats;
+  allocatableMemory?: MemoryStats;
+  nodefs?: FsStats;
+  imagefs?: FsStats;
+  containerfs?: FsStats;
+  pid?: PidStats;
+}
+
+/** Resource name -> quantity, as in a container's resources.requests / limits. */
+export type ResourceList = Partial<Record<string, Quantity>>;
+
+export interface ContainerSpec {
+  name: string;
+  requests: ResourceList;
+  limits: ResourceList;
+}
+
+export interface VolumeSpec {
+  name: string;
+  /** present for emptyDir volumes */
+  emptyDir?: { sizeLimit?: Quantity; medium?: string };
+}
+
+export interface Toleration {
+  key?: string;
+  operator?: 'Exists' | 'Equal';
+  value?: string;
+  effect?: string;
+}
+
+/** What the policy needs to know of a pod's spec. */
+export interface PodSpec {
+  namespace: string;
+  name: string;
+  uid: string;
+  priority: number;
+  terminationGracePeriodSeconds?: number;
+  annotations: Record<string, string>;
+  containers: ContainerSpec[];
+  initContainers?: ContainerSpec[];
+  volumes: VolumeSpec[];
+  tolerations?: Toleration[];
+}
+
+export interface ContainerUsage {
+  name: string;
+  /** memory working set, bytes */
+  memoryBytes?: number;
+  /** writable layer, bytes and inodes */
+  rootfsBytes?: number;
+  rootfsInodes?: number;
+  /** container logs, bytes and inodes */
+  logsBytes?: number;
+  logsInodes?: number;
+}
+
+export interface VolumeUsage {
+  name: string;
+  usedBytes: number;
+  inodesUsed?: number;
+}
+
+/** A pod's usage at one moment. */
+export interface PodUsage {
+  containers: ContainerUsage[];
+  volumes: VolumeUsage[];
+  processes?: number;
+}
+
+/** An active pod: its spec and, when the observer found any, its usage. */
+export interface ActivePod {
+  spec: PodSpec;
+  usage?: PodUsage;
+}
+
+export interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
