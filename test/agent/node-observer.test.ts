@@ -1,0 +1,149 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { detectCgroups } from '../../src/node/cgroups';
+import { readCgroupMemory, readMeminfo } from '../../src/node/memory';
+import { listPodCgroups, podUidFromDirName, qosFromCgroupPath } from '../../src/node/pod-cgroups';
+import { kernelPidStats } from '../../src/node/pids';
+import { NodeObserver } from '../../src/node/observer';
+import { missingRoot, skipped, memcgV1Root, cgroup2Root } from '../support/environment';
+import { CgroupFixture } from './cgroup-fixture';
+
+const MiB = 1024 * 1024;
+const fixtures: CgroupFixture[] = [];
+after(async () => {
+  for (const f of fixtures) await f.cleanup();
+});
+
+function missingCgroups(): string | null {
+  return missingRoot() ?? (memcgV1Root() || cgroup2Root() ? null : 'needs a cgroup memory controller');
+}
+
+test('detects the layout of this machine from mountinfo', (t) => {
+  if (skipped(t, missingCgroups())) return;
+  const l = detectCgroups();
+  assert.ok(fs.existsSync(l.memoryMount));
+  if (memcgV1Root()) {
+    assert.equal(l.memoryVersion, 1);
+    assert.equal(l.mode, cgroup2Root() ? 'hybrid' : 'v1');
+  } else {
+    assert.equal(l.mode, 'v2');
+  }
+});
+
+test('hybrid text: v1 memory plus a controller-less cgroup2 mount', () => {
+  const l = detectCgroups(
+    [
+      '35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory',
+      '39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids',
+      '41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
+    ].join('\n'),
+  );
+  assert.deepEqual(l, {
+    mode: 'hybrid',
+    memoryMount: '/sys/fs/cgroup/memory',
+    memoryVersion: 1,
+    unifiedMount: '/sys/fs/cgroup/unified',
+    pidsMount: '/sys/fs/cgroup/pids',
+  });
+  const v1 = detectCgroups('35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n');
+  assert.equal(v1.mode, 'v1');
+  assert.equal(v1.unifiedMount, null);
+  assert.throws(() => detectCgroups('1 1 0:1 / / rw - ext4 /dev/vda rw\n'), /no cgroup memory controller/);
+});
+
+test('pod cgroup names and QoS, both cgroup drivers', () => {
+  assert.equal(podUidFromDirName('pod0a1b-22'), '0a1b-22');
+  assert.equal(podUidFromDirName('kubepods-burstable-pod0a1b_22.slice'), '0a1b-22');
+  assert.equal(podUidFromDirName('kubepods-pod0a1b_22.slice'), '0a1b-22');
+  assert.equal(podUidFromDirName('burstable'), null);
+  assert.equal(podUidFromDirName('cri-containerd-abc.scope'), null);
+  assert.equal(qosFromCgroupPath('/kubepods/burstable/podx'), 'Burstable');
+  assert.equal(qosFromCgroupPath('/kubepods/besteffort/podx'), 'BestEffort');
+  assert.equal(qosFromCgroupPath('/kubepods/podx'), 'Guaranteed');
+  assert.equal(qosFromCgroupPath('/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podx.slice'), 'BestEffort');
+});
+
+test('memory.available of a limited cgroup follows a real allocation (working set = usage - inactive_file)', async (t) => {
+  if (skipped(t, missingCgroups())) return;
+  const f = new CgroupFixture();
+  fixtures.push(f);
+  f.mkdir();
+  f.setMemoryLimit(256 * MiB);
+  const before = readCgroupMemory(f.memDir(), f.layout.memoryVersion)!;
+  assert.equal(before.capacityBytes, 256 * MiB);
+  assert.equal(before.limited, true);
+  const child = f.spawnIn('', "const b = Buffer.alloc(96*1024*1024, 1); console.log('ready'); setInterval(() => b[0]++, 1000);");
+  await CgroupFixture.waitLine(child, /ready/);
+  const during = readCgroupMemory(f.memDir(), f.layout.memoryVersion)!;
+  assert.ok(during.workingSetBytes >= 96 * MiB, `working set ${during.workingSetBytes}`);
+  assert.ok(during.workingSetBytes <= during.usageBytes);
+  assert.equal(during.workingSetBytes, Math.max(0, during.usageBytes - during.inactiveFileBytes));
+  assert.equal(during.availableBytes, 256 * MiB - during.workingSetBytes);
+  assert.ok(during.availableBytes < before.availableBytes - 90 * MiB);
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  const afterKill = readCgroupMemory(f.memDir(), f.layout.memoryVersion)!;
+  assert.ok(afterKill.availableBytes > during.availableBytes + 90 * MiB);
+});
+
+test('an unlimited cgroup has the machine RAM as capacity; a removed one reads as null', (t) => {
+  if (skipped(t, missingCgroups())) return;
+  const f = new CgroupFixture();
+  fixtures.push(f);
+  f.mkdir();
+  const r = readCgroupMemory(f.memDir(), f.layout.memoryVersion)!;
+  assert.equal(r.limited, false);
+  assert.equal(r.capacityBytes, readMeminfo().totalBytes);
+  assert.equal(readCgroupMemory(f.memDir('no-such-cgroup'), f.layout.memoryVersion), null);
+});
+
+test('the observer: node memory, allocatable, pids from a pids.max node, pods with QoS and usage', async (t) => {
+  if (skipped(t, missingCgroups())) return;
+  const f = new CgroupFixture();
+  fixtures.push(f);
+  f.mkdir();
+  f.setMemoryLimit(512 * MiB);
+  f.mkdir('kubepods');
+  f.setMemoryLimit(400 * MiB, 'kubepods');
+  f.mkdir('kubepods/podaaaa-1');
+  f.mkdir('kubepods/burstable/podbbbb-2');
+  f.mkdir('kubepods/besteffort/podcccc-3');
+  f.mkdir('kubepods/besteffort/podcccc-3/ctr');
+  const hasPids = f.layout.pidsMount !== null;
+  if (hasPids) f.setPidsMax(300);
+  const child = f.spawnIn('kubepods/besteffort/podcccc-3/ctr', "const b = Buffer.alloc(64*1024*1024, 1); console.log('ready'); setInterval(() => b[0]++, 1000);");
+  await CgroupFixture.waitLine(child, /ready/);
+
+  const obs = new NodeObserver({ layout: f.layout, cgroupRoot: f.root, podCgroupRoot: `${f.root}/kubepods`, nodefsPath: '/' }).observe();
+  assert.ok(obs.node.memory!.workingSetBytes >= 64 * MiB);
+  assert.equal(obs.memory.capacityBytes, 512 * MiB);
+  assert.equal(obs.node.memory!.availableBytes, 512 * MiB - obs.node.memory!.workingSetBytes);
+  assert.equal(obs.allocatable!.capacityBytes, 400 * MiB);
+  assert.equal(obs.node.allocatableMemory!.availableBytes, 400 * MiB - obs.node.allocatableMemory!.workingSetBytes);
+  const st = fs.statfsSync('/');
+  assert.equal(obs.node.nodefs!.capacityBytes, st.blocks * st.bsize);
+  if (hasPids) {
+    assert.equal(obs.node.pid!.maxPID, 300);
+    assert.ok(obs.node.pid!.running >= 1);
+  }
+  assert.deepEqual(
+    [...obs.pods.values()].map((p) => [p.uid, p.qos]).sort(),
+    [
+      ['aaaa-1', 'Guaranteed'],
+      ['bbbb-2', 'Burstable'],
+      ['cccc-3', 'BestEffort'],
+    ],
+  );
+  const hog = obs.pods.get('cccc-3')!;
+  assert.ok(hog.usage.memoryWorkingSetBytes >= 64 * MiB, `pod working set ${hog.usage.memoryWorkingSetBytes}`);
+  assert.ok(hog.usage.processes! >= 1);
+  assert.ok(obs.pods.get('aaaa-1')!.usage.memoryWorkingSetBytes < 8 * MiB);
+  assert.deepEqual(listPodCgroups(f.layout.memoryMount, `${f.root}/none`), []);
+});
+
+test('kernel pid stats: a limit and a live count', () => {
+  const s = kernelPidStats();
+  assert.ok(s.maxPID >= 301);
+  assert.ok(s.running > 1 && s.running < s.maxPID);
+});
