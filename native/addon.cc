@@ -1,0 +1,188 @@
+// evictd's kernel-notification addon: mechanism only. Each open* function arms one kernel
+// notification and returns a Watcher that reports "fired (count, CLOCK_MONOTONIC ns, file
+// contents read at the event)" or "failed (error)" to its callback. It never decides anything.
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "errors.h"
+#include "watcher.h"
+
+namespace evictd {
+
+namespace {
+
+AddonData* Data(Napi::Env env) { return env.GetInstanceData<AddonData>(); }
+
+std::string StringArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  if (info.Length() <= i || !info[i].IsString()) {
+    throw Napi::TypeError::New(info.Env(), std::string(name) + " must be a string");
+  }
+  return info[i].As<Napi::String>().Utf8Value();
+}
+
+Napi::Function FunctionArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsFunction()) {
+    throw Napi::TypeError::New(info.Env(), "callback must be a function");
+  }
+  return info[i].As<Napi::Function>();
+}
+
+// Owns an fd until released: keeps the error paths below from leaking.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+int OpenOrThrow(Napi::Env env, const std::string& path, int flags) {
+  int fd = open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) throw SystemError(env, errno, "open", path);
+  return fd;
+}
+
+void WriteOrThrow(Napi::Env env, int fd, const std::string& text, const std::string& path) {
+  ssize_t n = write(fd, text.data(), text.size());
+  if (n < 0) throw SystemError(env, errno, "write", path);
+  if (static_cast<size_t>(n) != text.size()) throw SystemError(env, EIO, "write", path);
+}
+
+// openMemcgEvent(controlPath, targetPath, args, probePath, callback)
+// cgroup v1 memcg notification: an eventfd registered by writing
+// "<eventfd> <fd of target> [args]" to cgroup.event_control. Targets: memory.usage_in_bytes or
+// memory.memsw.usage_in_bytes with a byte threshold (fires on up and down crossings),
+// memory.pressure_level with "low|medium|critical[,default|hierarchy|local]", and
+// memory.oom_control with no args. See Documentation/admin-guide/cgroup-v1/memory.rst.
+Napi::Value OpenMemcgEvent(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string control_path = StringArg(info, 0, "controlPath");
+  std::string target_path = StringArg(info, 1, "targetPath");
+  std::string args = StringArg(info, 2, "args");
+  std::string probe_path = StringArg(info, 3, "probePath");
+  Napi::Function callback = FunctionArg(info, 4);
+
+  Fd event_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (event_fd.get() < 0) throw SystemError(env, errno, "eventfd", control_path);
+  Fd target_fd(OpenOrThrow(env, target_path, O_RDONLY));
+  Fd control_fd(OpenOrThrow(env, control_path, O_WRONLY));
+  Fd probe_fd(OpenOrThrow(env, probe_path, O_RDONLY));
+  std::string line = std::to_string(event_fd.get()) + " " + std::to_string(target_fd.get());
+  if (!args.empty()) line += " " + args;
+  // The kernel takes its own references during this write: the target and control fds can be
+  // closed right after. The registration lives until the eventfd is closed (or the cgroup is
+  // removed, which signals the eventfd once).
+  WriteOrThrow(env, control_fd.get(), line, control_path);
+  return Watcher::Create(env, Data(env), SourceKind::kEventfd, event_fd.release(), control_path,
+                         probe_fd.release(), probe_path, callback);
+}
+
+// openPsiTrigger(path, trigger, callback)
+// A PSI trigger "some|full <stall us> <window us>" written to a pressure file (a cgroup2
+// memory.pressure, or /proc/pressure/memory); POLLPRI when the stall in a window passes the
+// threshold. The caller applies the unprivileged-window rule; the kernel's EINVAL is reported
+// as is. See Documentation/accounting/psi.rst.
+Napi::Value OpenPsiTrigger(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path = StringArg(info, 0, "path");
+  std::string trigger = StringArg(info, 1, "trigger");
+  Napi::Function callback = FunctionArg(info, 2);
+  Fd fd(OpenOrThrow(env, path, O_RDWR | O_NONBLOCK));
+  // The kernel parses the trigger with sscanf and wants the terminating NUL (psi.rst example).
+  std::string with_nul = trigger;
+  with_nul.push_back('\0');
+  // Polling a pressure fd without a trigger reports POLLERR forever: only poll after this
+  // write has succeeded.
+  WriteOrThrow(env, fd.get(), with_nul, path);
+  int poll_fd = fd.release();
+  // The same fd doubles as the probe: reading it gives the averages and totals at the event,
+  // and fails with ENODEV once the cgroup is removed.
+  int probe_fd = dup(poll_fd);
+  if (probe_fd < 0) {
+    int err = errno;
+    close(poll_fd);
+    throw SystemError(env, err, "dup", path);
+  }
+  return Watcher::Create(env, Data(env), SourceKind::kPriority, poll_fd, path, probe_fd, path, callback);
+}
+
+// openKernfsFile(path, callback)
+// cgroup2 cgroup.events or memory.events: kernfs signals POLLPRI (with POLLERR) when the file's
+// contents change. Each read re-arms it, and the contents read at the event carry the counters.
+Napi::Value OpenKernfsFile(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path = StringArg(info, 0, "path");
+  Napi::Function callback = FunctionArg(info, 1);
+  Fd fd(OpenOrThrow(env, path, O_RDONLY | O_NONBLOCK));
+  char buffer[256];
+  if (pread(fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
+  int probe_fd = dup(fd.get());
+  if (probe_fd < 0) throw SystemError(env, errno, "dup", path);
+  int poll_fd = fd.release();
+  return Watcher::Create(env, Data(env), SourceKind::kPriority, poll_fd, path, probe_fd, path, callback);
+}
+
+// monotonicNs(): CLOCK_MONOTONIC now, the clock of event timestamps.
+Napi::Value MonotonicNs(const Napi::CallbackInfo& info) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return Napi::BigInt::New(info.Env(), ns);
+}
+
+// liveSources(): sources not yet fully closed in this environment (for leak tests).
+Napi::Value LiveSources(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(Data(info.Env())->sources.size()));
+}
+
+void FinalizeData(Napi::Env /*env*/, AddonData* data) {
+  data->instance_finalized = true;
+  data->watcher_constructor.Reset();
+  // Finalized without teardown having run the hook (not expected): unregister it.
+  if (!data->tearing_down && data->cleanup_hook != nullptr) {
+    napi_remove_async_cleanup_hook(data->cleanup_hook);
+    data->cleanup_hook = nullptr;
+  }
+  // Sources still closing delete the data from their close callback.
+  if (data->sources.empty()) delete data;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto* data = new AddonData();
+  data->watcher_constructor = Napi::Persistent(Watcher::DefineClass(env));
+  env.SetInstanceData<AddonData, FinalizeData>(data);
+  napi_status status = napi_add_async_cleanup_hook(env, &AddonData::OnEnvCleanup, data, &data->cleanup_hook);
+  if (status != napi_ok) throw Napi::Error::New(env, "napi_add_async_cleanup_hook failed");
+  exports.Set("openMemcgEvent", Napi::Function::New(env, OpenMemcgEvent, "openMemcgEvent"));
+  exports.Set("openPsiTrigger", Napi::Function::New(env, OpenPsiTrigger, "openPsiTrigger"));
+  exports.Set("openKernfsFile", Napi::Function::New(env, OpenKernfsFile, "openKernfsFile"));
+  exports.Set("monotonicNs", Napi::Function::New(env, MonotonicNs, "monotonicNs"));
+  exports.Set("liveSources", Napi::Function::New(env, LiveSources, "liveSources"));
+  return exports;
+}
+
+}  // namespace
+
+}  // namespace evictd
+
+// NODE_API_MODULE pastes the name into an identifier: it needs an unqualified function.
+static Napi::Object InitModule(Napi::Env env, Napi::Object exports) { return evictd::Init(env, exports); }
+
+NODE_API_MODULE(evictd_kernel, InitModule)

@@ -1,0 +1,137 @@
+/*
+ * evictd-memhog: the workload for the kernel tests and `evictd bench notify`.
+ *
+ *   evictd-memhog serve
+ *     Reads one command per line on stdin, answers one line on stdout:
+ *       alloc BYTES [USAGE_FILE THRESHOLD]  map and touch BYTES of anonymous memory;
+ *                                           with USAGE_FILE, read the cgroup's usage first
+ *                                           and stamp the moment usage + touched bytes
+ *                                           reaches THRESHOLD (the crossing)
+ *                                           -> "ok START_NS END_NS CROSS_NS" (0: no crossing)
+ *       free                                unmap everything -> "ok NS"
+ *       exit                                -> "ok NS", then exit
+ *   evictd-memhog thrash FILE SECONDS
+ *     Prints "start NS", then reads FILE over and over for SECONDS (page-cache thrash when
+ *     FILE is larger than the memcg limit), then exits.
+ *
+ * Every NS is CLOCK_MONOTONIC in nanoseconds, the clock of the addon's event timestamps.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REGIONS 1024
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static long long read_usage(const char *path) {
+  char buf[64];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  return strtoll(buf, NULL, 10);
+}
+
+static struct {
+  char *addr;
+  size_t len;
+} regions[MAX_REGIONS];
+static int nregions;
+
+static int cmd_alloc(size_t bytes, const char *usage_file, long long threshold) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (nregions == MAX_REGIONS) return -1;
+  char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return -1;
+  regions[nregions].addr = p;
+  regions[nregions].len = bytes;
+  nregions++;
+  long long base = usage_file ? read_usage(usage_file) : -1;
+  /* Touched bytes at which usage reaches the threshold; -1: no crossing to stamp. */
+  long long cross_at = base >= 0 && threshold > base ? threshold - base : -1;
+  uint64_t cross_ns = 0;
+  uint64_t start = now_ns();
+  for (size_t off = 0; off < bytes; off += (size_t)page) {
+    p[off] = 1;
+    if (cross_ns == 0 && cross_at >= 0 && (long long)(off + (size_t)page) >= cross_at) cross_ns = now_ns();
+  }
+  printf("ok %llu %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns(),
+         (unsigned long long)cross_ns);
+  return 0;
+}
+
+static void cmd_free(void) {
+  for (int i = 0; i < nregions; i++) munmap(regions[i].addr, regions[i].len);
+  nregions = 0;
+  printf("ok %llu\n", (unsigned long long)now_ns());
+}
+
+static int serve(void) {
+  char line[4096];
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  while (fgets(line, sizeof line, stdin)) {
+    char cmd[32] = "", file[4000] = "";
+    unsigned long long bytes = 0;
+    long long threshold = 0;
+    int n = sscanf(line, "%31s %llu %3999s %lld", cmd, &bytes, file, &threshold);
+    if (n >= 2 && strcmp(cmd, "alloc") == 0) {
+      if (cmd_alloc((size_t)bytes, n == 4 ? file : NULL, threshold) != 0) printf("error %s\n", strerror(errno));
+    } else if (n >= 1 && strcmp(cmd, "free") == 0) {
+      cmd_free();
+    } else if (n >= 1 && strcmp(cmd, "exit") == 0) {
+      printf("ok %llu\n", (unsigned long long)now_ns());
+      fflush(stdout);
+      _exit(0);
+    } else {
+      printf("error unknown command\n");
+    }
+  }
+  return 0;
+}
+
+static int thrash(const char *path, double seconds) {
+  static char buf[1 << 20];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    perror(path);
+    return 1;
+  }
+  uint64_t start = now_ns();
+  printf("start %llu\n", (unsigned long long)start);
+  fflush(stdout);
+  uint64_t end = start + (uint64_t)(seconds * 1e9);
+  while (now_ns() < end) {
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    off_t off = 0;
+    while (n > 0 && now_ns() < end) {
+      off += n;
+      n = pread(fd, buf, sizeof buf, off);
+    }
+    if (n < 0) {
+      perror("read");
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "serve") == 0) return serve();
+  if (argc >= 4 && strcmp(argv[1], "thrash") == 0) return thrash(argv[2], atof(argv[3]));
+  fprintf(stderr, "usage: evictd-memhog serve | thrash FILE SECONDS\n");
+  return 2;
+}

@@ -1,0 +1,287 @@
+#include "watcher.h"
+
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "errors.h"
+
+namespace evictd {
+
+namespace {
+
+// Large enough for memory.events, memory.oom_control, a pressure file or a usage counter.
+constexpr size_t kProbeBufferSize = 4096;
+
+uint64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void CloseFd(int& fd) {
+  if (fd >= 0) {
+    // Linux closes the fd even when close() reports EINTR: never retry.
+    close(fd);
+    fd = -1;
+  }
+}
+
+}  // namespace
+
+void AddonData::OnEnvCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
+  auto* data = static_cast<AddonData*>(arg);
+  data->cleanup_hook = handle;
+  data->tearing_down = true;
+  if (data->sources.empty()) {
+    napi_remove_async_cleanup_hook(handle);
+    data->cleanup_hook = nullptr;
+    return;
+  }
+  // OnClosed erases from `sources`, but only later, from the loop: iterating here is safe.
+  for (Source* source : data->sources) Watcher::BeginClose(source);
+}
+
+void AddonData::SourceClosed(Source* source) {
+  sources.erase(source);
+  if (tearing_down && sources.empty() && cleanup_hook != nullptr) {
+    napi_remove_async_cleanup_hook(cleanup_hook);
+    cleanup_hook = nullptr;
+  }
+}
+
+Napi::Function Watcher::DefineClass(Napi::Env env) {
+  return ObjectWrap<Watcher>::DefineClass(env, "Watcher",
+                                          {
+                                              InstanceMethod("start", &Watcher::Start),
+                                              InstanceMethod("stop", &Watcher::Stop),
+                                              InstanceMethod("close", &Watcher::Close),
+                                              InstanceMethod("ref", &Watcher::JsRef),
+                                              InstanceMethod("unref", &Watcher::JsUnref),
+                                              InstanceMethod("hasRef", &Watcher::HasRef),
+                                              InstanceMethod("read", &Watcher::Read),
+                                              InstanceAccessor("closed", &Watcher::IsClosed, nullptr),
+                                          });
+}
+
+Watcher::Watcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Watcher>(info) {}
+
+Watcher::~Watcher() {
+  // Finalized by the GC (only possible once closed: an open watcher holds a strong reference
+  // to itself) or by environment teardown, when the source may still be open or closing.
+  if (source_ != nullptr) {
+    source_->owner = nullptr;
+    BeginClose(source_);
+    source_ = nullptr;
+  }
+}
+
+Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd,
+                             const std::string& poll_path, int probe_fd,
+                             const std::string& probe_path, Napi::Function callback) {
+  auto* source = new Source();
+  source->data = data;
+  source->kind = kind;
+  source->poll_fd = poll_fd;
+  source->poll_path = poll_path;
+  source->probe_fd = probe_fd;
+  source->probe_path = probe_path;
+  uv_loop_t* loop = nullptr;
+  napi_status status = napi_get_uv_event_loop(env, &loop);
+  int err = status == napi_ok ? uv_poll_init(loop, &source->poll, poll_fd) : UV_EINVAL;
+  if (err != 0) {
+    CloseFd(source->poll_fd);
+    CloseFd(source->probe_fd);
+    delete source;
+    throw SystemError(env, err, "uv_poll_init", poll_path);
+  }
+  source->poll.data = source;
+
+  Napi::Object obj = data->watcher_constructor.New({});
+  Watcher* watcher = Watcher::Unwrap(obj);
+  watcher->source_ = source;
+  source->owner = watcher;
+  watcher->callback_ = Napi::Persistent(callback);
+  watcher->async_context_ = std::make_unique<Napi::AsyncContext>(env, "evictd:KernelWatcher", obj);
+  data->sources.insert(source);
+  // An open watcher is a kernel resource like a socket: it stays alive until closed, whether
+  // or not JS still holds it, so its callback can still run.
+  watcher->Napi::ObjectWrap<Watcher>::Ref();
+  return obj;
+}
+
+void Watcher::BeginClose(Source* source) {
+  if (source->closing) return;
+  source->closing = true;
+  uv_close(reinterpret_cast<uv_handle_t*>(&source->poll), &Watcher::OnClosed);
+}
+
+void Watcher::OnClosed(uv_handle_t* handle) {
+  auto* source = static_cast<Source*>(handle->data);
+  CloseFd(source->poll_fd);
+  CloseFd(source->probe_fd);
+  Watcher* owner = source->owner;
+  AddonData* data = source->data;
+  data->SourceClosed(source);
+  delete source;
+  if (owner != nullptr) {
+    owner->source_ = nullptr;
+    owner->Closed(data->tearing_down);
+  }
+  if (data->instance_finalized && data->sources.empty()) delete data;
+}
+
+void Watcher::Closed(bool tearing_down) {
+  closed_ = true;
+  std::vector<Napi::FunctionReference> callbacks = std::move(close_callbacks_);
+  close_callbacks_.clear();
+  if (!tearing_down) {
+    Napi::HandleScope scope(Env());
+    for (auto& cb : callbacks) CallJs(cb, {});
+  }
+  callback_.Reset();
+  // Closed: the GC may now collect the JS object.
+  Napi::ObjectWrap<Watcher>::Unref();
+}
+
+void Watcher::CallJs(Napi::FunctionReference& fn, const std::vector<napi_value>& args) {
+  try {
+    // MakeCallback (not Call) so async hooks see the callback and microtasks (promise
+    // reactions in listeners) run when it returns, as for any libuv-driven callback.
+    fn.MakeCallback(Value(), args, *async_context_);
+  } catch (const Napi::Error& e) {
+    // A listener threw: surface it as an uncaught exception, as Node does for its handles.
+    napi_fatal_exception(Env(), e.Value());
+  }
+}
+
+void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
+  // Timestamp first: the latency we report is from the kernel's wakeup to this point.
+  uint64_t now = MonotonicNs();
+  auto* source = static_cast<Source*>(handle->data);
+  Watcher* owner = source->owner;
+  if (owner == nullptr || source->closing) return;
+
+  if (status < 0) {
+    // libuv reports POLLERR without POLLPRI as an error and has already stopped the handle.
+    std::string path = source->poll_path;
+    BeginClose(source);
+    owner->DispatchError(status, "poll", path);
+    return;
+  }
+
+  uint64_t count = 1;
+  if (source->kind == SourceKind::kEventfd) {
+    ssize_t n = read(source->poll_fd, &count, sizeof count);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) return;  // already consumed: spurious wakeup
+      int err = errno;
+      std::string path = source->poll_path;
+      BeginClose(source);
+      owner->DispatchError(err, "read", path);
+      return;
+    }
+  }
+
+  char buffer[kProbeBufferSize];
+  ssize_t len = 0;
+  if (source->probe_fd >= 0) {
+    // For kernfs files this read also re-arms the notification; without it poll would report
+    // the same change forever (a busy loop).
+    len = pread(source->probe_fd, buffer, sizeof buffer - 1, 0);
+    if (len < 0) {
+      // ENODEV: the cgroup was removed. The eventfd of a memcg event is signalled once on
+      // removal too, so this read is what tells a removal from a real crossing.
+      int err = errno;
+      std::string path = source->probe_path;
+      BeginClose(source);
+      owner->DispatchError(err, "read", path);
+      return;
+    }
+  }
+  owner->DispatchEvent(count, now, buffer, static_cast<size_t>(len));
+}
+
+void Watcher::DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* text, size_t text_len) {
+  Napi::Env env = Env();
+  Napi::HandleScope scope(env);
+  std::vector<napi_value> args = {
+      env.Null(),
+      Napi::Number::New(env, static_cast<double>(count)),
+      Napi::BigInt::New(env, static_cast<uint64_t>(monotonic_ns)),
+      source_ != nullptr && source_->probe_fd >= 0 ? Napi::String::New(env, text, text_len).As<Napi::Value>()
+                                                   : env.Undefined(),
+  };
+  CallJs(callback_, args);
+}
+
+void Watcher::DispatchError(int err, const char* syscall, const std::string& path) {
+  Napi::Env env = Env();
+  Napi::HandleScope scope(env);
+  Napi::Error error = SystemError(env, err, syscall, path);
+  CallJs(callback_, {error.Value()});
+}
+
+Napi::Value Watcher::Start(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
+  if (!source_->started) {
+    int flags = source_->kind == SourceKind::kEventfd ? UV_READABLE : UV_PRIORITIZED;
+    int err = uv_poll_start(&source_->poll, flags, &Watcher::OnPoll);
+    if (err != 0) throw SystemError(env, err, "uv_poll_start", source_->poll_path);
+    source_->started = true;
+  }
+  return env.Undefined();
+}
+
+Napi::Value Watcher::Stop(const Napi::CallbackInfo& info) {
+  // Signals that arrive while stopped stay pending in the fd and are delivered on start().
+  if (source_ != nullptr && !source_->closing && source_->started) {
+    uv_poll_stop(&source_->poll);
+    source_->started = false;
+  }
+  return info.Env().Undefined();
+}
+
+Napi::Value Watcher::Close(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Function cb = info.Length() > 0 && info[0].IsFunction() ? info[0].As<Napi::Function>() : Napi::Function();
+  if (closed_) {
+    if (!cb.IsEmpty()) cb.MakeCallback(Value(), {}, *async_context_);
+    return env.Undefined();
+  }
+  if (!cb.IsEmpty()) close_callbacks_.push_back(Napi::Persistent(cb));
+  if (source_ != nullptr) BeginClose(source_);
+  return env.Undefined();
+}
+
+Napi::Value Watcher::JsRef(const Napi::CallbackInfo& info) {
+  if (source_ != nullptr && !source_->closing) uv_ref(reinterpret_cast<uv_handle_t*>(&source_->poll));
+  return info.Env().Undefined();
+}
+
+Napi::Value Watcher::JsUnref(const Napi::CallbackInfo& info) {
+  if (source_ != nullptr && !source_->closing) uv_unref(reinterpret_cast<uv_handle_t*>(&source_->poll));
+  return info.Env().Undefined();
+}
+
+Napi::Value Watcher::HasRef(const Napi::CallbackInfo& info) {
+  bool has = source_ != nullptr && !source_->closing && uv_has_ref(reinterpret_cast<uv_handle_t*>(&source_->poll));
+  return Napi::Boolean::New(info.Env(), has);
+}
+
+Napi::Value Watcher::Read(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
+  if (source_->probe_fd < 0) return env.Undefined();
+  char buffer[kProbeBufferSize];
+  ssize_t len = pread(source_->probe_fd, buffer, sizeof buffer - 1, 0);
+  if (len < 0) throw SystemError(env, errno, "read", source_->probe_path);
+  return Napi::String::New(env, buffer, static_cast<size_t>(len));
+}
+
+Napi::Value Watcher::IsClosed(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), closed_ || source_ == nullptr || source_->closing);
+}
+
+}  // namespace evictd

@@ -1,0 +1,102 @@
+// One kernel notification source (an fd) polled with a uv_poll_t on the environment's own
+// loop, and the JS object that controls it. Everything here runs on that loop's thread.
+#pragma once
+
+#include <napi.h>
+#include <uv.h>
+
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace evictd {
+
+class Watcher;
+
+// How an fd signals and how an event is consumed.
+enum class SourceKind {
+  // An eventfd registered through cgroup.event_control (memcg v1 threshold, pressure level,
+  // OOM): readable when signalled; reading the 8-byte counter consumes (and counts) signals.
+  kEventfd,
+  // A PSI trigger fd or a kernfs file (cgroup.events, memory.events): POLLPRI when it fires.
+  // A PSI trigger re-arms when poll consumes the event; a kernfs file re-arms when read.
+  kPriority,
+};
+
+struct AddonData;
+
+// The kernel side of a watcher: its fds and its uv_poll_t. Allocated apart from the JS object
+// because libuv closes handles asynchronously: the Source must outlive a Watcher finalized by
+// the GC or by environment teardown until its close callback has run.
+struct Source {
+  uv_poll_t poll;
+  AddonData* data = nullptr;
+  Watcher* owner = nullptr;  // null once the JS object is gone
+  SourceKind kind = SourceKind::kPriority;
+  int poll_fd = -1;
+  // Read at every event: its contents go to JS (usage, counters), and a read that fails with
+  // ENODEV is how a removed cgroup shows (kernfs deactivates the files on rmdir).
+  int probe_fd = -1;
+  std::string poll_path;
+  std::string probe_path;
+  bool started = false;
+  bool closing = false;
+};
+
+// Per-environment state (main thread and each worker get their own): no process globals.
+struct AddonData {
+  Napi::FunctionReference watcher_constructor;
+  std::unordered_set<Source*> sources;
+  napi_async_cleanup_hook_handle cleanup_hook = nullptr;
+  bool tearing_down = false;
+  bool instance_finalized = false;
+
+  // Called when the env is torn down: closes every source, and tells Node we are done once the
+  // last close callback ran, so a worker's loop never closes with our handles open.
+  static void OnEnvCleanup(napi_async_cleanup_hook_handle handle, void* arg);
+  void SourceClosed(Source* source);
+};
+
+class Watcher : public Napi::ObjectWrap<Watcher> {
+ public:
+  static Napi::Function DefineClass(Napi::Env env);
+
+  // Wraps fds that are already armed in a new JS Watcher (not yet polling) and takes ownership
+  // of them: on failure they are closed and a JS exception is thrown.
+  static Napi::Object Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd,
+                             const std::string& poll_path, int probe_fd,
+                             const std::string& probe_path, Napi::Function callback);
+
+  explicit Watcher(const Napi::CallbackInfo& info);
+  ~Watcher() override;
+
+  // Idempotent; the source is freed (fds closed) in OnClosed, on a later loop turn.
+  static void BeginClose(Source* source);
+
+ private:
+  static void OnPoll(uv_poll_t* handle, int status, int events);
+  static void OnClosed(uv_handle_t* handle);
+
+  void DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* text, size_t text_len);
+  void DispatchError(int err, const char* syscall, const std::string& path);
+  void CallJs(Napi::FunctionReference& fn, const std::vector<napi_value>& args);
+  void Closed(bool tearing_down);
+
+  Napi::Value Start(const Napi::CallbackInfo& info);
+  Napi::Value Stop(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  Napi::Value JsRef(const Napi::CallbackInfo& info);
+  Napi::Value JsUnref(const Napi::CallbackInfo& info);
+  Napi::Value HasRef(const Napi::CallbackInfo& info);
+  Napi::Value Read(const Napi::CallbackInfo& info);
+  Napi::Value IsClosed(const Napi::CallbackInfo& info);
+
+  Source* source_ = nullptr;  // null once closed
+  bool closed_ = false;
+  Napi::FunctionReference callback_;
+  std::vector<Napi::FunctionReference> close_callbacks_;
+  std::unique_ptr<Napi::AsyncContext> async_context_;
+};
+
+}  // namespace evictd
