@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# evictd's offline containerd harness: a private containerd (own root, state, socket and
+# config) with locally built images, for the e2e tests, the benchmarks and the demo.
+#
+#   scripts/harness.sh up       install missing packages, build and import images, start containerd
+#   scripts/harness.sh down     stop every task, containerd and its shims; remove mounts, pod
+#                               cgroups and the harness directory (nothing is left behind)
+#   scripts/harness.sh status   exit 0 and print the endpoint when containerd answers, else exit 3
+#   scripts/harness.sh env      print the shell variables the tests and the demo read
+#   scripts/harness.sh import [NAME...]   (re)import built images (pause busybox hog filler)
+#
+# Everything lives under $EVICTD_HARNESS_DIR (default /run/evictd-harness); the CRI endpoint is
+# unix://$EVICTD_HARNESS_DIR/containerd.sock. Pods should use a cgroup_parent under
+# $EVICTD_HARNESS_CGROUP (default /kubepods), which `down` empties and removes.
+# Measured pitfalls this follows are listed in shared/DESIGN.md ("containerd facts").
+set -euo pipefail
+
+DIR=${EVICTD_HARNESS_DIR:-/run/evictd-harness}
+CGROUP=${EVICTD_HARNESS_CGROUP:-/kubepods}
+SOCK="$DIR/containerd.sock"
+ENDPOINT="unix://$SOCK"
+PIDFILE="$DIR/containerd.pid"
+LOG="$DIR/containerd.log"
+SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/images"
+NS=k8s.io
+IMAGES=(pause busybox hog)
+
+log() { echo "harness: $*" >&2; }
+die() { log "$*"; exit 1; }
+ctr_() { ctr --address "$SOCK" --namespace "$NS" "$@"; }
+
+containerd_pid() {
+  [ -f "$PIDFILE" ] || return 1
+  local pid
+  pid=$(cat "$PIDFILE")
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] && grep -q containerd "/proc/$pid/comm" 2>/dev/null || return 1
+  echo "$pid"
+}
+
+answers() { [ -S "$SOCK" ] && timeout 5 ctr --address "$SOCK" version >/dev/null 2>&1; }
+
+install_packages() {
+  local need=() pkg
+  for pkg in containerd runc busybox-static gcc libc6-dev; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
+  [ ${#need[@]} -eq 0 ] && return 0
+  log "installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+
+# Writes an OCI image layout tarball with one uncompressed layer made from directory $2.
+# Fixed mtimes and owners make the digests reproducible, so `up` is idempotent.
+oci_tarball() {
+  local name=$1 rootfs=$2 entry=$3 out=$4 work
+  work=$(mktemp -d "$DIR/build/oci.XXXXXX")
+  mkdir -p "$work/blobs/sha256"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$rootfs" -cf "$work/layer.tar" .
+  local layer lsize config csize manifest msize
+  layer=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
+  lsize=$(stat -c %s "$work/layer.tar")
+  mv "$work/layer.tar" "$work/blobs/sha256/$layer"
+  printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":%s,"Env":["PATH=/bin"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "$entry" "$layer" >"$work/config.json"
+  config=$(sha256sum "$work/config.json" | cut -d' ' -f1)
+  csize=$(stat -c %s "$work/config.json")
+  mv "$work/config.json" "$work/blobs/sha256/$config"
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
+    "$config" "$csize" "$layer" "$lsize" >"$work/manifest.json"
+  manifest=$(sha256sum "$work/manifest.json" | cut -d' ' -f1)
+  msize=$(stat -c %s "$work/manifest.json")
+  mv "$work/manifest.json" "$work/blobs/sha256/$manifest"
+  # containerd names the imported image after io.containerd.image.name.
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$manifest" "$msize" "$name" "${name##*:}" >"$work/index.json"
+  echo '{"imageLayoutVersion":"1.0.0"}' >"$work/oci-layout"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work" -cf "$out" oci-layout index.json blobs
+  rm -rf "$work"
+}
+
+build_images() {
+  local b="$DIR/build" r
+  mkdir -p "$b"
+  if [ ! -f "$b/pause.tar" ]; then
+    r="$b/rootfs-pause"; rm -rf "$r"; mkdir -p "$r"
+    gcc -static -O2 -o "$r/pause" "$SRC/pause.c"
+    oci_tarball localhost/evictd/pause:1 "$r" '["/pause"]' "$b/pause.tar"
+    rm -rf "$r"
+  fi
+  if [ ! -f "$b/hog.tar" ]; then
+    r="$b/rootfs-hog"; rm -rf "$r"; mkdir -p "$r"
+    gcc -static -O2 -o "$r/hog" "$SRC/hog.c"
+    oci_tarball localhost/evictd/hog:1 "$r" '["/hog"]' "$b/hog.tar"
+    rm -rf "$r"
+  fi
+  if [ ! -f "$b/busybox.tar" ]; then
+    r="$b/rootfs-busybox"; rm -rf "$r"; mkdir -p "$r/bin" "$r/tmp" "$r/etc"
+    cp /bin/busybox "$r/bin/busybox"
+    local a
+    for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "$r/bin/$a"; done
+    echo 'root:x:0:0:root:/:/bin/sh' >"$r/etc/passwd"
+    echo 'root:x:0:' >"$r/etc/group"
+    oci_tarball localhost/evictd/busybox:1 "$r" '["/bin/sh"]' "$b/busybox.tar"
+    rm -rf "$r"
+  fi
+  # An image no pod uses, with 16 MiB of incompressible data, for image-reclaim tests.
+  if [ ! -f "$b/filler.tar" ]; then
+    r="$b/rootfs-filler"; rm -rf "$r"; mkdir -p "$r"
+    head -c $((16 * 1024 * 1024)) /dev/urandom >"$r/filler.bin"
+    oci_tarball localhost/evictd/filler:1 "$r" '["/filler.bin"]' "$b/filler.tar"
+    rm -rf "$r"
+  fi
+}
+
+import_images() {
+  local names=("$@") n
+  [ ${#names[@]} -gt 0 ] || names=("${IMAGES[@]}")
+  for n in "${names[@]}"; do
+    [ -f "$DIR/build/$n.tar" ] || die "import: no built image $n (one of pause busybox hog filler)"
+    ctr_ images import "$DIR/build/$n.tar" >/dev/null
+  done
+}
+
+write_config() {
+  mkdir -p "$DIR/root" "$DIR/state" "$DIR/opt" "$DIR/pods" "$DIR/cni/bin" "$DIR/cni/net.d"
+  cat >"$DIR/config.toml" <<EOF
+version = 2
+root = "$DIR/root"
+state = "$DIR/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[grpc]
+  address = "$SOCK"
+
+[ttrpc]
+  address = "$SOCK.ttrpc"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$DIR/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/evictd/pause:1"
+  # No CAP_SYS_RESOURCE here: runc cannot lower oom_score_adj below ours.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  # ImageFsInfo and container stats are refreshed this often (seconds).
+  stats_collect_period = 1
+  enable_selinux = false
+
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        # runc's state would otherwise go to /run/containerd/runc, outside the harness.
+        Root = "$DIR/runc"
+
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$DIR/cni/bin"
+    conf_dir = "$DIR/cni/net.d"
+EOF
+}
+
+start_containerd() {
+  rm -f "$SOCK" "$SOCK.ttrpc"
+  # setsid: containerd must outlive the shell or test process that started it.
+  setsid containerd --config "$DIR/config.toml" >>"$LOG" 2>&1 </dev/null &
+  echo $! >"$PIDFILE"
+  local i
+  for i in $(seq 1 200); do
+    answers && return 0
+    [ -d "/proc/$(cat "$PIDFILE")" ] || break
+    sleep 0.05
+  done
+  tail -20 "$LOG" >&2 || true
+  die "containerd did not answer on $SOCK (log: $LOG)"
+}
+
+cmd_up() {
+  [ "$(id -u)" = 0 ] || die "up: must run as root"
+  install_packages
+  mkdir -p "$DIR"
+  if [ -f "$DIR/cgroup-created" ] || [ ! -d "/sys/fs/cgroup/memory$CGROUP" ]; then
+    echo "$CGROUP" >"$DIR/cgroup-created"
+  fi
+  build_images
+  if ! containerd_pid >/dev/null || ! answers; then
+    write_config
+    start_containerd
+  fi
+  local have missing=() n
+  have=$(ctr_ images ls -q)
+  for n in "${IMAGES[@]}"; do
+    grep -qx "localhost/evictd/$n:1" <<<"$have" || missing+=("$n")
+  done
+  [ ${#missing[@]} -eq 0 ] || import_images "${missing[@]}"
+  log "containerd $(containerd --version | awk '{print $3}') up at $ENDPOINT (pid $(cat "$PIDFILE"))"
+  cmd_env
+}
+
+# Children of a process, recursively (containers are children of their shim).
+descendants() {
+  local pid=$1 c
+  for c in $(cat /proc/"$pid"/task/*/children 2>/dev/null); do
+    echo "$c"
+    descendants "$c"
+  done
+}
+
+# Shims started for this harness carry its socket in their command line.
+harness_shims() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = containerd-shim ] || grep -q containerd-shim "$p/comm" 2>/dev/null || continue
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$SOCK" && echo "${p#/proc/}"
+  done
+  return 0
+}
+
+# Deepest first; rmdir only succeeds on empty cgroups, so nothing alive is touched. The root
+# itself goes only when `up` created it.
+remove_cgroups() {
+  local root=$1 mindepth=1 h d
+  [ -f "$DIR/cgroup-created" ] && mindepth=0
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/unified/; do
+    d="${h%/}$root"
+    [ -d "$d" ] || continue
+    find "$d" -mindepth "$mindepth" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+}
+
+cmd_down() {
+  [ "$(id -u)" = 0 ] || die "down: must run as root"
+  local pid id shims p
+  if pid=$(containerd_pid) && answers; then
+    # Tasks first: stopping containerd alone leaves shims and containers running.
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true; done
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do timeout 10 ctr_ tasks delete --force "$id" >/dev/null 2>&1 || true; done
+  fi
+  if pid=$(containerd_pid); then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.05; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  # Whatever survived: containers under their shims, then the shims, by PID.
+  shims=$(harness_shims)
+  for p in $shims; do
+    for id in $(descendants "$p"); do kill -KILL "$id" 2>/dev/null || true; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  for _ in $(seq 1 40); do [ -z "$(harness_shims)" ] && break; sleep 0.05; done
+  # Mounts (rootfs overlays, sandbox shm), deepest first.
+  if [ -d "$DIR" ]; then
+    awk -v d="$DIR/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+  fi
+  # Pod cgroups: nobody removes them after the pod is gone.
+  remove_cgroups "$CGROUP"
+  rm -rf "$DIR"
+  log "down: nothing left under $DIR"
+}
+
+cmd_status() {
+  if containerd_pid >/dev/null && answers; then
+    echo "running pid=$(cat "$PIDFILE") endpoint=$ENDPOINT"
+    ctr_ images ls -q | sed 's/^/image /'
+    return 0
+  fi
+  echo "not running (endpoint $ENDPOINT)"
+  return 3
+}
+
+cmd_env() {
+  echo "EVICTD_CRI_ENDPOINT=$ENDPOINT"
+  echo "EVICTD_HARNESS_DIR=$DIR"
+  echo "EVICTD_HARNESS_CGROUP=$CGROUP"
+  echo "EVICTD_IMAGE_PAUSE=localhost/evictd/pause:1"
+  echo "EVICTD_IMAGE_BUSYBOX=localhost/evictd/busybox:1"
+  echo "EVICTD_IMAGE_HOG=localhost/evictd/hog:1"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  env) cmd_env ;;
+  import) shift; import_images "$@" ;;
+  *) echo "usage: $0 up|down|status|env|import [pause|busybox|hog|filler]..." >&2; exit 2 ;;
+esac

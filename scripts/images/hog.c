@@ -1,0 +1,111 @@
+/*
+ * A memory hog for eviction tests and the demo:
+ *
+ *   hog <MiB per second> <target MiB> [hold seconds]
+ *
+ * Allocates and touches anonymous memory one MiB at a time at the given rate until it holds
+ * <target MiB>, then holds it for [hold seconds] (default: until stopped; 0 = exit at once).
+ * After each step it prints one line "<CLOCK_MONOTONIC ns> <MiB held>" to stdout (and to the
+ * file named by $HOG_OUT, if set), flushed at once, so a reader can tell when a threshold was
+ * crossed on the same clock the kernel and Node's process.hrtime use. SIGTERM prints
+ * "<ns> term" and exits 0; as PID 1 of its container it must handle the signal itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB (1024L * 1024L)
+
+static int out_fd = -1;
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* write(2) only: this also runs in the signal handler. */
+static void emit(const char *line, size_t len) {
+  ssize_t ignored = write(STDOUT_FILENO, line, len);
+  if (out_fd >= 0) ignored = write(out_fd, line, len);
+  (void)ignored;
+}
+
+static void on_term(int sig) {
+  (void)sig;
+  char line[64];
+  long long ns = now_ns();
+  /* snprintf is not async-signal-safe; build the digits by hand. */
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + ns % 10);
+    ns /= 10;
+  } while (ns > 0);
+  size_t len = 0;
+  while (n > 0) line[len++] = digits[--n];
+  memcpy(line + len, " term\n", 6);
+  emit(line, len + 6);
+  _exit(0);
+}
+
+static long parse_arg(const char *name, const char *text) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 0) {
+    fprintf(stderr, "hog: %s: \"%s\": must be a whole number >= 0\n", name, text);
+    exit(2);
+  }
+  return v;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3 || argc > 4) {
+    fprintf(stderr, "usage: hog <MiB per second> <target MiB> [hold seconds]\n");
+    return 2;
+  }
+  long rate = parse_arg("MiB per second", argv[1]);
+  long target = parse_arg("target MiB", argv[2]);
+  long hold = argc == 4 ? parse_arg("hold seconds", argv[3]) : -1;
+  if (rate == 0) {
+    fprintf(stderr, "hog: MiB per second: \"%s\": must be > 0\n", argv[1]);
+    return 2;
+  }
+  const char *path = getenv("HOG_OUT");
+  if (path && *path) out_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+  struct sigaction term = {.sa_handler = on_term};
+  sigaction(SIGTERM, &term, NULL);
+  sigaction(SIGINT, &term, NULL);
+
+  long long start = now_ns();
+  long long step_ns = 1000000000LL / rate;
+  for (long held = 1; held <= target; held++) {
+    char *p = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      perror("hog: mmap");
+      return 1;
+    }
+    /* Touch every page so the memory is charged to the cgroup now, not on first use. */
+    for (long off = 0; off < MIB; off += 4096) p[off] = (char)held;
+    char line[64];
+    int len = snprintf(line, sizeof line, "%lld %ld\n", now_ns(), held);
+    emit(line, (size_t)len);
+    long long due = start + held * step_ns;
+    struct timespec ts = {.tv_sec = due / 1000000000LL, .tv_nsec = due % 1000000000LL};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+  }
+  if (hold < 0) {
+    for (;;) pause();
+  }
+  sleep((unsigned)hold);
+  return 0;
+}

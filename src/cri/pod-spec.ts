@@ -1,0 +1,69 @@
+import type { ContainerConfig, Labels, PodSandboxConfig } from './types';
+
+export interface PodSpec {
+  name: string;
+  uid: string;
+  namespace?: string;
+  /** e.g. /kubepods/burstable/pod<uid>; runc creates it in every hierarchy. */
+  cgroupParent?: string;
+  labels?: Labels;
+  annotations?: Labels;
+  /** Host directory for container logs (ContainerSpec.logPath is relative to it). */
+  logDirectory?: string;
+}
+
+/**
+ * A sandbox config that runs without CNI: the pod shares the node's network namespace
+ * (network NODE) and so must leave the hostname empty. PID and IPC stay per pod, as the
+ * kubelet's defaults. The kubelet's pod labels are added so tools can link pods and containers.
+ */
+export function sandboxConfig(spec: PodSpec): PodSandboxConfig {
+  const namespace = spec.namespace ?? 'default';
+  return {
+    metadata: { name: spec.name, uid: spec.uid, namespace, attempt: 0 },
+    hostname: '',
+    logDirectory: spec.logDirectory ?? '',
+    labels: { 'io.kubernetes.pod.name': spec.name, 'io.kubernetes.pod.namespace': namespace, 'io.kubernetes.pod.uid': spec.uid, ...spec.labels },
+    annotations: { ...spec.annotations },
+    linux: {
+      cgroupParent: spec.cgroupParent ?? '',
+      securityContext: { namespaceOptions: { network: 'NODE', pid: 'CONTAINER', ipc: 'POD' } },
+    },
+  };
+}
+
+export interface ContainerSpec {
+  name: string;
+  image: string;
+  command?: string[];
+  args?: string[];
+  env?: Labels;
+  /** Bytes; 0 or absent = no limit. */
+  memoryLimitBytes?: number;
+  labels?: Labels;
+  annotations?: Labels;
+  /** Relative to the sandbox's logDirectory. */
+  logPath?: string;
+  mounts?: { containerPath: string; hostPath: string; readonly?: boolean }[];
+}
+
+export function containerConfig(pod: PodSpec, spec: ContainerSpec): ContainerConfig {
+  return {
+    metadata: { name: spec.name, attempt: 0 },
+    image: { image: spec.image },
+    command: spec.command ?? [],
+    args: spec.args ?? [],
+    envs: Object.entries(spec.env ?? {}).map(([key, value]) => ({ key, value })),
+    mounts: spec.mounts ?? [],
+    labels: {
+      'io.kubernetes.container.name': spec.name,
+      'io.kubernetes.pod.name': pod.name,
+      'io.kubernetes.pod.namespace': pod.namespace ?? 'default',
+      'io.kubernetes.pod.uid': pod.uid,
+      ...spec.labels,
+    },
+    annotations: { ...spec.annotations },
+    logPath: spec.logPath ?? '',
+    linux: { resources: { memoryLimitInBytes: spec.memoryLimitBytes ?? 0 } },
+  };
+}
