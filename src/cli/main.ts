@@ -1,3 +1,4 @@
+import { ConfigError } from '../policy/config';
 import { UsageError } from './errors';
 
 /** A subcommand: gets the arguments after its name, resolves to the exit status. */
@@ -40,7 +41,7 @@ export function main(argv: string[]): void {
       process.exitCode = code;
     },
     (err: unknown) => {
-      if (err instanceof UsageError) {
+      if (err instanceof UsageError || err instanceof ConfigError) {
         process.stderr.write(`evictd: ${err.message}\n`);
         process.exitCode = 2;
       } else {

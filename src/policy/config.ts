@@ -1,0 +1,324 @@
+/**
+ * Eviction configuration in the kubelet's own forms (flags and KubeletConfiguration fields),
+ * validated with the kubelet's rules and compiled into thresholds.
+ */
+import { DurationError, parseDuration } from './duration';
+import { Quantity, QuantityError } from './quantity';
+import { isSignal } from './signals';
+import type { Signal } from './types';
+
+/** The KubeletConfiguration fields evictd reads, with the kubelet's names. */
+export interface EvictionConfig {
+  evictionHard?: Record<string, string>;
+  evictionSoft?: Record<string, string>;
+  evictionSoftGracePeriod?: Record<string, string>;
+  evictionMaxPodGracePeriod?: number;
+  evictionMinimumReclaim?: Record<string, string>;
+  evictionPressureTransitionPeriod?: string;
+  enforceNodeAllocatable?: string[];
+  mergeDefaultEvictionSettings?: boolean;
+  /** Where each field came from (a flag name, a file field path), for error messages. */
+  origins?: Partial<Record<ConfigKey, string>>;
+}
+export type ConfigKey = Exclude<keyof EvictionConfig, 'origins'>;
+
+export type ThresholdKind = 'hard' | 'soft';
+
+/** A threshold or minimum-reclaim value: a quantity or a fraction of capacity. */
+export interface ThresholdValue {
+  quantity?: Quantity;
+  /** fraction of capacity, rounded through float32 as the kubelet stores it */
+  percentage?: number;
+  /** the value as configured, e.g. "1Gi" or "10%" */
+  text: string;
+}
+
+export interface Threshold {
+  signal: Signal;
+  kind: ThresholdKind;
+  value: ThresholdValue;
+  gracePeriodNs: number;
+  minReclaim?: ThresholdValue;
+}
+
+export interface PolicyConfig {
+  thresholds: Threshold[];
+  maxPodGracePeriodSeconds: number;
+  pressureTransitionPeriodNs: number;
+  enforceNodeAllocatable: string[];
+}
+
+/** Invalid configuration: the message names the field and the value. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly field: string,
+    readonly value: unknown,
+    readonly problem: string,
+  ) {
+    super(`${field}: ${JSON.stringify(value)}: ${problem}`);
+  }
+}
+
+/** The kubelet's default hard thresholds on Linux (pkg/kubelet/eviction/defaults_linux.go). */
+export const DEFAULT_EVICTION_HARD: Readonly<Record<string, string>> = {
+  'memory.available': '100Mi',
+  'nodefs.available': '10%',
+  'nodefs.inodesFree': '5%',
+  'imagefs.available': '15%',
+  'imagefs.inodesFree': '5%',
+};
+export const DEFAULT_PRESSURE_TRANSITION_PERIOD = '5m';
+const ENFORCE_OPTIONS = ['none', 'pods', 'system-reserved', 'kube-reserved', 'system-reserved-compressible', 'kube-reserved-compressible'];
+
+// ---------------------------------------------------------------------------------------------
+// Reading the two input forms
+
+/** Kubelet flag values, as given on the command line (flag name -> raw string). */
+export interface EvictionFlags {
+  evictionHard?: string;
+  evictionSoft?: string;
+  evictionSoftGracePeriod?: string;
+  evictionMaxPodGracePeriod?: string;
+  evictionMinimumReclaim?: string;
+  evictionPressureTransitionPeriod?: string;
+  enforceNodeAllocatable?: string;
+}
+
+const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
+  evictionHard: '--eviction-hard',
+  evictionSoft: '--eviction-soft',
+  evictionSoftGracePeriod: '--eviction-soft-grace-period',
+  evictionMaxPodGracePeriod: '--eviction-max-pod-grace-period',
+  evictionMinimumReclaim: '--eviction-minimum-reclaim',
+  evictionPressureTransitionPeriod: '--eviction-pressure-transition-period',
+  enforceNodeAllocatable: '--enforce-node-allocatable',
+};
+
+/** Splits "a<b,c<d" (separator "<") or "a=b,c=d" (separator "=") as the kubelet's map flags do. */
+function parseMapFlag(flag: string, raw: string, separator: '<' | '='): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of raw.split(',')) {
+    const pair = part.trim();
+    if (pair === '') continue;
+    const at = pair.indexOf(separator);
+    if (at <= 0) throw new ConfigError(flag, pair, `malformed pair, expected <signal>${separator}<value>`);
+    out[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/** Overlays kubelet-style flags on `base` (flags win, as in the kubelet). */
+export function configFromFlags(flags: EvictionFlags, base: EvictionConfig = {}): EvictionConfig {
+  const cfg: EvictionConfig = { ...base, origins: { ...base.origins } };
+  const origins = cfg.origins!;
+  const set = <K extends keyof EvictionFlags>(key: K, value: EvictionConfig[K]) => {
+    (cfg as Record<string, unknown>)[key] = value;
+    origins[key] = FLAG_NAMES[key];
+  };
+  if (flags.evictionHard !== undefined) set('evictionHard', parseMapFlag(FLAG_NAMES.evictionHard, flags.evictionHard, '<'));
+  if (flags.evictionSoft !== undefined) set('evictionSoft', parseMapFlag(FLAG_NAMES.evictionSoft, flags.evictionSoft, '<'));
+  if (flags.evictionSoftGracePeriod !== undefined)
+    set('evictionSoftGracePeriod', parseMapFlag(FLAG_NAMES.evictionSoftGracePeriod, flags.evictionSoftGracePeriod, '='));
+  if (flags.evictionMinimumReclaim !== undefined)
+    set('evictionMinimumReclaim', parseMapFlag(FLAG_NAMES.evictionMinimumReclaim, flags.evictionMinimumReclaim, '='));
+  if (flags.evictionMaxPodGracePeriod !== undefined) {
+    const raw = flags.evictionMaxPodGracePeriod.trim();
+    if (!/^-?\d+$/.test(raw)) throw new ConfigError(FLAG_NAMES.evictionMaxPodGracePeriod, raw, 'must be a whole number of seconds');
+    set('evictionMaxPodGracePeriod', Number(raw));
+  }
+  if (flags.evictionPressureTransitionPeriod !== undefined)
+    set('evictionPressureTransitionPeriod', flags.evictionPressureTransitionPeriod.trim());
+  if (flags.enforceNodeAllocatable !== undefined)
+    set('enforceNodeAllocatable', flags.enforceNodeAllocatable.split(',').map((s) => s.trim()).filter((s) => s !== ''));
+  return cfg;
+}
+
+function stringMap(field: string, v: unknown): Record<string, string> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw new ConfigError(field, v, 'must be a map of signal to value');
+  const out: Record<string, string> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (typeof x === 'string') out[k] = x.trim();
+    else if (typeof x === 'number' && Number.isFinite(x)) out[k] = String(x);
+    else throw new ConfigError(`${field}["${k}"]`, x, 'must be a string');
+  }
+  return out;
+}
+
+/**
+ * Reads the eviction fields of a parsed KubeletConfiguration (YAML or JSON). `prefix` is put in
+ * front of field names in errors (e.g. "config.").
+ */
+export function configFromKubeletConfiguration(doc: unknown, prefix = ''): EvictionConfig {
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(prefix.replace(/\.$/, '') || 'config', doc, 'must be a map of KubeletConfiguration fields');
+  const d = doc as Record<string, unknown>;
+  if (d.kind !== undefined && d.kind !== 'KubeletConfiguration') throw new ConfigError(`${prefix}kind`, d.kind, 'expected KubeletConfiguration');
+  const cfg: EvictionConfig = { origins: {} };
+  const origins = cfg.origins!;
+  const name = (k: ConfigKey) => (origins[k] = `${prefix}${k}`);
+  for (const key of ['evictionHard', 'evictionSoft', 'evictionSoftGracePeriod', 'evictionMinimumReclaim'] as const) {
+    const m = stringMap(`${prefix}${key}`, d[key]);
+    if (m !== undefined) {
+      cfg[key] = m;
+      name(key);
+    }
+  }
+  if (d.evictionMaxPodGracePeriod !== undefined && d.evictionMaxPodGracePeriod !== null) {
+    const v = d.evictionMaxPodGracePeriod;
+    if (typeof v !== 'number' || !Number.isInteger(v)) throw new ConfigError(`${prefix}evictionMaxPodGracePeriod`, v, 'must be a whole number of seconds');
+    cfg.evictionMaxPodGracePeriod = v;
+    name('evictionMaxPodGracePeriod');
+  }
+  if (d.evictionPressureTransitionPeriod !== undefined && d.evictionPressureTransitionPeriod !== null) {
+    const v = d.evictionPressureTransitionPeriod;
+    if (typeof v !== 'string') throw new ConfigError(`${prefix}evictionPressureTransitionPeriod`, v, 'must be a duration string such as "5m"');
+    cfg.evictionPressureTransitionPeriod = v.trim();
+    name('evictionPressureTransitionPeriod');
+  }
+  if (d.enforceNodeAllocatable !== undefined && d.enforceNodeAllocatable !== null) {
+    const v = d.enforceNodeAllocatable;
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new ConfigError(`${prefix}enforceNodeAllocatable`, v, 'must be a list of strings');
+    cfg.enforceNodeAllocatable = v as string[];
+    name('enforceNodeAllocatable');
+  }
+  if (d.mergeDefaultEvictionSettings !== undefined && d.mergeDefaultEvictionSettings !== null) {
+    const v = d.mergeDefaultEvictionSettings;
+    if (typeof v !== 'boolean') throw new ConfigError(`${prefix}mergeDefaultEvictionSettings`, v, 'must be true or false');
+    cfg.mergeDefaultEvictionSettings = v;
+    name('mergeDefaultEvictionSettings');
+  }
+  return cfg;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation and compilation, with the kubelet's rules (pkg/kubelet/eviction ParseThresholdConfig)
+
+/** The kubelet's parsePercentage: ParseFloat(..., 32) then float32(value) / 100. */
+function parsePercentage(field: string, text: string): number {
+  const body = text.replace(/%+$/, '');
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(body)) throw new ConfigError(field, text, 'invalid percentage');
+  return Math.fround(Math.fround(Number(body)) / 100);
+}
+
+function parseQuantity(field: string, text: string): Quantity {
+  try {
+    return Quantity.parse(text);
+  } catch (e) {
+    if (e instanceof QuantityError) throw new ConfigError(field, text, e.message);
+    throw e;
+  }
+}
+
+/** Parses one threshold value; null means "disabled" (the kubelet ignores 0% and 100%). */
+function parseThresholdValue(field: string, signal: Signal, text: string): ThresholdValue | null {
+  if (text.endsWith('%')) {
+    if (text === '0%' || text === '100%') return null;
+    const percentage = parsePercentage(field, text);
+    if (percentage < 0) throw new ConfigError(field, text, `eviction percentage threshold ${signal} must be >= 0%`);
+    if (percentage > 1) throw new ConfigError(field, text, `eviction percentage threshold ${signal} must be <= 100%`);
+    return { percentage, text };
+  }
+  const quantity = parseQuantity(field, text);
+  if (quantity.sign() <= 0) throw new ConfigError(field, text, `eviction threshold ${signal} must be positive`);
+  return { quantity, text };
+}
+
+function checkSignal(field: string, key: string): Signal {
+  if (!isSignal(key)) throw new ConfigError(field, key, `unsupported eviction signal ${key}`);
+  return key;
+}
+
+function parseDurationField(field: string, text: string): number {
+  try {
+    return parseDuration(text);
+  } catch (e) {
+    if (e instanceof DurationError) throw new ConfigError(field, text, e.message);
+    throw e;
+  }
+}
+
+/** Validates a configuration and compiles it into thresholds; throws ConfigError. */
+export function compileConfig(cfg: EvictionConfig): PolicyConfig {
+  const fieldOf = (k: ConfigKey) => cfg.origins?.[k] ?? k;
+  const entry = (k: ConfigKey, signal: string) => `${fieldOf(k)}["${signal}"]`;
+
+  // "Set one, lose the rest": an evictionHard that is given replaces the defaults, unless
+  // mergeDefaultEvictionSettings asks for the defaults of the signals it does not name.
+  let hard: Record<string, string>;
+  if (cfg.evictionHard === undefined) hard = { ...DEFAULT_EVICTION_HARD };
+  else if (cfg.mergeDefaultEvictionSettings) hard = { ...DEFAULT_EVICTION_HARD, ...cfg.evictionHard };
+  else hard = { ...cfg.evictionHard };
+
+  const thresholds: Threshold[] = [];
+  for (const [key, text] of Object.entries(hard)) {
+    const signal = checkSignal(entry('evictionHard', key), key);
+    const value = parseThresholdValue(entry('evictionHard', key), signal, text);
+    if (value) thresholds.push({ signal, kind: 'hard', value, gracePeriodNs: 0 });
+  }
+
+  const gracePeriods = new Map<Signal, number>();
+  for (const [key, text] of Object.entries(cfg.evictionSoftGracePeriod ?? {})) {
+    const field = entry('evictionSoftGracePeriod', key);
+    const signal = checkSignal(field, key);
+    const ns = parseDurationField(field, text);
+    if (ns < 0) throw new ConfigError(field, text, 'invalid eviction grace period, must be a positive value');
+    gracePeriods.set(signal, ns);
+  }
+  for (const [key, text] of Object.entries(cfg.evictionSoft ?? {})) {
+    const field = entry('evictionSoft', key);
+    const signal = checkSignal(field, key);
+    const value = parseThresholdValue(field, signal, text);
+    if (!value) continue;
+    const grace = gracePeriods.get(signal);
+    if (grace === undefined)
+      throw new ConfigError(field, text, `grace period must be specified for the soft eviction threshold ${signal} (in ${fieldOf('evictionSoftGracePeriod')})`);
+    thresholds.push({ signal, kind: 'soft', value, gracePeriodNs: grace });
+  }
+
+  const minReclaims = new Map<Signal, ThresholdValue>();
+  for (const [key, text] of Object.entries(cfg.evictionMinimumReclaim ?? {})) {
+    const field = entry('evictionMinimumReclaim', key);
+    const signal = checkSignal(field, key);
+    if (text.endsWith('%')) {
+      const percentage = parsePercentage(field, text);
+      if (percentage <= 0) throw new ConfigError(field, text, `eviction percentage minimum reclaim ${signal} must be positive`);
+      minReclaims.set(signal, { percentage, text });
+    } else {
+      const quantity = parseQuantity(field, text);
+      if (quantity.sign() < 0) throw new ConfigError(field, text, `negative eviction minimum reclaim specified for ${signal}`);
+      minReclaims.set(signal, { quantity, text });
+    }
+  }
+  for (const t of thresholds) {
+    const mr = minReclaims.get(t.signal);
+    if (mr) t.minReclaim = mr;
+  }
+
+  const maxPodGrace = cfg.evictionMaxPodGracePeriod ?? 0;
+  if (!Number.isInteger(maxPodGrace) || maxPodGrace < 0 || maxPodGrace > 2147483647)
+    throw new ConfigError(fieldOf('evictionMaxPodGracePeriod'), maxPodGrace, 'must be a whole number of seconds >= 0');
+
+  const transitionText = cfg.evictionPressureTransitionPeriod ?? DEFAULT_PRESSURE_TRANSITION_PERIOD;
+  const transitionNs = parseDurationField(fieldOf('evictionPressureTransitionPeriod'), transitionText);
+  if (transitionNs < 0) throw new ConfigError(fieldOf('evictionPressureTransitionPeriod'), transitionText, 'must be >= 0');
+
+  const enforce = cfg.enforceNodeAllocatable ?? ['pods'];
+  for (const opt of enforce) {
+    if (!ENFORCE_OPTIONS.includes(opt))
+      throw new ConfigError(fieldOf('enforceNodeAllocatable'), opt, `invalid option, valid options are ${ENFORCE_OPTIONS.join(', ')}`);
+  }
+  if (enforce.includes('none') && enforce.length > 1)
+    throw new ConfigError(fieldOf('enforceNodeAllocatable'), enforce, '"none" cannot be combined with other options');
+
+  // With pods' allocatable enforced, every hard memory.available threshold also guards the pods
+  // cgroup (kubelet's addAllocatableThresholds). "Hard" there means a zero grace period.
+  if (enforce.includes('pods')) {
+    for (const t of [...thresholds]) {
+      if (t.signal === 'memory.available' && t.gracePeriodNs === 0) thresholds.push({ ...t, signal: 'allocatableMemory.available' });
+    }
+  }
+
+  return { thresholds, maxPodGracePeriodSeconds: maxPodGrace, pressureTransitionPeriodNs: transitionNs, enforceNodeAllocatable: enforce };
+}

@@ -1,0 +1,183 @@
+/**
+ * One evaluation pass of the eviction policy (the pure heart of the kubelet's synchronize()).
+ * No I/O, no clock: the caller passes `now` and the observations, gets back the new state and
+ * what to do. Node-level reclaim is the caller's I/O: it runs `reclaim.functions`, observes
+ * again and asks `resolvedByReclaim` before acting on `plan`.
+ */
+import type { PolicyConfig, Threshold, ThresholdKind } from './config';
+import { evictionMessage } from './messages';
+import { isCritical } from './pods';
+import { rankFor } from './ranking';
+import { nodeReclaimFunctions } from './reclaim';
+import { SIGNAL_RESOURCE, isMemorySignal } from './signals';
+import { conditionsOf, makeObservations, mergeThresholds, thresholdsForLayout, thresholdsMet, type Observation, type Observations } from './thresholds';
+import { SIGNALS, type ActivePod, type FilesystemLayout, type NodeCondition, type NodeReclaimFunction, type NodeStats, type PodRef, type Signal } from './types';
+import { localStorageViolations } from './local-storage';
+
+export interface PolicyState {
+  /** when each currently-met threshold was first seen met (ns) */
+  readonly firstObservedAt: ReadonlyMap<Threshold, number>;
+  /** when each node condition was last seen (ns) */
+  readonly conditionLastObservedAt: ReadonlyMap<NodeCondition, number>;
+  /** thresholds that met their grace period last pass: held until minimum reclaim is satisfied */
+  readonly thresholdsMet: readonly Threshold[];
+  /** conditions reported last pass (for admission) */
+  readonly conditions: readonly NodeCondition[];
+}
+
+export function initialState(): PolicyState {
+  return { firstObservedAt: new Map(), conditionLastObservedAt: new Map(), thresholdsMet: [], conditions: [] };
+}
+
+export interface PassInput {
+  /** monotonic time, nanoseconds */
+  now: number;
+  node: NodeStats;
+  pods: readonly ActivePod[];
+  layout: FilesystemLayout;
+}
+
+export interface ThresholdStatus {
+  signal: Signal;
+  kind: ThresholdKind;
+  /** as configured, e.g. "1Gi" or "10%" */
+  quantity: string;
+  gracePeriodMet: boolean;
+  observed: Observation;
+}
+
+export interface Eviction {
+  pod: PodRef;
+  signal: string;
+  gracePeriodSeconds: number;
+  message: string;
+  annotations: Record<string, string>;
+  /** why this pod was ranked where it was, for the logs */
+  reasons: string[];
+}
+
+export interface EvictionPlan {
+  signal: Signal;
+  resource: string;
+  /** a zero-grace-period threshold: evict at once */
+  hard: boolean;
+  /** ranked, critical pods left out: evict the first one that stops, at most one per pass */
+  candidates: Eviction[];
+}
+
+export interface Evaluation {
+  state: PolicyState;
+  thresholdsMet: ThresholdStatus[];
+  conditions: NodeCondition[];
+  /** evict all of these (grace 0); when there are any, nothing else is evicted this pass */
+  localStorageEvictions: Eviction[];
+  /** node-level reclaim to try before evicting for `plan` (functions may be empty) */
+  reclaim: { signal: Signal; resource: string; functions: NodeReclaimFunction[] } | null;
+  plan: EvictionPlan | null;
+}
+
+const signalOrder = new Map<Signal, number>(SIGNALS.map((s, i) => [s, i]));
+
+/**
+ * Which met threshold to reclaim first: memory signals first (kubelet's byEvictionPriority), then a
+ * fixed signal order, hard before soft. The kubelet's own order among non-memory signals comes
+ * from map iteration and is random; a fixed one makes decisions reproducible.
+ */
+function byEvictionPriority(a: Threshold, b: Threshold): number {
+  const am = isMemorySignal(a.signal) ? 0 : 1;
+  const bm = isMemorySignal(b.signal) ? 0 : 1;
+  if (am !== bm) return am - bm;
+  const so = signalOrder.get(a.signal)! - signalOrder.get(b.signal)!;
+  if (so !== 0) return so;
+  return (a.kind === 'hard' ? 0 : 1) - (b.kind === 'hard' ? 0 : 1);
+}
+
+const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
+
+/** Hard thresholds evict immediately; soft ones give min(max pod grace period, the pod's own). */
+export function evictionGracePeriod(config: PolicyConfig, threshold: Threshold, pod: ActivePod): number {
+  if (threshold.gracePeriodNs === 0 || config.maxPodGracePeriodSeconds <= 0) return 0;
+  return Math.min(config.maxPodGracePeriodSeconds, pod.spec.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
+}
+
+function ref(pod: ActivePod): PodRef {
+  return { namespace: pod.spec.namespace, name: pod.spec.name, uid: pod.spec.uid };
+}
+
+function status(t: Threshold, obs: Observations, gracePeriodMet: boolean): ThresholdStatus {
+  return { signal: t.signal, kind: t.kind, quantity: t.value.text, gracePeriodMet, observed: obs[t.signal]! };
+}
+
+export function evaluate(config: PolicyConfig, state: PolicyState, input: PassInput): Evaluation {
+  const { now, layout, pods } = input;
+  const all = thresholdsForLayout(config.thresholds, layout);
+  const obs = makeObservations(input.node);
+
+  // Met now, plus those met last pass whose minimum reclaim is not yet satisfied.
+  let met = thresholdsMet(all, obs, false);
+  if (state.thresholdsMet.length > 0) met = mergeThresholds(met, thresholdsMet(state.thresholdsMet, obs, true));
+
+  const firstObservedAt = new Map<Threshold, number>();
+  for (const t of met) firstObservedAt.set(t, state.firstObservedAt.get(t) ?? now);
+
+  // A condition holds while any of its thresholds was seen within the transition period.
+  const conditionLastObservedAt = new Map(state.conditionLastObservedAt);
+  for (const c of conditionsOf(met)) conditionLastObservedAt.set(c, now);
+  const conditions = [...conditionLastObservedAt]
+    .filter(([, at]) => now - at < config.pressureTransitionPeriodNs)
+    .map(([c]) => c)
+    .sort();
+
+  const graceMet = met.filter((t) => now - firstObservedAt.get(t)! >= t.gracePeriodNs);
+  const newState: PolicyState = { firstObservedAt, conditionLastObservedAt, thresholdsMet: graceMet, conditions };
+
+  const thresholdStatus = met
+    .map((t) => status(t, obs, graceMet.includes(t)))
+    .sort((a, b) => (a.signal < b.signal ? -1 : a.signal > b.signal ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+
+  const result: Evaluation = { state: newState, thresholdsMet: thresholdStatus, conditions, localStorageEvictions: [], reclaim: null, plan: null };
+
+  const violations = localStorageViolations(pods, layout);
+  if (violations.length > 0) {
+    result.localStorageEvictions = violations.map((v) => ({
+      pod: ref(v.pod),
+      signal: v.signal,
+      gracePeriodSeconds: 0,
+      message: v.message,
+      annotations: {},
+      reasons: [`over its ${v.signal} limit`],
+    }));
+    return result;
+  }
+
+  if (graceMet.length === 0) return result;
+  const ordered = [...graceMet].sort(byEvictionPriority);
+  const threshold = ordered[0];
+  const resource = SIGNAL_RESOURCE[threshold.signal];
+  result.reclaim = { signal: threshold.signal, resource, functions: nodeReclaimFunctions(threshold.signal, layout) };
+  if (pods.length === 0) return result;
+
+  const candidates: Eviction[] = [];
+  for (const { pod, reasons } of rankFor(threshold.signal, layout, pods)) {
+    if (isCritical(pod.spec)) continue; // the kubelet refuses to evict these and tries the next
+    const { message, annotations } = evictionMessage(resource, pod.spec, pod.usage, ordered, obs);
+    candidates.push({
+      pod: ref(pod),
+      signal: threshold.signal,
+      gracePeriodSeconds: evictionGracePeriod(config, threshold, pod),
+      message,
+      annotations,
+      reasons,
+    });
+  }
+  result.plan = { signal: threshold.signal, resource, hard: threshold.gracePeriodNs === 0, candidates };
+  return result;
+}
+
+/**
+ * After node-level reclaim: true when, on fresh numbers, no threshold (grace periods ignored,
+ * minimum reclaim enforced) is met any more, so no pod needs to go this pass.
+ */
+export function resolvedByReclaim(config: PolicyConfig, layout: FilesystemLayout, nodeAfter: NodeStats): boolean {
+  return thresholdsMet(thresholdsForLayout(config.thresholds, layout), makeObservations(nodeAfter), true).length === 0;
+}

@@ -1,0 +1,75 @@
+/** The kubelet's eviction and admission strings, to the letter (pkg/kubelet/eviction). */
+import type { Threshold } from './config';
+import { Quantity } from './quantity';
+import { containerRequest } from './pods';
+import { SIGNAL_RESOURCE, observationFormat } from './signals';
+import { thresholdAmount, type Observations } from './thresholds';
+import type { NodeCondition, PodSpec, PodUsage } from './types';
+
+export const EVICTION_REASON = 'Evicted';
+export const OFFENDING_CONTAINERS_KEY = 'offending_containers';
+export const OFFENDING_CONTAINERS_USAGE_KEY = 'offending_containers_usage';
+export const STARVED_RESOURCE_KEY = 'starved_resource';
+
+/** Go's %q for a plain string. */
+const goQuote = (s: string) => JSON.stringify(s);
+
+/**
+ * The message and annotations of a threshold eviction (kubelet's evictionMessage). The quantity
+ * and available figures come from the first met threshold starving the same resource.
+ */
+export function evictionMessage(
+  resource: string,
+  pod: PodSpec,
+  usage: PodUsage | undefined,
+  thresholds: readonly Threshold[],
+  obs: Observations,
+): { message: string; annotations: Record<string, string> } {
+  let message = `The node was low on resource: ${resource}. `;
+  for (const t of thresholds) {
+    if (SIGNAL_RESOURCE[t.signal] !== resource) continue;
+    const o = obs[t.signal];
+    if (!o) continue;
+    const quantity = t.value.quantity ? t.value.quantity.toString() : Quantity.fromNumber(thresholdAmount(t.value, o.capacity), 'BinarySI').toString();
+    const available = Quantity.fromNumber(o.available, observationFormat(t.signal)).toString();
+    message += `Threshold quantity: ${quantity}, available: ${available}. `;
+    break;
+  }
+  const containers: string[] = [];
+  const usages: string[] = [];
+  if (usage) {
+    for (const cs of usage.containers) {
+      const spec = pod.containers.find((c) => c.name === cs.name);
+      if (!spec) continue;
+      let used: number | undefined;
+      if (resource === 'memory') used = cs.memoryBytes;
+      else if (resource === 'ephemeral-storage' && (cs.rootfsBytes !== undefined || cs.logsBytes !== undefined)) used = (cs.rootfsBytes ?? 0) + (cs.logsBytes ?? 0);
+      if (used === undefined) continue;
+      const request = containerRequest(spec, resource) ?? Quantity.zero();
+      const usedQ = Quantity.fromNumber(used, 'BinarySI');
+      if (usedQ.cmp(request) > 0) {
+        message += `Container ${spec.name} was using ${usedQ.toString()}, request is ${request.toString()}, has larger consumption of ${resource}. `;
+        containers.push(spec.name);
+        usages.push(usedQ.toString());
+      }
+    }
+  }
+  return {
+    message,
+    annotations: {
+      [OFFENDING_CONTAINERS_KEY]: containers.join(','),
+      [OFFENDING_CONTAINERS_USAGE_KEY]: usages.join(','),
+      [STARVED_RESOURCE_KEY]: resource,
+    },
+  };
+}
+
+export const emptyDirMessage = (volume: string, limit: Quantity) =>
+  `Usage of EmptyDir volume ${goQuote(volume)} exceeds the limit ${goQuote(limit.toString())}. `;
+export const podEphemeralStorageMessage = (limit: Quantity) =>
+  `Pod ephemeral local storage usage exceeds the total limit of containers ${limit.toString()}. `;
+export const containerEphemeralStorageMessage = (container: string, limit: Quantity) =>
+  `Container ${container} exceeded its local ephemeral storage limit ${goQuote(limit.toString())}. `;
+
+/** "The node had condition: [MemoryPressure DiskPressure]. " (Go's %v of a slice). */
+export const nodeConditionMessage = (conditions: readonly NodeCondition[]) => `The node had condition: [${conditions.join(' ')}]. `;

@@ -1,0 +1,84 @@
+/** Pod facts the kubelet derives from a spec: requests, limits, QoS class, criticality. */
+import { Quantity } from './quantity';
+import type { ContainerSpec, PodSpec } from './types';
+
+export type QosClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
+
+/** Annotation keys (k8s.io/kubernetes/pkg/kubelet/types). */
+export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
+export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
+/** scheduling.SystemCriticalPriority */
+export const SYSTEM_CRITICAL_PRIORITY = 2000000000;
+
+/** A container's request for a resource; the API server defaults a missing request to the limit. */
+export function containerRequest(c: ContainerSpec, resource: string): Quantity | undefined {
+  return c.requests[resource] ?? c.limits[resource];
+}
+
+function sum(containers: readonly ContainerSpec[], pick: (c: ContainerSpec) => Quantity | undefined): number {
+  let total = 0;
+  for (const c of containers) total += pick(c)?.toNumber() ?? 0;
+  return total;
+}
+
+/**
+ * A pod's effective request: max(sum over app containers, largest init container), as the
+ * kubelet's podRequest / GetResourceRequestQuantity compute it. In bytes (or units).
+ */
+export function podRequest(pod: PodSpec, resource: string): number {
+  const apps = sum(pod.containers, (c) => containerRequest(c, resource));
+  let init = 0;
+  for (const c of pod.initContainers ?? []) init = Math.max(init, containerRequest(c, resource)?.toNumber() ?? 0);
+  return Math.max(apps, init);
+}
+
+/** PodLimits for one resource, or undefined when no container sets it. */
+export function podLimit(pod: PodSpec, resource: string): Quantity | undefined {
+  let total: Quantity | undefined;
+  for (const c of pod.containers) {
+    const l = c.limits[resource];
+    if (l) total = total ? total.add(l) : l;
+  }
+  for (const c of pod.initContainers ?? []) {
+    const l = c.limits[resource];
+    if (l && (!total || l.cmp(total) > 0)) total = l;
+  }
+  return total;
+}
+
+/** Kubernetes' GetPodQOS (cpu and memory only; requests defaulted to limits). */
+export function qosClass(pod: PodSpec): QosClass {
+  const requests = new Map<string, number>();
+  const limits = new Map<string, number>();
+  let guaranteed = true;
+  for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
+    const found = new Set<string>();
+    for (const r of ['cpu', 'memory']) {
+      const req = containerRequest(c, r);
+      if (req && !req.isZero()) requests.set(r, (requests.get(r) ?? 0) + req.toNumber());
+      const lim = c.limits[r];
+      if (lim && !lim.isZero()) {
+        found.add(r);
+        limits.set(r, (limits.get(r) ?? 0) + lim.toNumber());
+      }
+    }
+    if (found.size !== 2) guaranteed = false;
+  }
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (guaranteed) {
+    for (const [r, v] of requests) if (limits.get(r) !== v) guaranteed = false;
+  }
+  return guaranteed && requests.size === limits.size ? 'Guaranteed' : 'Burstable';
+}
+
+/** Static (source other than the API), mirror, or system-critical priority: never evicted. */
+export function isCritical(pod: PodSpec): boolean {
+  const source = pod.annotations[CONFIG_SOURCE_ANNOTATION];
+  if (source !== undefined && source !== 'api') return true;
+  if (CONFIG_MIRROR_ANNOTATION in pod.annotations) return true;
+  return pod.priority >= SYSTEM_CRITICAL_PRIORITY;
+}
+
+export function podKey(pod: PodSpec): string {
+  return `${pod.namespace}/${pod.name}`;
+}
