@@ -9,6 +9,8 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-constant-condition': ['error', { checkLoops: false }],
+      // subcommands and the native addon load lazily with require(), on purpose
+      '@typescript-eslint/no-require-imports': 'off',
     },
   },
 );
