@@ -133,10 +133,20 @@ function fraction(v: bigint, prec: number): [string, bigint] {
   return [printed ? `.${digits}` : '', v];
 }
 
-/** Duration.String(): "72h3m0.5s", "1.5s", "100ms", "1.5µs", "0s". Non-integers truncate to ns. */
-export function formatDuration(ns: number): string {
-  if (!Number.isFinite(ns)) throw new DurationError(`time: cannot format duration ${String(ns)}`);
-  let u = BigInt(Math.trunc(ns));
+/**
+ * Duration.String(): "72h3m0.5s", "1.5s", "100ms", "1.5µs", "0s". A number is truncated to whole
+ * nanoseconds; a bigint gives the exact int64 extremes. Both are clamped to Go's int64 range.
+ */
+export function formatDuration(ns: number | bigint): string {
+  let u: bigint;
+  if (typeof ns === 'bigint') {
+    u = ns;
+  } else {
+    if (!Number.isFinite(ns)) throw new DurationError(`time: cannot format duration ${String(ns)}`);
+    u = BigInt(Math.trunc(ns));
+  }
+  if (u > TWO63 - 1n) u = TWO63 - 1n;
+  if (u < -TWO63) u = -TWO63;
   const neg = u < 0n;
   if (neg) u = -u;
   let out: string;

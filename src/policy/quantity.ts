@@ -29,6 +29,7 @@ const MILLI_IN_NANO = 1_000_000n;
 /** Parsing caps BinarySI magnitudes at 2^63-1 (k8s maxAllowed); decimal ones are unbounded. */
 const MAX_BINARY_NANOS = ((1n << 63n) - 1n) * NANO;
 const INT64_MAX = (1n << 63n) - 1n;
+const SAFE_NANOS = BigInt(Number.MAX_SAFE_INTEGER);
 /** Beyond this a decimal exponent would make a number with more digits than any real use. */
 const MAX_EXPONENT = 4096;
 
@@ -132,9 +133,8 @@ function interpretSuffix(input: string, suffix: string): Suffix | null {
     if (!/^[+-]?[0-9]+$/.test(digits)) return null;
     const big = BigInt(digits);
     if (big > INT64_MAX || big < -INT64_MAX - 1n) return null;
-    if (big > BigInt(MAX_EXPONENT) || big < -BigInt(MAX_EXPONENT)) {
-      fail(input, `exponent ${digits} is out of the supported range ±${MAX_EXPONENT}`);
-    }
+    // a negative exponent of any size is fine: the value just rounds up to 1n
+    if (big > BigInt(MAX_EXPONENT)) fail(input, `exponent ${digits} is above the supported ${MAX_EXPONENT}`);
     return { base: 10, exponent: Number(big), format: 'DecimalExponent' };
   }
   return null;
@@ -220,6 +220,21 @@ export class Quantity {
     return new Quantity(BigInt(value) * NANO, format);
   }
 
+  /**
+   * resource.NewScaledQuantity / NewMilliQuantity: value × 10^scale (scale -3 for millis), with a
+   * format. Scales finer than nano (-9) are rejected: no quantity holds them.
+   */
+  static fromScaled(value: number | bigint, scale: number, format: QuantityFormat = 'DecimalSI'): Quantity {
+    if (!FORMATS.has(format)) throw new QuantityError(`invalid quantity format ${JSON.stringify(format)}`);
+    if (typeof value === 'number' && !Number.isInteger(value)) {
+      throw new QuantityError(`invalid quantity value ${value}: must be an integer`);
+    }
+    if (!Number.isInteger(scale) || scale < -9 || scale > MAX_EXPONENT) {
+      throw new QuantityError(`invalid quantity scale ${scale}: must be an integer from -9 to ${MAX_EXPONENT}`);
+    }
+    return new Quantity(BigInt(value) * pow10(scale + 9), format);
+  }
+
   static zero(format: QuantityFormat = 'DecimalSI'): Quantity {
     return new Quantity(0n, format);
   }
@@ -264,8 +279,10 @@ export class Quantity {
     return Number(divAwayFromZero(this.nanos, MILLI_IN_NANO));
   }
 
-  /** The value as a float (nearest double when it is exactly representable). */
+  /** The value as a float, for ratios and percentages. */
   toNumber(): number {
+    // one division of two exact doubles is correctly rounded; past 2^53 split off the fraction
+    if (this.nanos <= SAFE_NANOS && this.nanos >= -SAFE_NANOS) return Number(this.nanos) / 1e9;
     const whole = this.nanos / NANO;
     const frac = this.nanos - whole * NANO;
     return Number(whole) + Number(frac) / 1e9;
