@@ -1,0 +1,170 @@
+/**
+ * Arms the kernel notifications that wake the loop, and re-arms them after every pass with the
+ * numbers that pass read.
+ *
+ * Memory thresholds use the kubelet's formula (memory_threshold_notifier.go): the signal is
+ * available = capacity - (usage - inactive_file), so "available < line" happens when
+ *   usage > capacity - line + inactive_file.
+ * inactive_file drifts, so the usage line drifts too. Besides the threshold lines, a "band" of
+ * two lines around the current usage (± capacity/16) wakes a pass whenever usage moves that
+ * much; every pass re-reads inactive_file and moves all lines. So lines follow the page cache
+ * as it moves, not only every housekeeping interval.
+ *
+ * On the pod cgroup root: thresholds for allocatableMemory.available, a PSI trigger on its
+ * memory.pressure (cgroup2) and a watch on memory.events (pure v2) or cgroup.events.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { MemoryReading } from '../node/memory';
+import type { Observation } from '../node/observer';
+import type { PolicyConfig } from '../policy/config';
+import { thresholdAmount } from '../policy/thresholds';
+import type { NotificationPort, ThresholdHandle, WatchHandle, Wakeup } from './ports';
+
+export interface ArmingOptions {
+  port: NotificationPort;
+  policy: PolicyConfig;
+  logger: Logger;
+  /** called for every kernel wake-up */
+  wake: (w: Wakeup) => void;
+  /** memory cgroup dirs of the node and of the pod cgroup root */
+  nodeMemoryDir: string;
+  podRootMemoryDir: string;
+  /** cgroup2 dir of the pod cgroup root (memory.pressure, cgroup.events, memory.events), if any */
+  podRootUnifiedDir: string | null;
+  memoryVersion: 1 | 2;
+  /** the node cgroup is the machine's root (v2 root has no memory.current to watch) */
+  nodeIsRoot: boolean;
+  psi?: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
+}
+
+type LineKey = string;
+
+export class Arming {
+  private readonly lines = new Map<LineKey, ThresholdHandle>();
+  private readonly others: WatchHandle[] = [];
+  private closed = false;
+  /** watches that failed, by key: not retried until `retryAfter` */
+  private readonly failed = new Map<LineKey, number>();
+  psiWindowUs: number | null = null;
+
+  constructor(private readonly o: ArmingOptions) {}
+
+  /** Arms the watches that do not depend on numbers (PSI, events). Failures are logged, not thrown. */
+  start(): void {
+    const { port, logger } = this.o;
+    const cb = (source: string) => ({
+      onWakeup: (w: Wakeup) => this.o.wake({ ...w, source: w.source || source }),
+      onError: (err: Error) => logger.warn({ err, source }, 'notification source ended'),
+    });
+    const dir = this.o.podRootUnifiedDir;
+    if (dir && this.o.psi !== null) {
+      const file = path.join(dir, 'memory.pressure');
+      if (fs.existsSync(file)) {
+        try {
+          const h = port.watchPsi(file, this.o.psi ?? { kind: 'some', stallUs: 100_000, windowUs: 2_000_000 }, cb('psi'));
+          this.psiWindowUs = h.windowUs;
+          this.others.push(h);
+          logger.info({ file, windowUs: h.windowUs }, 'PSI trigger armed');
+        } catch (err) {
+          logger.warn({ err, file }, 'PSI trigger unavailable');
+        }
+      }
+    }
+    for (const name of ['memory.events', 'cgroup.events']) {
+      const file = dir ? path.join(dir, name) : null;
+      const v2Memory = this.o.memoryVersion === 2 ? path.join(this.o.podRootMemoryDir, name) : null;
+      const target = v2Memory && fs.existsSync(v2Memory) ? v2Memory : file && fs.existsSync(file) ? file : null;
+      if (!target) continue;
+      try {
+        this.others.push(port.watchFile(target, cb(name === 'memory.events' ? 'memory-events' : 'cgroup-events')));
+      } catch (err) {
+        logger.warn({ err, file: target }, 'cgroup file watch unavailable');
+      }
+    }
+    if (port.watchOom && this.o.memoryVersion === 1) {
+      try {
+        this.others.push(port.watchOom(this.o.nodeMemoryDir, cb('memcg-oom')));
+      } catch (err) {
+        logger.warn({ err }, 'OOM notification unavailable');
+      }
+    }
+  }
+
+  /** The usage lines for the memory signals, from this pass's numbers. */
+  static usageLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
+    const out: number[] = [];
+    for (const t of policy.thresholds) {
+      if (t.signal !== signal) continue;
+      const line = thresholdAmount(t.value, m.capacityBytes);
+      out.push(Math.max(0, m.capacityBytes - line + m.inactiveFileBytes));
+    }
+    return out;
+  }
+
+  /** Re-arms every line from a fresh observation. Runs at the end of each pass. */
+  update(obs: Observation): void {
+    if (this.closed) return;
+    const want = new Map<LineKey, { dir: string; bytes: number }>();
+    const add = (prefix: string, dir: string, m: MemoryReading, signal: 'memory.available' | 'allocatableMemory.available') => {
+      Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes }));
+      const band = Math.max(m.capacityBytes / 16, 16 * 1024 * 1024);
+      want.set(`${prefix}:band-up`, { dir, bytes: Math.round(m.usageBytes + band) });
+      if (m.usageBytes > band) want.set(`${prefix}:band-down`, { dir, bytes: Math.round(m.usageBytes - band) });
+    };
+    // On a v2 root there is no memory.current to put a line on: PSI and the poll cover it.
+    if (!(this.o.memoryVersion === 2 && this.o.nodeIsRoot)) add('node', this.o.nodeMemoryDir, obs.memory, 'memory.available');
+    if (obs.allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add('pods', this.o.podRootMemoryDir, obs.allocatable, 'allocatableMemory.available');
+    const now = Date.now();
+    for (const [key, h] of this.lines) {
+      if (!want.has(key)) {
+        this.lines.delete(key);
+        void h.close();
+      }
+    }
+    for (const [key, { dir, bytes }] of want) {
+      const h = this.lines.get(key);
+      if (h) {
+        if (h.usageBytes !== bytes) {
+          try {
+            h.rearm(bytes);
+          } catch (err) {
+            this.lines.delete(key);
+            void h.close();
+            this.o.logger.warn({ err, key }, 'threshold re-arm failed');
+          }
+        }
+        continue;
+      }
+      if ((this.failed.get(key) ?? 0) > now) continue;
+      const source = key.includes(':band') ? 'memcg-band' : 'memcg-threshold';
+      try {
+        const handle = this.o.port.watchMemoryUsage(dir, bytes, {
+          onWakeup: (w) => this.o.wake({ ...w, source }),
+          onError: (err) => {
+            if (this.lines.get(key) === handle) this.lines.delete(key);
+            this.o.logger.warn({ err, key }, 'memory threshold watch ended');
+          },
+        });
+        this.lines.set(key, handle);
+      } catch (err) {
+        this.failed.set(key, now + 60_000);
+        this.o.logger.warn({ err, key, dir }, 'memory threshold unavailable');
+      }
+    }
+  }
+
+  /** Current lines, for logs and tests. */
+  armed(): Record<string, number> {
+    return Object.fromEntries([...this.lines].map(([k, h]) => [k, h.usageBytes]));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.lines.values(), ...this.others];
+    this.lines.clear();
+    this.others.length = 0;
+    await Promise.allSettled(all.map((h) => h.close()));
+  }
+}

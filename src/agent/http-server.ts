@@ -1,0 +1,66 @@
+/**
+ * /metrics (Prometheus text) and /healthz on the metrics address. Healthy means: the loop has
+ * completed a pass recently (within `staleAfterMs`), so a wedged loop or a dead runtime that
+ * makes every pass fail shows up as 503 with the reason.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface Health {
+  ok: boolean;
+  reason: string;
+}
+
+export interface MetricsServer {
+  readonly address: string;
+  close(): Promise<void>;
+}
+
+/** Parses "host:port" ("127.0.0.1:9741", ":9741", "[::1]:9741"); port 0 picks a free one. */
+export function parseListenAddress(text: string): { host: string; port: number } | null {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
+  if (!m) return null;
+  const port = Number(m[3]);
+  if (port > 65535) return null;
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
+}
+
+export async function startMetricsServer(listen: { host: string; port: number }, registry: Registry, health: () => Health): Promise<MetricsServer> {
+  const server = http.createServer((req, res) => {
+    const url = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (url === '/healthz') {
+      const h = health();
+      res.writeHead(h.ok ? 200 : 503, { 'content-type': 'text/plain' }).end(h.ok ? 'ok\n' : `unhealthy: ${h.reason}\n`);
+      return;
+    }
+    if (url === '/metrics') {
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err)),
+      );
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const a = server.address() as AddressInfo;
+  return {
+    address: a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * The agent's Prometheus metrics, on a registry of its own (never prom-client's global one, so
+ * two agents in one process, as in tests, do not collide).
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+// Latency buckets from 100 µs to 30 s: evictd's reactions are in milliseconds, the pollers'
+// it is compared with in seconds.
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export class AgentMetrics {
+  readonly registry = new Registry();
+  readonly evictions: Counter<'signal'>;
+  readonly evictionFailures: Counter<'signal' | 'step'>;
+  readonly notifications: Counter<'source'>;
+  readonly eventToDecision: Histogram<'source'>;
+  readonly decisionToStop: Histogram<'action'>;
+  readonly memoryRelease: Histogram;
+  readonly passDuration: Histogram;
+  readonly passes: Counter;
+  readonly passErrors: Counter;
+  readonly nodeCondition: Gauge<'condition'>;
+  readonly thresholdMet: Gauge<'signal' | 'kind'>;
+  readonly observation: Gauge<'signal'>;
+  readonly mechanism: Gauge<'mechanism'>;
+  readonly runtimeErrors: Counter<'call'>;
+  readonly podSourceHealthy: Gauge;
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    const r = [this.registry];
+    this.evictions = new Counter({ name: 'evictd_evictions_total', help: 'Pods evicted, by eviction signal', labelNames: ['signal'], registers: r });
+    this.evictionFailures = new Counter({
+      name: 'evictd_eviction_failures_total',
+      help: 'Eviction attempts that failed (the next candidate is tried), by signal and failing step',
+      labelNames: ['signal', 'step'],
+      registers: r,
+    });
+    this.notifications = new Counter({ name: 'evictd_notifications_total', help: 'Wake-ups of the loop, by source', labelNames: ['source'], registers: r });
+    this.eventToDecision = new Histogram({
+      name: 'evictd_event_to_decision_seconds',
+      help: 'From the kernel event (CLOCK_MONOTONIC in the native callback) to the eviction decision',
+      labelNames: ['source'],
+      buckets: LATENCY_BUCKETS,
+      registers: r,
+    });
+    this.decisionToStop = new Histogram({
+      name: 'evictd_decision_to_stop_seconds',
+      help: 'From the eviction decision until the kill (fast kill) or StopPodSandbox has completed',
+      labelNames: ['action'],
+      buckets: LATENCY_BUCKETS,
+      registers: r,
+    });
+    this.memoryRelease = new Histogram({
+      name: 'evictd_memory_release_seconds',
+      help: 'From the decision until the evicted pod memory was back (usage dropped or cgroup gone)',
+      buckets: LATENCY_BUCKETS,
+      registers: r,
+    });
+    this.passDuration = new Histogram({ name: 'evictd_pass_duration_seconds', help: 'Duration of one observe-decide-act pass', buckets: LATENCY_BUCKETS, registers: r });
+    this.passes = new Counter({ name: 'evictd_passes_total', help: 'Passes run', registers: r });
+    this.passErrors = new Counter({ name: 'evictd_pass_errors_total', help: 'Passes that failed', registers: r });
+    this.nodeCondition = new Gauge({ name: 'evictd_node_condition', help: 'Node conditions evictd reports (1 = true)', labelNames: ['condition'], registers: r });
+    this.thresholdMet = new Gauge({ name: 'evictd_threshold_met', help: 'Eviction thresholds met in the last pass (1 = met)', labelNames: ['signal', 'kind'], registers: r });
+    this.observation = new Gauge({ name: 'evictd_signal_available', help: 'Observed available amount per eviction signal (bytes, inodes or pids)', labelNames: ['signal'], registers: r });
+    this.mechanism = new Gauge({ name: 'evictd_notification_mechanism', help: 'Notification mechanism in use (1 = in use)', labelNames: ['mechanism'], registers: r });
+    this.runtimeErrors = new Counter({ name: 'evictd_runtime_errors_total', help: 'Failed container runtime calls, by call', labelNames: ['call'], registers: r });
+    this.podSourceHealthy = new Gauge({ name: 'evictd_pod_source_healthy', help: '1 when the pod spec source follows its source', registers: r });
+    for (const c of ['MemoryPressure', 'DiskPressure', 'PIDPressure']) this.nodeCondition.set({ condition: c }, 0);
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'evictd_' });
+  }
+}

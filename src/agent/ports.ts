@@ -1,0 +1,100 @@
+/**
+ * What the agent needs from the other parts, as small interfaces. Adapters in
+ * src/agent/adapters/ turn the real modules (src/kernel, src/cri, src/kube) into these, so the
+ * agent's own logic can be unit tested with one fake at a time.
+ */
+import type { NodeReclaimFunction, PodSpec } from '../policy/types';
+
+// ---------------------------------------------------------------------------------------------
+// Kernel notifications: they only wake the loop, they never carry a decision.
+
+export interface Wakeup {
+  /** e.g. "memcg-threshold", "psi", "memory-events", "cgroup-events", "memcg-oom", "poll" */
+  source: string;
+  /** CLOCK_MONOTONIC ns read when the kernel event was seen, when known */
+  monotonicNs?: bigint;
+  count?: number;
+}
+
+export interface WatchHandle {
+  close(): Promise<void>;
+}
+
+export interface ThresholdHandle extends WatchHandle {
+  /** moves the line without a gap in coverage */
+  rearm(usageBytes: number): void;
+  readonly usageBytes: number;
+}
+
+export interface WatchCallbacks {
+  onWakeup(w: Wakeup): void;
+  /** the watch is over (its cgroup went away, or the kernel refused): the handle is closed */
+  onError(err: Error): void;
+}
+
+export interface NotificationPort {
+  /** 'native' when the kernel addon is loaded; 'polling' when a fallback emulates it */
+  readonly mechanism: 'native' | 'polling';
+  /** a line on the memory usage of a memory cgroup dir (v1 memory.usage_in_bytes; v2 memory.current) */
+  watchMemoryUsage(cgroupDir: string, usageBytes: number, cb: WatchCallbacks): ThresholdHandle;
+  /** a PSI trigger on a memory.pressure file; resolves the window actually in force */
+  watchPsi(pressureFile: string, trigger: { kind: 'some' | 'full'; stallUs: number; windowUs: number }, cb: WatchCallbacks): WatchHandle & { windowUs: number };
+  /** kernfs change notifications on cgroup.events or memory.events */
+  watchFile(file: string, cb: WatchCallbacks): WatchHandle;
+  /** v1 OOM notifications of a memory cgroup */
+  watchOom?(cgroupDir: string, cb: WatchCallbacks): WatchHandle;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The container runtime (CRI).
+
+export interface RuntimePod {
+  sandboxId: string;
+  uid: string;
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  /** 'ready' while the sandbox runs */
+  ready: boolean;
+  /** the sandbox's cgroup parent, when the runtime reports it */
+  cgroupParent?: string;
+  createdAtNs?: number;
+}
+
+export interface StopTimings {
+  /** total time of the stop, ms */
+  totalMs: number;
+  [step: string]: number;
+}
+
+export interface ImageFsInfo {
+  mountpoint?: string;
+  usedBytes?: number;
+  inodesUsed?: number;
+}
+
+export interface RuntimePort {
+  /** running (ready) pod sandboxes with their metadata */
+  listPods(): Promise<RuntimePod[]>;
+  /** stops the pod's containers with the grace period, then its sandbox; rejects on failure */
+  stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<StopTimings>;
+  /** node-level reclaim (kubelet's deleteUnusedContainers / deleteUnusedImages) */
+  reclaim(fn: NodeReclaimFunction): Promise<{ freedBytes?: number }>;
+  imageFsInfo(): Promise<ImageFsInfo | undefined>;
+  close(): void;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pod specs (the Kubernetes issue's PodSource satisfies this structurally).
+
+export interface PodSpecSource {
+  get(uid: string): PodSpec | undefined;
+  readonly healthy?: boolean;
+  readonly kind?: string;
+}
+
+/** Where an eviction is reported once done (the Kubernetes status writer), if anywhere. */
+export interface EvictionReporter {
+  report(eviction: { pod: { namespace: string; name: string; uid: string }; signal: string; gracePeriodSeconds: number; message: string; annotations: Record<string, string> }): Promise<void>;
+}
