@@ -188,6 +188,10 @@ cmd_up() {
   if [ -f "$DIR/cgroup-created" ] || [ ! -d "/sys/fs/cgroup/memory$CGROUP" ]; then
     echo "$CGROUP" >"$DIR/cgroup-created"
   fi
+  # containerd 1.6 puts shim sockets in /run/containerd/s whatever its state dir is.
+  if [ -f "$DIR/shimdir-created" ] || [ ! -d /run/containerd ]; then
+    touch "$DIR/shimdir-created"
+  fi
   build_images
   if ! containerd_pid >/dev/null || ! answers; then
     write_config
@@ -262,6 +266,9 @@ cmd_down() {
   fi
   # Pod cgroups: nobody removes them after the pod is gone.
   remove_cgroups "$CGROUP"
+  if [ -f "$DIR/shimdir-created" ]; then
+    rmdir /run/containerd/s /run/containerd 2>/dev/null || true
+  fi
   rm -rf "$DIR"
   log "down: nothing left under $DIR"
 }
