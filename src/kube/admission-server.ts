@@ -1,0 +1,155 @@
+/**
+ * The admission decision over HTTP, for a container runtime, an NRI plugin or a webhook that
+ * wants to know whether this node would take a pod now (the kubelet's eviction manager Admit:
+ * under MemoryPressure only BestEffort pods are refused, under any other condition all but
+ * critical pods are).
+ *
+ *   POST /admit       body: a v1.Pod, a PodSpec (policy model), or an admission.k8s.io/v1
+ *                     AdmissionReview whose request.object is a Pod
+ *                     answer: {admit, reason?, message?, conditions} (AdmissionReview: a review
+ *                     response with allowed and status)
+ *   GET  /conditions  answer: {conditions: [...]}
+ *
+ * The decision function and the current conditions are injected: the agent passes the
+ * policy's admit() and its live condition set.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fromV1Pod, type V1Pod } from './pod-spec';
+import type { Logger } from './pod-source';
+import { silentLogger } from './pod-source';
+import type { NodeCondition, PodSpec, Toleration } from '../policy/types';
+
+export interface AdmissionDecision {
+  admit: boolean;
+  reason?: string;
+  message?: string;
+}
+
+export interface AdmissionHandlerOptions {
+  decide: (pod: PodSpec, conditions: NodeCondition[]) => AdmissionDecision;
+  conditions: () => NodeCondition[];
+  log?: Logger;
+}
+
+const MAX_BODY = 1 << 20;
+
+class BadRequest extends Error {}
+
+/** Reads a pod out of any of the accepted bodies; throws BadRequest naming the field. */
+export function podFromBody(body: unknown): { pod: PodSpec; reviewUid?: string } {
+  if (!body || typeof body !== 'object') throw new BadRequest('body: must be a JSON object');
+  const b = body as Record<string, unknown>;
+  if (b.kind === 'AdmissionReview') {
+    const req = b.request as { uid?: string; object?: V1Pod } | undefined;
+    if (!req?.uid) throw new BadRequest('request.uid: missing');
+    if (!req.object) throw new BadRequest('request.object: missing');
+    const p = fromV1Pod(withDefaults(req.object));
+    if (!p) throw new BadRequest('request.object.metadata.name: missing');
+    return { pod: p.spec, reviewUid: req.uid };
+  }
+  if (b.metadata !== undefined || b.spec !== undefined) {
+    const p = fromV1Pod(withDefaults(b as V1Pod));
+    if (!p) throw new BadRequest('metadata.name: missing');
+    return { pod: p.spec };
+  }
+  if (Array.isArray(b.containers) && typeof b.name === 'string') {
+    // a PodSpec from the policy model arrives with quantities as strings: go through fromV1Pod
+    // so they are parsed exactly as an API pod's would be
+    type Wire = { name?: string; requests?: Record<string, string>; limits?: Record<string, string> };
+    const s = b as unknown as { namespace?: string; name: string; uid?: string; priority?: number; annotations?: Record<string, string>; containers: Wire[]; initContainers?: Wire[]; tolerations?: unknown[] };
+    const container = (c: Wire) => ({ name: c.name, resources: { requests: c.requests, limits: c.limits } });
+    const asV1: V1Pod = {
+      metadata: { name: s.name, namespace: s.namespace, uid: s.uid || 'unknown', annotations: s.annotations },
+      spec: {
+        priority: s.priority,
+        containers: s.containers.map(container),
+        initContainers: (s.initContainers ?? []).map(container),
+        tolerations: s.tolerations as Toleration[] | undefined,
+      },
+    };
+    const p = fromV1Pod(asV1);
+    if (!p) throw new BadRequest('name: missing');
+    return { pod: p.spec };
+  }
+  throw new BadRequest('body: not a v1.Pod, a PodSpec or an AdmissionReview');
+}
+
+/** A pod being created has no uid yet; the policy does not need one to decide. */
+function withDefaults(pod: V1Pod): V1Pod {
+  const md = pod.metadata ?? {};
+  return { ...pod, metadata: { ...md, uid: md.uid || 'pending', name: md.name || (md as { generateName?: string }).generateName } };
+}
+
+/** The request handler alone, so the agent can mount it on its metrics/health server. */
+export function admissionHandler(opts: AdmissionHandlerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  const log = opts.log ?? silentLogger;
+  const send = (res: http.ServerResponse, code: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+  };
+  return (req, res) => {
+    const url = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && url === '/conditions') return send(res, 200, { conditions: opts.conditions() });
+    if (url !== '/admit') return send(res, 404, { error: `no such path: ${url}` });
+    if (req.method !== 'POST') return send(res, 405, { error: 'POST a pod to /admit' });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        send(res, 413, { error: `body: larger than ${MAX_BODY} bytes` });
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => {
+      if (res.headersSent) return;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return send(res, 400, { error: 'body: not JSON' });
+      }
+      try {
+        const { pod, reviewUid } = podFromBody(parsed);
+        const conditions = opts.conditions();
+        const decision = opts.decide(pod, conditions);
+        log.debug({ pod: `${pod.namespace}/${pod.name}`, ...decision }, 'kube: admission decision');
+        if (reviewUid !== undefined) {
+          const response: Record<string, unknown> = { uid: reviewUid, allowed: decision.admit };
+          if (!decision.admit) response.status = { code: 403, reason: decision.reason, message: decision.message };
+          return send(res, 200, { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
+        }
+        return send(res, 200, { ...decision, conditions });
+      } catch (err) {
+        if (err instanceof BadRequest) return send(res, 400, { error: err.message });
+        log.error({ err: String(err) }, 'kube: admission check failed');
+        return send(res, 500, { error: 'internal error' });
+      }
+    });
+  };
+}
+
+export interface AdmissionServer {
+  readonly port: number;
+  readonly host: string;
+  close(): Promise<void>;
+}
+
+/** Listens on host:port (default 127.0.0.1, port 0 = any free port). */
+export function startAdmissionServer(opts: AdmissionHandlerOptions & { host?: string; port?: number }): Promise<AdmissionServer> {
+  const server = http.createServer(admissionHandler(opts));
+  const host = opts.host ?? '127.0.0.1';
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      const addr = server.address() as AddressInfo;
+      resolve({
+        port: addr.port,
+        host,
+        close: () => new Promise<void>((r) => server.close(() => r())),
+      });
+    });
+  });
+}

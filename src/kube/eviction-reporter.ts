@@ -1,0 +1,317 @@
+/**
+ * After evictd stops a pod, leave the cluster as the kubelet's eviction manager would:
+ *   - pod status: phase Failed, reason Evicted, the eviction message, and the DisruptionTarget
+ *     condition with reason TerminationByKubelet (kubelet: eviction_manager.go evictPod, sent
+ *     by the status manager as a strategic merge patch on pods/status with metadata.uid as a
+ *     precondition, so a pod re-created under the same name is never touched);
+ *   - a Warning event `Evicted` on the pod, carrying the policy's annotations
+ *     (offending_containers, offending_containers_usage, starved_resource);
+ *   - a Warning event `EvictionThresholdMet` "Attempting to reclaim <resource>" on the node.
+ * Once the API shows phase Failed, the kubelet will not restart the pod (generateAPIPodStatus
+ * refuses to leave a terminal phase) and its controller replaces it.
+ *
+ * Exactly once: each write is retried with backoff until it lands, but never duplicated.
+ * Events get their name (<object>.<hex nanoseconds>, the kubelet's scheme) when the eviction is
+ * queued, so a retry after an ambiguous failure gets 409 AlreadyExists instead of a second
+ * event. Before re-sending a status patch whose first attempt may have landed, the pod is read
+ * back and the patch skipped if its status already says Evicted.
+ * report() never rejects: failures are logged and counted; the agent's pass never waits on it.
+ */
+import { ApiError, type KubeClient } from './client';
+import { backoffMs, type Logger, silentLogger, sleep } from './pod-source';
+import type { PodRef } from '../policy/types';
+
+/** An eviction as the policy reports it. */
+export interface Eviction {
+  pod: PodRef;
+  signal: string;
+  gracePeriodSeconds: number;
+  message: string;
+  annotations: Record<string, string>;
+}
+
+export const EVICTED_REASON = 'Evicted';
+export const THRESHOLD_MET_REASON = 'EvictionThresholdMet';
+export const DISRUPTION_TARGET = 'DisruptionTarget';
+export const TERMINATION_BY_KUBELET = 'TerminationByKubelet';
+
+/** The kubelet's signalToResource: the resource an EvictionThresholdMet event names. */
+const SIGNAL_RESOURCE: Record<string, string> = {
+  'memory.available': 'memory',
+  'allocatableMemory.available': 'memory',
+  'nodefs.available': 'ephemeral-storage',
+  'imagefs.available': 'ephemeral-storage',
+  'containerfs.available': 'ephemeral-storage',
+  'nodefs.inodesFree': 'inodes',
+  'imagefs.inodesFree': 'inodes',
+  'containerfs.inodesFree': 'inodes',
+  'pid.available': 'pids',
+};
+
+/** The resource to name in the node event, or undefined for local-storage limit evictions (the kubelet sends none). */
+export function resourceOfSignal(signal: string): string | undefined {
+  return SIGNAL_RESOURCE[signal];
+}
+
+export interface EvictionReporterOptions {
+  client: KubeClient;
+  nodeName: string;
+  log?: Logger;
+  /** events' source.component and reportingComponent (default 'evictd') */
+  component?: string;
+  /** attempts per write before giving up (default 10: about 4 minutes with the default backoff) */
+  maxAttempts?: number;
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** one EvictionThresholdMet per resource per this window (default 10 s, the kubelet's pass period) */
+  nodeEventIntervalMs?: number;
+  now?: () => Date;
+}
+
+export interface ReporterStats {
+  reported: number;
+  statusWrites: number;
+  eventWrites: number;
+  retries: number;
+  /** writes abandoned after maxAttempts or a permanent error */
+  failures: number;
+  /** status not written because the pod is gone or was replaced */
+  skipped: number;
+  pending: number;
+}
+
+type Outcome = 'done' | 'skipped' | 'failed';
+
+export class EvictionReporter {
+  readonly stats: ReporterStats = { reported: 0, statusWrites: 0, eventWrites: 0, retries: 0, failures: 0, skipped: 0, pending: 0 };
+  private readonly log: Logger;
+  private readonly abort = new AbortController();
+  /** pod uid -> the report in flight or finished: a second report() of the same pod is a no-op */
+  private readonly seen = new Map<string, Promise<void>>();
+  private readonly lastNodeEvent = new Map<string, number>();
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly now: () => Date;
+  private lastNanos = 0n;
+
+  constructor(private readonly opts: EvictionReporterOptions) {
+    this.log = opts.log ?? silentLogger;
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  /** Queues the writes for one eviction. Resolves when they are done or abandoned; never rejects. */
+  report(e: Eviction): Promise<void> {
+    const known = this.seen.get(e.pod.uid);
+    if (known) return known;
+    this.stats.reported++;
+    const at = this.now();
+    const podEventName = this.eventName(e.pod.name, at);
+    const resource = resourceOfSignal(e.signal);
+    const nodeEventName = resource && this.takeNodeEventSlot(resource, at) ? this.eventName(this.opts.nodeName, at) : undefined;
+    const task = this.run(e, at, podEventName, resource, nodeEventName);
+    this.track(task);
+    this.seen.set(e.pod.uid, task);
+    // bound memory on a long-lived agent: uids are unique, old ones are never reported again
+    if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value as string);
+    return task;
+  }
+
+  /**
+   * An EvictionThresholdMet event alone, for a pass that reclaimed node-level resources
+   * (images, dead containers) without evicting. Rate-limited per resource like report().
+   */
+  thresholdMet(signal: string): Promise<void> {
+    const resource = resourceOfSignal(signal);
+    const at = this.now();
+    if (!resource || !this.takeNodeEventSlot(resource, at)) return Promise.resolve();
+    const name = this.eventName(this.opts.nodeName, at);
+    const task = this.write(`node event ${name}`, () => this.postNodeEvent(name, resource, at)).then(() => undefined);
+    this.track(task);
+    return task;
+  }
+
+  /** Resolves when every queued write has finished or been abandoned. */
+  async drain(): Promise<void> {
+    while (this.inflight.size) await Promise.all([...this.inflight]);
+  }
+
+  /** Abandons pending retries (shutdown); writes in flight finish or fail on their own. */
+  stop(): void {
+    this.abort.abort();
+  }
+
+  private track(task: Promise<void>): void {
+    this.inflight.add(task);
+    this.stats.pending = this.inflight.size;
+    void task.finally(() => {
+      this.inflight.delete(task);
+      this.stats.pending = this.inflight.size;
+    });
+  }
+
+  private takeNodeEventSlot(resource: string, at: Date): boolean {
+    const last = this.lastNodeEvent.get(resource);
+    const window = this.opts.nodeEventIntervalMs ?? 10_000;
+    if (last !== undefined && at.getTime() - last < window) return false;
+    this.lastNodeEvent.set(resource, at.getTime());
+    return true;
+  }
+
+  /** <name>.<hex UnixNano>, strictly increasing within this process so two names never collide. */
+  private eventName(object: string, at: Date): string {
+    let nanos = BigInt(at.getTime()) * 1_000_000n;
+    if (nanos <= this.lastNanos) nanos = this.lastNanos + 1n;
+    this.lastNanos = nanos;
+    return `${object}.${nanos.toString(16)}`;
+  }
+
+  private async run(e: Eviction, at: Date, podEventName: string, resource: string | undefined, nodeEventName: string | undefined): Promise<void> {
+    const pod = `${e.pod.namespace}/${e.pod.name}`;
+    try {
+      const status = await this.write(`status of ${pod}`, (retry) => this.patchStatus(e, at, retry));
+      if (status === 'done') this.log.info({ pod, uid: e.pod.uid, signal: e.signal }, 'kube: pod status set to Failed/Evicted');
+      await this.write(`Evicted event on ${pod}`, () => this.postPodEvent(e, podEventName, at));
+      if (resource && nodeEventName) await this.write(`node event ${nodeEventName}`, () => this.postNodeEvent(nodeEventName, resource, at));
+    } catch (err) {
+      // write() handles API errors; anything here is a bug, and must still not reach the caller
+      this.stats.failures++;
+      this.log.error({ pod, err: String(err) }, 'kube: eviction report failed');
+    }
+  }
+
+  /**
+   * Runs one write until it lands: transient errors (no answer, 429, 5xx) and 401/403 (RBAC
+   * or a token being rotated may be fixed meanwhile) are retried with backoff; 404 and 409
+   * end it (see the callers); other 4xx are permanent.
+   */
+  private async write(what: string, attempt: (retry: boolean) => Promise<Outcome>): Promise<Outcome> {
+    const max = this.opts.maxAttempts ?? 10;
+    for (let n = 1; ; n++) {
+      try {
+        const outcome = await attempt(n > 1);
+        if (outcome === 'skipped') this.stats.skipped++;
+        return outcome;
+      } catch (err) {
+        const e = err instanceof ApiError ? err : new ApiError(0, 'Error', String(err));
+        const retriable = e.transient || e.status === 401 || e.status === 403;
+        if (!retriable || n >= max || this.abort.signal.aborted) {
+          this.stats.failures++;
+          this.log.error({ what, status: e.status, reason: e.reason, err: e.message, attempts: n }, 'kube: write abandoned');
+          return 'failed';
+        }
+        this.stats.retries++;
+        const wait = Math.max(backoffMs(n, this.opts.initialBackoffMs ?? 500, this.opts.maxBackoffMs ?? 30_000), (e.retryAfterSeconds ?? 0) * 1000);
+        this.log.warn({ what, status: e.status, reason: e.reason, err: e.message, attempt: n, retryInMs: wait }, 'kube: write failed; will retry');
+        await sleep(wait, this.abort.signal);
+      }
+    }
+  }
+
+  private podPath(e: Eviction): string {
+    return `/api/v1/namespaces/${encodeURIComponent(e.pod.namespace)}/pods/${encodeURIComponent(e.pod.name)}`;
+  }
+
+  private async patchStatus(e: Eviction, at: Date, retry: boolean): Promise<Outcome> {
+    if (retry) {
+      // the previous attempt may have landed without us hearing back: read before writing again
+      try {
+        const current = await this.opts.client.request<{ metadata?: { uid?: string }; status?: PodStatusView }>('GET', this.podPath(e));
+        if (current.metadata?.uid !== e.pod.uid) return 'skipped';
+        if (isEvicted(current.status, e.message)) return 'done';
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) return 'skipped';
+        throw err;
+      }
+    }
+    const time = rfc3339(at);
+    const patch = {
+      metadata: { uid: e.pod.uid },
+      status: {
+        phase: 'Failed',
+        reason: EVICTED_REASON,
+        message: e.message,
+        conditions: [{ type: DISRUPTION_TARGET, status: 'True', reason: TERMINATION_BY_KUBELET, message: e.message, lastTransitionTime: time }],
+      },
+    };
+    try {
+      await this.opts.client.request('PATCH', `${this.podPath(e)}/status`, { body: patch, contentType: 'application/strategic-merge-patch+json' });
+      this.stats.statusWrites++;
+      return 'done';
+    } catch (err) {
+      if (err instanceof ApiError && (err.status === 404 || err.status === 409)) {
+        // 404: the pod is gone; 409: the uid precondition failed, a new pod holds the name
+        this.log.info({ pod: `${e.pod.namespace}/${e.pod.name}`, status: err.status }, 'kube: pod gone or replaced; status not written');
+        return 'skipped';
+      }
+      throw err;
+    }
+  }
+
+  private async postPodEvent(e: Eviction, name: string, at: Date): Promise<Outcome> {
+    return this.postEvent(e.pod.namespace, {
+      metadata: { name, namespace: e.pod.namespace, annotations: { ...e.annotations } },
+      involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: e.pod.namespace, name: e.pod.name, uid: e.pod.uid },
+      reason: EVICTED_REASON,
+      message: e.message,
+      ...this.eventCommon(at),
+    });
+  }
+
+  private async postNodeEvent(name: string, resource: string, at: Date): Promise<Outcome> {
+    const node = this.opts.nodeName;
+    // the kubelet's node reference uses the node name as uid; node events live in "default"
+    return this.postEvent('default', {
+      metadata: { name, namespace: 'default' },
+      involvedObject: { kind: 'Node', apiVersion: 'v1', name: node, uid: node },
+      reason: THRESHOLD_MET_REASON,
+      message: `Attempting to reclaim ${resource}`,
+      ...this.eventCommon(at),
+    });
+  }
+
+  private eventCommon(at: Date) {
+    const component = this.opts.component ?? 'evictd';
+    const time = rfc3339(at);
+    return {
+      type: 'Warning',
+      source: { component, host: this.opts.nodeName },
+      firstTimestamp: time,
+      lastTimestamp: time,
+      count: 1,
+      reportingComponent: component,
+      reportingInstance: this.opts.nodeName,
+    };
+  }
+
+  private async postEvent(namespace: string, event: object): Promise<Outcome> {
+    try {
+      await this.opts.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body: { apiVersion: 'v1', kind: 'Event', ...event } });
+      this.stats.eventWrites++;
+      return 'done';
+    } catch (err) {
+      // 409 AlreadyExists: an earlier attempt landed; the name is ours, so it is this event
+      if (err instanceof ApiError && err.status === 409) return 'done';
+      throw err;
+    }
+  }
+}
+
+interface PodStatusView {
+  phase?: string;
+  reason?: string;
+  message?: string;
+  conditions?: { type?: string; reason?: string }[];
+}
+
+function isEvicted(status: PodStatusView | undefined, message: string): boolean {
+  return (
+    status?.phase === 'Failed' &&
+    status.reason === EVICTED_REASON &&
+    status.message === message &&
+    (status.conditions ?? []).some((c) => c.type === DISRUPTION_TARGET && c.reason === TERMINATION_BY_KUBELET)
+  );
+}
+
+/** metav1.Time serializes to whole seconds, RFC 3339, UTC. */
+function rfc3339(d: Date): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}

@@ -1,0 +1,115 @@
+/**
+ * Pod specs from the kubelet's own `/pods` endpoint (https://127.0.0.1:10250/pods): the pods the
+ * kubelet runs, static pods included, with no API server round trip. The endpoint has no watch,
+ * so it is polled; each poll is diffed against the cache. Authorization on the kubelet side is
+ * `nodes/proxy` (see deploy/rbac.yaml, commented out by default: it is a broad permission).
+ */
+import { EventEmitter } from 'node:events';
+import type { KubeClient } from './client';
+import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
+import { backoffMs, type Logger, PodCache, type PodSource, silentLogger, sleep } from './pod-source';
+import type { PodSourceStats } from './api-pod-source';
+import type { PodSpec } from '../policy/types';
+
+export interface KubeletPodSourceOptions {
+  /** a client whose server is the kubelet (e.g. https://127.0.0.1:10250) */
+  client: KubeClient;
+  log?: Logger;
+  intervalMs?: number;
+  maxBackoffMs?: number;
+}
+
+export class KubeletPodSource extends EventEmitter implements PodSource {
+  readonly kind = 'kubelet' as const;
+  readonly stats: PodSourceStats = { lists: 0, relistsAfterGone: 0, watches: 0, watchEvents: 0, failures: 0 };
+  private readonly cache = new PodCache(this);
+  private readonly log: Logger;
+  private abort = new AbortController();
+  private healthyNow = false;
+  private running?: Promise<void>;
+
+  constructor(private readonly opts: KubeletPodSourceOptions) {
+    super();
+    this.log = opts.log ?? silentLogger;
+  }
+
+  get healthy(): boolean {
+    return this.healthyNow;
+  }
+
+  get(uid: string): PodSpec | undefined {
+    return this.cache.get(uid)?.spec;
+  }
+
+  info(uid: string): KubePod | undefined {
+    return this.cache.get(uid);
+  }
+
+  list(): PodSpec[] {
+    return this.cache.active();
+  }
+
+  start(): Promise<void> {
+    if (this.running) return Promise.resolve();
+    this.abort = new AbortController();
+    const first = this.pollOnce(this.abort.signal);
+    this.running = first.then(() => this.loop(this.abort.signal));
+    return first.then(() => undefined);
+  }
+
+  stop(): void {
+    this.abort.abort();
+    this.running = undefined;
+  }
+
+  async stopped(): Promise<void> {
+    const r = this.running;
+    this.stop();
+    await r;
+  }
+
+  /** One poll now (the agent may call it when a new sandbox appears that the cache lacks). */
+  async refresh(): Promise<boolean> {
+    return this.pollOnce(this.abort.signal);
+  }
+
+  private async loop(signal: AbortSignal): Promise<void> {
+    const interval = this.opts.intervalMs ?? 5_000;
+    let attempt = 0;
+    while (!signal.aborted) {
+      await sleep(attempt === 0 ? interval : backoffMs(attempt, interval, this.opts.maxBackoffMs ?? 30_000), signal);
+      if (signal.aborted) break;
+      attempt = (await this.pollOnce(signal)) ? 0 : attempt + 1;
+    }
+  }
+
+  private async pollOnce(signal: AbortSignal): Promise<boolean> {
+    try {
+      const list = await this.opts.client.request<{ items?: V1Pod[] }>('GET', '/pods', { signal });
+      const pods: KubePod[] = [];
+      for (const item of list.items ?? []) {
+        const p = fromV1Pod(item, (field, value) => this.log.warn({ field, value }, 'kube: quantity not understood; ignored'));
+        if (p) pods.push(p);
+      }
+      this.cache.replace(pods);
+      this.stats.lists++;
+      this.stats.lastSyncMs = Date.now();
+      this.setHealthy(true, 'polled');
+      return true;
+    } catch (err) {
+      if (signal.aborted) return false;
+      this.stats.failures++;
+      this.stats.lastError = (err as Error).message;
+      this.setHealthy(false, (err as Error).message);
+      return false;
+    }
+  }
+
+  private setHealthy(ok: boolean, reason: string): void {
+    if (ok === this.healthyNow) return;
+    this.healthyNow = ok;
+    if (ok) this.log.info({ source: 'kubelet', reason }, 'kube: pod specs from the kubelet are current');
+    else this.log.warn({ source: 'kubelet', reason }, 'kube: kubelet /pods unreachable; pod specs may be stale');
+    this.emit('health', ok, reason);
+  }
+}

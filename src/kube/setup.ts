@@ -1,0 +1,86 @@
+/**
+ * Wiring from the agent's flags to the Kubernetes parts: which credentials, which pod source,
+ * the eviction reporter. Bad flags throw UsageError naming the flag.
+ */
+import os from 'node:os';
+import { badValue } from '../cli/errors';
+import { ApiPodSource } from './api-pod-source';
+import { KubeClient } from './client';
+import { inClusterConfig, loadKubeconfig, type KubeConfig } from './config';
+import { EvictionReporter } from './eviction-reporter';
+import { FallbackPodSource } from './fallback-pod-source';
+import { KubeletPodSource } from './kubelet-pod-source';
+import type { Logger, PodSource, PodSourceKind } from './pod-source';
+import { RuntimePodSource, type RuntimeSandbox } from './runtime-pod-source';
+
+export interface KubeFlags {
+  /** --kubeconfig; absent: the in-cluster service account */
+  kubeconfig?: string;
+  /** --node-name; absent: $NODE_NAME (downward API), else the host name as the kubelet uses it */
+  nodeName?: string;
+  /** --pod-source (default api) */
+  podSource?: string;
+  /** --kubelet-url (default https://127.0.0.1:10250), for --pod-source=kubelet */
+  kubeletUrl?: string;
+  /** --kubelet-insecure-tls: skip verifying the kubelet's self-signed serving certificate */
+  kubeletInsecureTLS?: boolean;
+  /** --dry-run: no API writes (the reporter is not created) */
+  dryRun?: boolean;
+}
+
+export interface KubeParts {
+  nodeName: string;
+  /** api|kubelet backed by runtime-only; or runtime alone */
+  source: PodSource;
+  /** undefined with --pod-source=runtime or --dry-run: nothing to write to */
+  reporter?: EvictionReporter;
+  client?: KubeClient;
+  close(): void;
+}
+
+export function resolveNodeName(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  const name = (flag ?? env.NODE_NAME ?? os.hostname()).trim().toLowerCase();
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)) throw badValue('--node-name', name, 'not a valid node name (RFC 1123 subdomain)');
+  return name;
+}
+
+export function credentials(kubeconfig: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  if (kubeconfig) return loadKubeconfig(kubeconfig);
+  if (env.KUBECONFIG && !env.KUBERNETES_SERVICE_HOST) return loadKubeconfig(env.KUBECONFIG.split(':')[0]);
+  return inClusterConfig(env);
+}
+
+export function createKubeParts(flags: KubeFlags, listSandboxes: () => Promise<RuntimeSandbox[]>, log?: Logger): KubeParts {
+  const kind = (flags.podSource ?? 'api') as PodSourceKind;
+  if (!['api', 'kubelet', 'runtime'].includes(kind)) throw badValue('--pod-source', flags.podSource, 'must be api, kubelet or runtime');
+  const nodeName = resolveNodeName(flags.nodeName);
+  const runtime = new RuntimePodSource({ listSandboxes, log });
+  if (kind === 'runtime') return { nodeName, source: runtime, close() {} };
+
+  const client = new KubeClient(credentials(flags.kubeconfig), { userAgent: `evictd/${nodeName}` });
+  let primary: PodSource;
+  let kubeletClient: KubeClient | undefined;
+  if (kind === 'kubelet') {
+    const url = flags.kubeletUrl ?? 'https://127.0.0.1:10250';
+    if (!/^https?:\/\/[^/]+$/.test(url)) throw badValue('--kubelet-url', url, 'must be http(s)://host:port');
+    // the cluster CA verifies the kubelet only when it serves a CA-signed certificate
+    // (serverTLSBootstrap: true); a self-signed one needs --kubelet-insecure-tls
+    const base = credentials(flags.kubeconfig);
+    kubeletClient = new KubeClient({ ...base, server: url, insecureSkipTLSVerify: Boolean(flags.kubeletInsecureTLS) });
+    primary = new KubeletPodSource({ client: kubeletClient, log });
+  } else {
+    primary = new ApiPodSource({ client, nodeName, log });
+  }
+  const reporter = flags.dryRun ? undefined : new EvictionReporter({ client, nodeName, log });
+  return {
+    nodeName,
+    source: new FallbackPodSource(primary, runtime, log),
+    reporter,
+    client,
+    close() {
+      reporter?.stop();
+      client.close();
+      kubeletClient?.close();
+    },
+  };
+}
