@@ -1,0 +1,69 @@
+import path from 'node:path';
+
+/** A native watcher (native/watcher.cc). All methods run on the loop of the thread that made it. */
+export interface NativeWatcher {
+  /** Starts polling; signals that arrived while stopped are delivered then. */
+  start(): void;
+  stop(): void;
+  /** Idempotent; `cb` runs once the uv handle is closed and the fds are released. */
+  close(cb?: () => void): void;
+  ref(): void;
+  unref(): void;
+  hasRef(): boolean;
+  /** Reads the probe file now (the same file whose contents each event carries). */
+  read(): string | undefined;
+  readonly closed: boolean;
+}
+
+/** (err) on failure, after which the watcher is closed; else (null, count, ns, text). */
+export type NativeCallback = (err: Error | null, count?: number, monotonicNs?: bigint, text?: string) => void;
+
+export interface NativeAddon {
+  openMemcgEvent(controlPath: string, targetPath: string, args: string, probePath: string, cb: NativeCallback): NativeWatcher;
+  openPsiTrigger(path: string, trigger: string, cb: NativeCallback): NativeWatcher;
+  openKernfsFile(path: string, cb: NativeCallback): NativeWatcher;
+  monotonicNs(): bigint;
+  liveSources(): number;
+}
+
+/** The package root (dist/src/kernel/ -> ../../..), where node-gyp leaves build/Release. */
+export const packageRoot = path.resolve(__dirname, '..', '..', '..');
+export const addonPath = path.join(packageRoot, 'build', 'Release', 'evictd_kernel.node');
+/** The workload program of the kernel tests and `evictd bench notify` (native/tools/memhog.c). */
+export const memhogPath = path.join(packageRoot, 'build', 'Release', 'evictd-memhog');
+
+let loaded: { addon: NativeAddon } | { error: Error } | undefined;
+
+function load(): { addon: NativeAddon } | { error: Error } {
+  if (loaded === undefined) {
+    try {
+      loaded = { addon: require(addonPath) as NativeAddon };
+    } catch (err) {
+      loaded = { error: err instanceof Error ? err : new Error(String(err)) };
+    }
+  }
+  return loaded;
+}
+
+/** False where the addon is not built or cannot load: callers then use the polling fallback. */
+export function nativeAvailable(): boolean {
+  return 'addon' in load();
+}
+
+/** Why the addon is unavailable (for the log line that reports the fallback), or null. */
+export function nativeLoadError(): Error | null {
+  const l = load();
+  return 'error' in l ? l.error : null;
+}
+
+/** The addon; throws the load error where it is unavailable. */
+export function addon(): NativeAddon {
+  const l = load();
+  if ('error' in l) throw l.error;
+  return l.addon;
+}
+
+/** CLOCK_MONOTONIC in ns, the clock of event timestamps (libuv's hrtime reads the same clock). */
+export function monotonicNs(): bigint {
+  return process.hrtime.bigint();
+}

@@ -1,0 +1,11 @@
+// The typed face of the kernel-notification addon (native/). Mechanism only: watchers report
+// what fired and when; deciding is for src/agent and src/policy.
+export type { KernelEvent, KernelError, PsiWatcher, ThresholdWatcher, Watcher, WatchKind } from './types';
+export { nativeAvailable, nativeLoadError, monotonicNs } from './addon';
+export { watchMemcgThreshold, watchPressureLevel, watchOom, type PressureLevel, type PressureMode } from './memcg';
+export { watchPsi, hasCapSysResource, psiWindowInForce, type PsiTrigger } from './psi';
+export { watchCgroupEvents } from './cgroup-events';
+export { pollMemoryUsage, pollCounters, usageFile } from './polling';
+export { watchUsageThreshold, watchEventsFile, type FallbackLog, type SelectOptions } from './select';
+export { detectCgroupLayout, type CgroupLayout } from './layout';
+export { parseCounters } from './counters';

@@ -1,0 +1,79 @@
+import path from 'node:path';
+import { addon, type NativeCallback, type NativeWatcher } from './addon';
+import { NativeBackedWatcher } from './native-watcher';
+import type { ThresholdWatcher, Watcher } from './types';
+
+// cgroup v1 memory controller notifications, all registered through cgroup.event_control
+// (Documentation/admin-guide/cgroup-v1/memory.rst, sections 9-11).
+
+function checkBytes(field: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${field}: ${JSON.stringify(value)}: must be a positive integer number of bytes`);
+}
+
+function openThreshold(cgroupDir: string, usageFile: string, bytes: number, cb: NativeCallback): NativeWatcher {
+  const file = path.join(cgroupDir, usageFile);
+  return addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), file, String(bytes), file, cb);
+}
+
+class MemcgThresholdWatcher extends NativeBackedWatcher implements ThresholdWatcher {
+  private bytes: number;
+
+  constructor(
+    private readonly cgroupDir: string,
+    private readonly usageFile: string,
+    thresholdBytes: number,
+  ) {
+    super('memcg-threshold', path.join(cgroupDir, usageFile), (cb) => openThreshold(cgroupDir, usageFile, thresholdBytes, cb), usageFile.replace(/^memory\./, ''));
+    this.bytes = thresholdBytes;
+  }
+
+  get thresholdBytes(): number {
+    return this.bytes;
+  }
+
+  rearm(thresholdBytes: number): void {
+    checkBytes('thresholdBytes', thresholdBytes);
+    this.replaceNative((cb) => openThreshold(this.cgroupDir, this.usageFile, thresholdBytes, cb));
+    this.bytes = thresholdBytes;
+  }
+}
+
+/**
+ * Fires when the cgroup's memory usage crosses `thresholdBytes`, upwards or downwards. The
+ * kernel checks every 128 page events per CPU and carries no value: the event holds the usage
+ * read at the event (counters.usage_in_bytes, or memsw_usage_in_bytes with `memsw`).
+ */
+export function watchMemcgThreshold(cgroupDir: string, thresholdBytes: number, opts: { memsw?: boolean } = {}): ThresholdWatcher {
+  checkBytes('thresholdBytes', thresholdBytes);
+  return new MemcgThresholdWatcher(cgroupDir, opts.memsw ? 'memory.memsw.usage_in_bytes' : 'memory.usage_in_bytes', thresholdBytes);
+}
+
+export type PressureLevel = 'low' | 'medium' | 'critical';
+export type PressureMode = 'default' | 'hierarchy' | 'local';
+
+/**
+ * memory.pressure_level (vmpressure): fires at reclaim pressure `level`. In the 'default' mode
+ * an event also goes to ancestors, 'hierarchy' always propagates, 'local' only this cgroup's.
+ * The event carries the usage read at the event.
+ */
+export function watchPressureLevel(cgroupDir: string, level: PressureLevel, mode: PressureMode = 'default'): Watcher {
+  if (!['low', 'medium', 'critical'].includes(level)) throw new RangeError(`level: ${JSON.stringify(level)}: must be low, medium or critical`);
+  if (!['default', 'hierarchy', 'local'].includes(mode)) throw new RangeError(`mode: ${JSON.stringify(mode)}: must be default, hierarchy or local`);
+  const target = path.join(cgroupDir, 'memory.pressure_level');
+  const probe = path.join(cgroupDir, 'memory.usage_in_bytes');
+  return new NativeBackedWatcher(
+    'memcg-pressure-level',
+    target,
+    (cb) => addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, `${level},${mode}`, probe, cb),
+    'usage_in_bytes',
+  );
+}
+
+/**
+ * memory.oom_control: fires when the cgroup hits OOM (with the OOM killer enabled, once per OOM
+ * episode, before the kill). Counters: oom_kill_disable, under_oom, oom_kill read at the event.
+ */
+export function watchOom(cgroupDir: string): Watcher {
+  const target = path.join(cgroupDir, 'memory.oom_control');
+  return new NativeBackedWatcher('memcg-oom', target, (cb) => addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, '', target, cb));
+}

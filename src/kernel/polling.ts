@@ -1,0 +1,153 @@
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import { eventsKind } from './cgroup-events';
+import { parseCounters } from './counters';
+import type { KernelEvent, ThresholdWatcher, Watcher, WatchKind } from './types';
+
+// The fallback where the addon or a kernel interface is missing: timers on the JS loop that read
+// the same files and emit the same events, with the latency of the interval.
+
+function checkInterval(intervalMs: number): void {
+  if (!Number.isFinite(intervalMs) || intervalMs < 1) throw new RangeError(`intervalMs: ${JSON.stringify(intervalMs)}: must be at least 1`);
+}
+
+abstract class PollingWatcher extends EventEmitter implements Watcher {
+  readonly mechanism = 'polling' as const;
+  private timer: NodeJS.Timeout | undefined;
+  private refed = true;
+  private state: 'open' | 'failed' | 'closed' = 'open';
+
+  constructor(
+    readonly kind: WatchKind,
+    readonly source: string,
+    readonly intervalMs: number,
+  ) {
+    super();
+    checkInterval(intervalMs);
+  }
+
+  get closed(): boolean {
+    return this.state !== 'open';
+  }
+
+  start(): void {
+    if (this.state !== 'open') throw new Error(`${this.kind} poller on ${this.source} is closed`);
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => this.tick(), this.intervalMs);
+    if (!this.refed) this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  close(): Promise<void> {
+    if (this.state === 'open') this.state = 'closed';
+    this.stop();
+    return Promise.resolve();
+  }
+
+  ref(): this {
+    this.refed = true;
+    this.timer?.ref();
+    return this;
+  }
+
+  unref(): this {
+    this.refed = false;
+    this.timer?.unref();
+    return this;
+  }
+
+  /** Reads the source; returns the counters of an event to emit, or null when nothing changed. */
+  protected abstract check(): Record<string, number> | null;
+
+  private tick(): void {
+    const monotonicNs = process.hrtime.bigint();
+    let counters: Record<string, number> | null;
+    try {
+      counters = this.check();
+    } catch (err) {
+      this.state = 'failed';
+      this.stop();
+      this.emit('error', err);
+      return;
+    }
+    if (counters === null) return;
+    const event: KernelEvent = { source: this.source, kind: this.kind, count: 1, monotonicNs, counters };
+    this.emit('event', event);
+  }
+}
+
+/** The usage file of a cgroup: memory.usage_in_bytes (v1) or memory.current (v2). */
+export function usageFile(cgroupDir: string): string {
+  const v1 = path.join(cgroupDir, 'memory.usage_in_bytes');
+  return fs.existsSync(v1) ? v1 : path.join(cgroupDir, 'memory.current');
+}
+
+class UsagePoller extends PollingWatcher implements ThresholdWatcher {
+  private above: boolean;
+  private bytes: number;
+
+  constructor(source: string, thresholdBytes: number, intervalMs: number) {
+    super('memcg-threshold', source, intervalMs);
+    this.bytes = thresholdBytes;
+    this.above = this.read() >= thresholdBytes;
+    this.start();
+  }
+
+  get thresholdBytes(): number {
+    return this.bytes;
+  }
+
+  rearm(thresholdBytes: number): void {
+    if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
+    this.bytes = thresholdBytes;
+    this.above = this.read() >= thresholdBytes;
+  }
+
+  protected check(): Record<string, number> | null {
+    const usage = this.read();
+    const above = usage >= this.bytes;
+    if (above === this.above) return null;
+    this.above = above;
+    return { [path.basename(this.source).replace(/^memory\./, '')]: usage };
+  }
+
+  private read(): number {
+    return Number(fs.readFileSync(this.source, 'utf8'));
+  }
+}
+
+/**
+ * Polls the cgroup's usage every `intervalMs` and emits a 'memcg-threshold' event when it is on
+ * the other side of `thresholdBytes` than at the last read (both directions, like the kernel's).
+ */
+export function pollMemoryUsage(cgroupDir: string, thresholdBytes: number, intervalMs: number): ThresholdWatcher {
+  if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
+  return new UsagePoller(usageFile(cgroupDir), thresholdBytes, intervalMs);
+}
+
+class FilePoller extends PollingWatcher {
+  private last: string;
+
+  constructor(file: string, intervalMs: number) {
+    super(eventsKind(file), file, intervalMs);
+    this.last = fs.readFileSync(file, 'utf8');
+    this.start();
+  }
+
+  protected check(): Record<string, number> | null {
+    const text = fs.readFileSync(this.source, 'utf8');
+    if (text === this.last) return null;
+    this.last = text;
+    return parseCounters(text);
+  }
+}
+
+/** Polls a cgroup.events or memory.events file and emits an event when its contents change. */
+export function pollCounters(file: string, intervalMs: number): Watcher {
+  return new FilePoller(file, intervalMs);
+}

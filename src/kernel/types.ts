@@ -1,0 +1,62 @@
+import type { EventEmitter } from 'node:events';
+
+export type WatchKind = 'memcg-threshold' | 'memcg-pressure-level' | 'psi' | 'memcg-oom' | 'cgroup-events' | 'memory-events';
+
+/** One notification: which source fired, how often since the last event, and when. */
+export interface KernelEvent {
+  /** The file the kernel notifies through (the watched cgroup file or pressure file). */
+  source: string;
+  kind: WatchKind;
+  /** Signals merged into this event (an eventfd counts them; PSI and kernfs report 1). */
+  count: number;
+  /** CLOCK_MONOTONIC in ns, read in the native poll callback (or by the poller). */
+  monotonicNs: bigint;
+  /**
+   * Counters read at the event: usage_in_bytes for thresholds and pressure levels;
+   * oom_kill_disable, under_oom, oom_kill for OOM; some_avg10 ... full_total for PSI;
+   * populated, frozen (cgroup.events) or low, high, max, oom, oom_kill (memory.events).
+   */
+  counters?: Record<string, number>;
+}
+
+/** A native failure, shaped like Node's fs errors. */
+export interface KernelError extends Error {
+  code: string;
+  errno: number;
+  syscall: string;
+  path?: string;
+}
+
+/**
+ * A watcher is an EventEmitter: 'event' (KernelEvent) and 'error' (KernelError; the watcher is
+ * then closed, e.g. ENODEV when the cgroup was removed). It polls from creation; stop() pauses
+ * (signals stay pending in the kernel and arrive on start()).
+ */
+export interface Watcher extends EventEmitter {
+  readonly kind: WatchKind;
+  readonly source: string;
+  /** 'native' (kernel notification) or 'polling' (the fallback). */
+  readonly mechanism: 'native' | 'polling';
+  readonly closed: boolean;
+  start(): void;
+  stop(): void;
+  /** Idempotent; resolves once the handle is closed and its fds are released. */
+  close(): Promise<void>;
+  /** Keep the process alive while open (the default). */
+  ref(): this;
+  /** Let the process exit even though this watcher is open. */
+  unref(): this;
+}
+
+export interface ThresholdWatcher extends Watcher {
+  readonly thresholdBytes: number;
+  /** Moves the threshold: the new one is armed before the old one is released (no gap). */
+  rearm(thresholdBytes: number): void;
+}
+
+export interface PsiWatcher extends Watcher {
+  /** The window the kernel enforces, after rounding up to the unprivileged 2 s rule. */
+  readonly windowUs: number;
+  /** The trigger as written to the pressure file. */
+  readonly trigger: string;
+}
