@@ -1,0 +1,209 @@
+// The CRI client, eviction and reclaim on a real containerd (the harness in scripts/). The
+// harness is brought up when it is not running, and taken down again only in that case.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { CriClient, ensureHarness, evictPod, harnessMissing, IMAGES, reclaimContainers, reclaimImages, runHarness } from '../../src/cri';
+import type { Harness } from '../../src/cri';
+import { memcgV1Root, skipped } from '../support/environment';
+import { createPod, podLog, removeRunPods, RUN_LABEL, runId, stubborn, waitFor } from './pods';
+import type { TestPod } from './pods';
+
+const MiB = 1024 * 1024;
+let harness: Harness | undefined;
+let client: CriClient;
+let setupError: string | null = harnessMissing();
+
+before(async () => {
+  if (setupError) return;
+  try {
+    harness = await ensureHarness();
+    client = CriClient.connect(harness.endpoint, { timeoutMs: 10_000 });
+  } catch (e) {
+    setupError = `containerd harness could not start: ${(e as Error).message}`;
+  }
+});
+
+after(async () => {
+  if (client) {
+    await removeRunPods(client);
+    client.close();
+  }
+  await harness?.release();
+});
+
+let hogPod: TestPod;
+let idlePod: TestPod;
+
+test('Version and Status answer from containerd; RuntimeReady without a network plugin', async (t) => {
+  if (skipped(t, setupError)) return;
+  const v = await client.version();
+  assert.equal(v.runtimeName, 'containerd');
+  assert.equal(v.runtimeApiVersion, 'v1');
+  const st = await client.status();
+  const ready = st.status?.conditions.find((c) => c.type === 'RuntimeReady');
+  assert.equal(ready?.status, true);
+});
+
+test('creates pods with containers, one a memory hog under a memory limit', async (t) => {
+  if (skipped(t, setupError)) return;
+  hogPod = await createPod(client, 'hog', [{ name: 'hog', image: IMAGES.hog, args: ['200', '48'], memoryLimitBytes: 96 * MiB }]);
+  idlePod = await createPod(client, 'idle', [{ name: 'sleeper', image: IMAGES.busybox, command: ['sleep', '3600'] }, stubborn('stubborn')]);
+  const mine = await client.listPodSandbox({ labelSelector: { [RUN_LABEL]: runId } });
+  assert.deepEqual(mine.map((p) => p.id).sort(), [hogPod.sandboxId, idlePod.sandboxId].sort());
+  assert.ok(mine.every((p) => p.state === 'SANDBOX_READY'));
+  const st = await client.podSandboxStatus(hogPod.sandboxId);
+  assert.equal(st.status?.metadata?.uid, hogPod.spec.uid);
+  assert.equal(st.status?.linux?.namespaces?.options?.network, 'NODE');
+  const inIdle = await client.listContainers({ podSandboxId: idlePod.sandboxId });
+  assert.equal(inIdle.length, 2);
+  assert.ok(inIdle.every((c) => c.state === 'CONTAINER_RUNNING'));
+});
+
+test('the memory limit reaches the container cgroup', async (t) => {
+  if (skipped(t, setupError)) return;
+  const st = await client.containerStatus(hogPod.containers.hog as string);
+  assert.equal(st.status?.resources?.linux?.memoryLimitInBytes, 96 * MiB);
+  const v1 = memcgV1Root();
+  const file = v1 ? `${v1}${hogPod.cgroupParent}/${hogPod.containers.hog}/memory.limit_in_bytes` : `/sys/fs/cgroup${hogPod.cgroupParent}/${hogPod.containers.hog}/memory.max`;
+  assert.equal(Number(fs.readFileSync(file, 'utf8').trim()), 96 * MiB);
+});
+
+test('reads container and pod stats: the hog shows the memory it touched', async (t) => {
+  if (skipped(t, setupError)) return;
+  // The hog logs one line per MiB; once it reports 48 the runtime's next sample must see them.
+  await waitFor('hog to reach 48 MiB', async () => / 48\n/.test(podLog(hogPod, 'hog')));
+  const hogId = hogPod.containers.hog as string;
+  const ws = await waitFor('container stats >= 48 MiB', async () => {
+    const [s] = await client.listContainerStats({ id: hogId });
+    const v = s?.memory?.workingSetBytes?.value ?? 0;
+    return v >= 48 * MiB ? v : undefined;
+  });
+  assert.ok(ws < 96 * MiB, `working set ${ws} within the limit`);
+  const one = await client.podSandboxStats(hogPod.sandboxId);
+  assert.equal(one?.attributes?.id, hogPod.sandboxId);
+  assert.ok((one?.linux?.memory?.workingSetBytes?.value ?? 0) >= 48 * MiB);
+  const all = await client.listPodSandboxStats({ labelSelector: { [RUN_LABEL]: runId } });
+  const ids = all.map((s) => s.attributes?.id).sort();
+  assert.deepEqual(ids, [hogPod.sandboxId, idlePod.sandboxId].sort());
+  const idle = all.find((s) => s.attributes?.id === idlePod.sandboxId);
+  assert.ok((idle?.linux?.memory?.workingSetBytes?.value ?? Infinity) < 16 * MiB, 'the idle pod is small');
+});
+
+test('a hog that outgrows its limit is OOM-killed by the kernel, and the runtime says so', async (t) => {
+  if (skipped(t, setupError)) return;
+  const pod = await createPod(client, 'oom', [{ name: 'hog', image: IMAGES.hog, args: ['400', '64'], memoryLimitBytes: 24 * MiB }]);
+  const id = pod.containers.hog as string;
+  const st = await waitFor('the hog to be killed', async () => {
+    const s = (await client.containerStatus(id)).status;
+    return s?.state === 'CONTAINER_EXITED' ? s : undefined;
+  });
+  assert.equal(st.reason, 'OOMKilled');
+  assert.equal(st.exitCode, 137);
+});
+
+test('StopContainer with a grace period lets the process exit on SIGTERM', async (t) => {
+  if (skipped(t, setupError)) return;
+  const pod = await createPod(client, 'graceful', [{ name: 'hog', image: IMAGES.hog, args: ['100', '4'] }]);
+  const id = pod.containers.hog as string;
+  await waitFor('hog to start', async () => / 4\n/.test(podLog(pod, 'hog')));
+  await client.stopContainer(id, 10);
+  const st = (await client.containerStatus(id)).status;
+  assert.equal(st?.state, 'CONTAINER_EXITED');
+  assert.equal(st?.exitCode, 0, 'the hog exits 0 from its SIGTERM handler');
+  assert.match(podLog(pod, 'hog'), / term\n/);
+});
+
+test('StopContainer with timeout 0 kills at once: no SIGTERM handler runs', async (t) => {
+  if (skipped(t, setupError)) return;
+  const pod = await createPod(client, 'immediate', [{ name: 'hog', image: IMAGES.hog, args: ['100', '4'] }]);
+  const id = pod.containers.hog as string;
+  await waitFor('hog to start', async () => / 4\n/.test(podLog(pod, 'hog')));
+  await client.stopContainer(id, 0);
+  const st = (await client.containerStatus(id)).status;
+  assert.equal(st?.state, 'CONTAINER_EXITED');
+  assert.equal(st?.exitCode, 137);
+  assert.doesNotMatch(podLog(pod, 'hog'), / term\n/);
+});
+
+test('a container that ignores SIGTERM is killed when its grace period ends', async (t) => {
+  if (skipped(t, setupError)) return;
+  const id = idlePod.containers.stubborn as string;
+  await client.stopContainer(id, 1);
+  const st = (await client.containerStatus(id)).status;
+  assert.equal(st?.state, 'CONTAINER_EXITED');
+  assert.equal(st?.exitCode, 137);
+});
+
+test('evictPod stops the containers and the sandbox, removes it, and the pod memory leaves the cgroup', async (t) => {
+  if (skipped(t, setupError)) return;
+  const v1 = memcgV1Root();
+  const usageFile = v1 ? `${v1}${hogPod.cgroupParent}/memory.usage_in_bytes` : `/sys/fs/cgroup${hogPod.cgroupParent}/memory.current`;
+  assert.ok(Number(fs.readFileSync(usageFile, 'utf8')) >= 48 * MiB, 'the pod cgroup holds the hog memory');
+  const r = await evictPod(client, hogPod.sandboxId, 0);
+  assert.equal(r.ok, true, r.error?.message);
+  assert.deepEqual(r.containerIds, [hogPod.containers.hog]);
+  assert.ok(r.timings.stopContainersMs > 0 && r.timings.stopSandboxMs > 0 && r.timings.removeSandboxMs > 0);
+  const left = await client.listPodSandbox({ id: hogPod.sandboxId });
+  assert.equal(left.length, 0);
+  const usage = fs.existsSync(usageFile) ? Number(fs.readFileSync(usageFile, 'utf8')) : 0;
+  assert.ok(usage < 8 * MiB, `pod cgroup usage after eviction: ${usage}`);
+});
+
+test('StopPodSandbox and RemovePodSandbox on a pod with a live container', async (t) => {
+  if (skipped(t, setupError)) return;
+  await client.stopPodSandbox(idlePod.sandboxId);
+  const [sb] = await client.listPodSandbox({ id: idlePod.sandboxId });
+  assert.equal(sb?.state, 'SANDBOX_NOTREADY');
+  const cs = await client.listContainers({ podSandboxId: idlePod.sandboxId });
+  assert.ok(cs.every((c) => c.state === 'CONTAINER_EXITED'));
+  await client.removeContainer(idlePod.containers.sleeper as string);
+  assert.equal((await client.listContainers({ id: idlePod.containers.sleeper })).length, 0);
+  await client.removePodSandbox(idlePod.sandboxId);
+  assert.equal((await client.listPodSandbox({ id: idlePod.sandboxId })).length, 0);
+  // Both calls are idempotent by contract.
+  await client.stopPodSandbox(idlePod.sandboxId).catch((e: { code?: string }) => assert.equal(e.code, 'NOT_FOUND'));
+  await client.removePodSandbox(idlePod.sandboxId);
+});
+
+test('container reclaim removes exited containers and stopped sandboxes', async (t) => {
+  if (skipped(t, setupError)) return;
+  const pod = await createPod(client, 'reclaim', [{ name: 'done', image: IMAGES.busybox, command: ['true'] }]);
+  await waitFor('the container to exit', async () => (await client.containerStatus(pod.containers.done as string)).status?.state === 'CONTAINER_EXITED');
+  const exitedBefore = (await client.listContainers({ state: 'CONTAINER_EXITED' })).length;
+  assert.ok(exitedBefore >= 1);
+  await client.stopPodSandbox(pod.sandboxId);
+  const r = await reclaimContainers(client);
+  assert.deepEqual(r.errors, []);
+  assert.ok(r.removedContainers >= exitedBefore, `removed ${r.removedContainers} of ${exitedBefore} exited`);
+  assert.ok(r.removedSandboxes >= 1);
+  assert.equal((await client.listContainers({ state: 'CONTAINER_EXITED' })).length, 0);
+  assert.equal((await client.listPodSandbox({ state: 'SANDBOX_NOTREADY' })).length, 0);
+  assert.equal(typeof r.freedBytes, 'number');
+});
+
+test('image reclaim removes images no container uses, keeps used ones and the sandbox image, and reports bytes freed', async (t) => {
+  if (skipped(t, setupError)) return;
+  const imp = await runHarness(['import', 'filler']);
+  assert.equal(imp.code, 0, imp.stderr);
+  const inUse = await createPod(client, 'user', [{ name: 'sleeper', image: IMAGES.busybox, command: ['sleep', '3600'] }]);
+  try {
+    assert.ok(await client.imageStatus(IMAGES.filler));
+    const r = await reclaimImages(client, { settleMs: 5000 });
+    assert.deepEqual(r.errors, []);
+    assert.ok(r.removedImages.includes(IMAGES.filler), `removed: ${r.removedImages.join(', ')}`);
+    assert.ok(r.keptImages.includes(IMAGES.busybox), 'busybox is used by a running container');
+    assert.ok(r.keptImages.includes(IMAGES.pause), 'the sandbox image is kept');
+    assert.equal(await client.imageStatus(IMAGES.filler), null);
+    assert.ok(await client.imageStatus(IMAGES.pause));
+    assert.ok(r.before && r.after, 'ImageFsInfo read before and after');
+    // The harness has containerd re-measure every second, so 5 s is ample.
+    assert.ok(r.settled, 'ImageFsInfo re-measured after the removal');
+    assert.ok(r.freedBytes >= 16 * MiB, `freed ${r.freedBytes} bytes; the filler layer is 16 MiB`);
+  } finally {
+    await evictPod(client, inUse.sandboxId, 0);
+    // Put back what the reclaim removed, for the tests and users that follow.
+    const back = await runHarness(['import', 'hog', 'busybox']);
+    assert.equal(back.code, 0, back.stderr);
+  }
+});

@@ -1,0 +1,71 @@
+// Pod helpers for the e2e tests: every pod a test creates carries the run's label, so cleanup
+// removes exactly those pods, also when the harness was already running for someone else.
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { containerConfig, CriClient, HARNESS_CGROUP, HARNESS_DIR, sandboxConfig } from '../../src/cri';
+import type { ContainerSpec, PodSpec } from '../../src/cri';
+
+export const RUN_LABEL = 'evictd.test/run';
+export const runId = randomUUID().slice(0, 8);
+
+export interface TestPod {
+  spec: PodSpec;
+  sandboxId: string;
+  containers: Record<string, string>;
+  /** The pod's cgroup under the v1 memory controller or cgroup2 (whichever has memory files). */
+  cgroupParent: string;
+}
+
+export async function createPod(client: CriClient, name: string, containers: ContainerSpec[]): Promise<TestPod> {
+  const uid = `${runId}-${name}`;
+  const logDirectory = path.join(HARNESS_DIR, 'pods', uid);
+  fs.mkdirSync(logDirectory, { recursive: true });
+  const spec: PodSpec = {
+    name: `${name}-${runId}`,
+    uid,
+    namespace: 'evictd-test',
+    cgroupParent: `${HARNESS_CGROUP}/burstable/pod${uid}`,
+    labels: { [RUN_LABEL]: runId },
+    logDirectory,
+  };
+  const sandboxId = await client.runPodSandbox(sandboxConfig(spec));
+  const ids: Record<string, string> = {};
+  for (const c of containers) {
+    const id = await client.createContainer(sandboxId, containerConfig(spec, { logPath: `${c.name}.log`, ...c }), sandboxConfig(spec));
+    await client.startContainer(id);
+    ids[c.name] = id;
+  }
+  return { spec, sandboxId, containers: ids, cgroupParent: spec.cgroupParent as string };
+}
+
+/** Stops and removes every sandbox of this run (idempotent; errors are ignored on purpose: best-effort cleanup). */
+export async function removeRunPods(client: CriClient): Promise<void> {
+  const pods = await client.listPodSandbox({ labelSelector: { [RUN_LABEL]: runId } }).catch(() => []);
+  for (const p of pods) {
+    await client.stopPodSandbox(p.id).catch(() => undefined);
+    await client.removePodSandbox(p.id).catch(() => undefined);
+  }
+}
+
+export function podLog(pod: TestPod, container: string): string {
+  const file = path.join(pod.spec.logDirectory as string, `${container}.log`);
+  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, everyMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** A container that ignores SIGTERM (its shell is PID 1 and traps it), so only SIGKILL stops it. */
+export const stubborn = (name: string): ContainerSpec => ({
+  name,
+  image: 'localhost/evictd/busybox:1',
+  command: ['/bin/sh', '-c', 'trap "" TERM; while true; do sleep 1; done'],
+});
