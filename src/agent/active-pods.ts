@@ -10,6 +10,7 @@
  * decides, and the pod cgroup's memory limit stands for the limits.
  */
 import type { ObservedPodCgroup } from '../node/observer';
+import { SYSTEM_CRITICAL_PRIORITY } from '../policy/pods';
 import { Quantity } from '../policy/quantity';
 import type { ActivePod, ContainerSpec, PodSpec, ResourceList } from '../policy/types';
 import type { PodSpecSource, RuntimePod } from './ports';
@@ -37,7 +38,10 @@ function parseResources(text: string | undefined): ResourceList | null {
 export function specFromSandbox(rp: RuntimePod, cgroup: ObservedPodCgroup | undefined): PodSpec {
   const a = rp.annotations;
   const priorityText = a[PRIORITY_ANNOTATION] ?? rp.labels[PRIORITY_ANNOTATION];
-  const priority = priorityText !== undefined && /^-?\d+$/.test(priorityText) ? Number(priorityText) : 0;
+  // Without a declared priority, kube-system pods count as system-critical: without the API,
+  // evictd must not evict a CNI or DNS pod on a guess (the Kubernetes pod source does the same).
+  const priority =
+    priorityText !== undefined && /^-?\d+$/.test(priorityText) ? Number(priorityText) : rp.namespace === 'kube-system' ? SYSTEM_CRITICAL_PRIORITY : 0;
   let requests = parseResources(a[REQUESTS_ANNOTATION]);
   let limits = parseResources(a[LIMITS_ANNOTATION]);
   if (!requests && !limits && cgroup) {

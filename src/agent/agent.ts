@@ -143,7 +143,9 @@ export class Agent extends EventEmitter {
 
   private async listRuntimePods(): Promise<RuntimePod[]> {
     try {
-      const pods = await this.o.runtime.listPods();
+      // A pass must not stall on a runtime that stopped answering: a short deadline (shorter
+      // still while it is known to be down), then the last known pods.
+      const pods = await this.o.runtime.listPods(this.runtimeOk ? 1000 : 250);
       if (!this.runtimeOk) this.o.logger.info('container runtime answers again');
       this.runtimeOk = true;
       this.lastPods = pods;
@@ -178,7 +180,8 @@ export class Agent extends EventEmitter {
     const o = this.o;
     const t0 = ns();
     o.metrics.passes.inc();
-    if (trigger.sources.start || trigger.sources.housekeeping) await this.refreshImageFs();
+    // In the background: the mountpoint only decides the filesystem layout, it may lag a pass.
+    if (trigger.sources.start || trigger.sources.housekeeping) void this.refreshImageFs();
     const obs = this.observe();
     const runtimePods = await this.listRuntimePods();
     const joined = joinPods(runtimePods, obs.pods, o.pods).filter((j) => !this.inFlight.has(j.runtime.uid));

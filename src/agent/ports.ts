@@ -75,8 +75,8 @@ export interface ImageFsInfo {
 }
 
 export interface RuntimePort {
-  /** running (ready) pod sandboxes with their metadata */
-  listPods(): Promise<RuntimePod[]>;
+  /** running (ready) pod sandboxes with their metadata; gives up after `deadlineMs` when given */
+  listPods(deadlineMs?: number): Promise<RuntimePod[]>;
   /** stops the pod's containers with the grace period, then its sandbox; rejects on failure */
   stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<StopTimings>;
   /** node-level reclaim (kubelet's deleteUnusedContainers / deleteUnusedImages) */

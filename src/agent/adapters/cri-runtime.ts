@@ -1,0 +1,73 @@
+/**
+ * The agent's RuntimePort over src/cri (issue 4's CRI client). Stopping follows the kubelet:
+ * stop the containers with the grace period, then the sandbox; the sandbox is not removed
+ * (the kubelet leaves that to its garbage collection, and so do we).
+ */
+import { CriClient, evictPod, reclaimContainers, reclaimImages } from '../../cri';
+import type { PodSandbox } from '../../cri';
+import type { NodeReclaimFunction } from '../../policy/types';
+import type { ImageFsInfo, RuntimePod, RuntimePort, StopTimings } from '../ports';
+
+export function sandboxToPod(s: PodSandbox): RuntimePod {
+  const l = s.labels ?? {};
+  const pod: RuntimePod = {
+    sandboxId: s.id,
+    uid: s.metadata?.uid || l['io.kubernetes.pod.uid'] || s.id,
+    name: s.metadata?.name || l['io.kubernetes.pod.name'] || s.id,
+    namespace: s.metadata?.namespace || l['io.kubernetes.pod.namespace'] || 'default',
+    labels: { ...l },
+    annotations: { ...(s.annotations ?? {}) },
+    ready: s.state === 'SANDBOX_READY',
+  };
+  if (s.createdAt) pod.createdAtNs = s.createdAt;
+  return pod;
+}
+
+export class CriRuntime implements RuntimePort {
+  constructor(readonly client: CriClient) {}
+
+  static connect(endpoint: string, timeoutMs = 2000): CriRuntime {
+    return new CriRuntime(CriClient.connect(endpoint, { timeoutMs }));
+  }
+
+  async listPods(deadlineMs?: number): Promise<RuntimePod[]> {
+    const sandboxes = await this.client.listPodSandbox({ state: 'SANDBOX_READY' }, deadlineMs ? { deadlineMs } : {});
+    return sandboxes.map(sandboxToPod);
+  }
+
+  async stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<StopTimings> {
+    const r = await evictPod(this.client, pod.sandboxId, gracePeriodSeconds, { remove: false });
+    if (!r.ok) {
+      const err = r.error ?? new Error(`${r.failedStep} failed`);
+      throw Object.assign(err, { step: r.failedStep });
+    }
+    const t = r.timings;
+    return { totalMs: t.totalMs, listMs: t.listMs, stopContainersMs: t.stopContainersMs, stopSandboxMs: t.stopSandboxMs };
+  }
+
+  async reclaim(fn: NodeReclaimFunction): Promise<{ freedBytes?: number }> {
+    // settleMs 0: the pass re-observes statfs itself; waiting for containerd's stats timer
+    // would only delay the decision.
+    if (fn === 'deleteUnusedContainers') {
+      const r = await reclaimContainers(this.client, { settleMs: 0 });
+      return r.freedBytes !== undefined ? { freedBytes: r.freedBytes } : {};
+    }
+    const r = await reclaimImages(this.client, { settleMs: 0 });
+    return { freedBytes: r.freedBytes };
+  }
+
+  async imageFsInfo(): Promise<ImageFsInfo | undefined> {
+    const info = await this.client.imageFsInfo();
+    const fsu = info.imageFilesystems[0];
+    if (!fsu) return undefined;
+    const out: ImageFsInfo = {};
+    if (fsu.fsId?.mountpoint) out.mountpoint = fsu.fsId.mountpoint;
+    if (fsu.usedBytes) out.usedBytes = fsu.usedBytes.value;
+    if (fsu.inodesUsed) out.inodesUsed = fsu.inodesUsed.value;
+    return out;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The agent's NotificationPort over src/kernel (issue 3's addon and its polling fallback).
+ * Watchers are unref'd: the agent's own server and timers decide the process lifetime.
+ */
+import type { Logger } from 'pino';
+import { nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold } from '../../kernel';
+import type { KernelEvent, ThresholdWatcher, Watcher } from '../../kernel';
+import type { NotificationPort, ThresholdHandle, WatchCallbacks, WatchHandle } from '../ports';
+
+function bind(w: Watcher, cb: WatchCallbacks): void {
+  w.on('event', (e: KernelEvent) => cb.onWakeup({ source: e.kind, monotonicNs: e.monotonicNs, count: e.count }));
+  w.on('error', (err: Error) => cb.onError(err));
+  w.unref();
+}
+
+export function kernelNotifications(logger: Logger, pollIntervalMs = 100): NotificationPort {
+  const native = nativeAvailable();
+  if (!native) logger.warn({ err: nativeLoadError() }, 'kernel notification addon unavailable: polling fallback');
+  const opts = { intervalMs: pollIntervalMs, log: logger };
+  return {
+    mechanism: native ? 'native' : 'polling',
+    watchMemoryUsage(cgroupDir: string, usageBytes: number, cb: WatchCallbacks): ThresholdHandle {
+      const w: ThresholdWatcher = watchUsageThreshold(cgroupDir, Math.max(1, Math.round(usageBytes)), opts);
+      bind(w, cb);
+      return {
+        get usageBytes() {
+          return w.thresholdBytes;
+        },
+        rearm: (bytes: number) => w.rearm(Math.max(1, Math.round(bytes))),
+        close: () => w.close(),
+      };
+    },
+    watchPsi(pressureFile, trigger, cb) {
+      const w = watchPsi(pressureFile, trigger);
+      bind(w, cb);
+      return { windowUs: w.windowUs, close: () => w.close() };
+    },
+    watchFile(file: string, cb: WatchCallbacks): WatchHandle {
+      const w = watchEventsFile(file, opts);
+      bind(w, cb);
+      return { close: () => w.close() };
+    },
+    watchOom(cgroupDir: string, cb: WatchCallbacks): WatchHandle {
+      const w = watchOom(cgroupDir);
+      bind(w, cb);
+      return { close: () => w.close() };
+    },
+  };
+}
