@@ -1,0 +1,35 @@
+import { KubeClient } from '../../src/kube/client';
+import type { Logger } from '../../src/kube/pod-source';
+
+/** Polls until cond() holds; fails with `what` after timeoutMs. */
+export async function waitFor(what: string, cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export function client(url: string, timeoutMs = 1000): KubeClient {
+  return new KubeClient({ server: url, token: 'test-token' }, { timeoutMs });
+}
+
+/** A logger that keeps every line, to assert what evictd says. */
+export class MemoryLogger implements Logger {
+  readonly lines: { level: string; msg: string; obj: object }[] = [];
+  debug(obj: object, msg: string) {
+    this.lines.push({ level: 'debug', msg, obj });
+  }
+  info(obj: object, msg: string) {
+    this.lines.push({ level: 'info', msg, obj });
+  }
+  warn(obj: object, msg: string) {
+    this.lines.push({ level: 'warn', msg, obj });
+  }
+  error(obj: object, msg: string) {
+    this.lines.push({ level: 'error', msg, obj });
+  }
+  has(level: string, pattern: RegExp): boolean {
+    return this.lines.some((l) => l.level === level && pattern.test(l.msg));
+  }
+}
