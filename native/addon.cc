@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,23 +122,45 @@ Napi::Value OpenPsiTrigger(const Napi::CallbackInfo& info) {
     close(poll_fd);
     throw SystemError(env, err, "dup", path);
   }
-  return Watcher::Create(env, Data(env), SourceKind::kPriority, poll_fd, path, probe_fd, path, callback);
+  return Watcher::Create(env, Data(env), SourceKind::kPsi, poll_fd, path, probe_fd, path, callback);
 }
 
 // openKernfsFile(path, callback)
 // cgroup2 cgroup.events or memory.events: kernfs signals POLLPRI (with POLLERR) when the file's
 // contents change. Each read re-arms it, and the contents read at the event carry the counters.
+// kernfs does not wake pollers when the cgroup is removed, so an inotify watch on the parent
+// directory (IN_DELETE of this cgroup, from the rmdir) joins the file in one epoll set, and
+// libuv polls that set.
 Napi::Value OpenKernfsFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string path = StringArg(info, 0, "path");
   Napi::Function callback = FunctionArg(info, 1);
-  Fd fd(OpenOrThrow(env, path, O_RDONLY | O_NONBLOCK));
+  std::string dir = path.substr(0, path.find_last_of('/'));
+  std::string parent = dir.substr(0, dir.find_last_of('/'));
+  if (dir.empty() || parent.empty()) throw SystemError(env, EINVAL, "open", path);
+  Fd file_fd(OpenOrThrow(env, path, O_RDONLY | O_NONBLOCK));
   char buffer[256];
-  if (pread(fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
-  int probe_fd = dup(fd.get());
-  if (probe_fd < 0) throw SystemError(env, errno, "dup", path);
-  int poll_fd = fd.release();
-  return Watcher::Create(env, Data(env), SourceKind::kPriority, poll_fd, path, probe_fd, path, callback);
+  if (pread(file_fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
+  Fd inotify_fd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (inotify_fd.get() < 0) throw SystemError(env, errno, "inotify_init1", dir);
+  if (inotify_add_watch(inotify_fd.get(), parent.c_str(), IN_DELETE | IN_DELETE_SELF | IN_ONLYDIR) < 0) {
+    throw SystemError(env, errno, "inotify_add_watch", parent);
+  }
+  Fd epoll_fd(epoll_create1(EPOLL_CLOEXEC));
+  if (epoll_fd.get() < 0) throw SystemError(env, errno, "epoll_create1", path);
+  struct epoll_event ev = {};
+  ev.events = EPOLLPRI;
+  ev.data.fd = file_fd.get();
+  if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, file_fd.get(), &ev) < 0) throw SystemError(env, errno, "epoll_ctl", path);
+  ev.events = EPOLLIN;
+  ev.data.fd = inotify_fd.get();
+  if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, inotify_fd.get(), &ev) < 0) throw SystemError(env, errno, "epoll_ctl", dir);
+  // Removed between the open and the watch: the rmdir event is gone, but the read fails now.
+  if (pread(file_fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
+  int poll_fd = epoll_fd.release();
+  int probe_fd = file_fd.release();
+  int ino_fd = inotify_fd.release();
+  return Watcher::Create(env, Data(env), SourceKind::kKernfs, poll_fd, path, probe_fd, path, callback, ino_fd, dir);
 }
 
 // monotonicNs(): CLOCK_MONOTONIC now, the clock of event timestamps.

@@ -1,6 +1,8 @@
 #include "watcher.h"
 
 #include <errno.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,8 +80,12 @@ Watcher::~Watcher() {
 
 Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd,
                              const std::string& poll_path, int probe_fd,
-                             const std::string& probe_path, Napi::Function callback) {
+                             const std::string& probe_path, Napi::Function callback,
+                             int inotify_fd, const std::string& inotify_path) {
   auto* source = new Source();
+  source->inotify_fd = inotify_fd;
+  source->inotify_path = inotify_path;
+  source->inotify_name = inotify_path.substr(inotify_path.find_last_of('/') + 1);
   source->data = data;
   source->kind = kind;
   source->poll_fd = poll_fd;
@@ -92,6 +98,7 @@ Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, in
   if (err != 0) {
     CloseFd(source->poll_fd);
     CloseFd(source->probe_fd);
+    CloseFd(source->inotify_fd);
     delete source;
     throw SystemError(env, err, "uv_poll_init", poll_path);
   }
@@ -120,6 +127,7 @@ void Watcher::OnClosed(uv_handle_t* handle) {
   auto* source = static_cast<Source*>(handle->data);
   CloseFd(source->poll_fd);
   CloseFd(source->probe_fd);
+  CloseFd(source->inotify_fd);
   Watcher* owner = source->owner;
   AddonData* data = source->data;
   data->SourceClosed(source);
@@ -171,6 +179,32 @@ void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
   }
 
   uint64_t count = 1;
+  if (source->kind == SourceKind::kKernfs) {
+    struct epoll_event ready[2];
+    int n = epoll_wait(source->poll_fd, ready, 2, 0);
+    if (n <= 0) return;  // nothing ready (spurious wakeup) or EINTR: wait for the next one
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+      if (ready[i].data.fd != source->inotify_fd) {
+        changed = true;
+        continue;
+      }
+      alignas(struct inotify_event) char events[1024];
+      ssize_t len = read(source->inotify_fd, events, sizeof events);
+      for (ssize_t off = 0; len > 0 && off < len;) {
+        auto* ev = reinterpret_cast<struct inotify_event*>(events + off);
+        bool ours = (ev->mask & IN_DELETE) && ev->len > 0 && source->inotify_name == ev->name;
+        if (ours || (ev->mask & (IN_DELETE_SELF | IN_IGNORED))) {
+          std::string path = source->inotify_path;
+          BeginClose(source);
+          owner->DispatchError(ENODEV, "inotify", path);
+          return;
+        }
+        off += static_cast<ssize_t>(sizeof(struct inotify_event) + ev->len);
+      }
+    }
+    if (!changed) return;
+  }
   if (source->kind == SourceKind::kEventfd) {
     ssize_t n = read(source->poll_fd, &count, sizeof count);
     if (n < 0) {
@@ -226,7 +260,7 @@ Napi::Value Watcher::Start(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
   if (!source_->started) {
-    int flags = source_->kind == SourceKind::kEventfd ? UV_READABLE : UV_PRIORITIZED;
+    int flags = source_->kind == SourceKind::kPsi ? UV_PRIORITIZED : UV_READABLE;
     int err = uv_poll_start(&source_->poll, flags, &Watcher::OnPoll);
     if (err != 0) throw SystemError(env, err, "uv_poll_start", source_->poll_path);
     source_->started = true;

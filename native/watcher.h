@@ -19,9 +19,15 @@ enum class SourceKind {
   // An eventfd registered through cgroup.event_control (memcg v1 threshold, pressure level,
   // OOM): readable when signalled; reading the 8-byte counter consumes (and counts) signals.
   kEventfd,
-  // A PSI trigger fd or a kernfs file (cgroup.events, memory.events): POLLPRI when it fires.
-  // A PSI trigger re-arms when poll consumes the event; a kernfs file re-arms when read.
-  kPriority,
+  // A PSI trigger fd: POLLPRI when it fires, re-armed when poll consumes the event. A removed
+  // cgroup destroys the trigger and the fd reports POLLERR.
+  kPsi,
+  // A kernfs file (cgroup.events, memory.events): POLLPRI when its contents change, re-armed by
+  // reading it. kernfs wakes no poller when the cgroup is removed, so the poll fd is an epoll
+  // set holding the file (EPOLLPRI) and an inotify watch on the parent cgroup for the IN_DELETE
+  // of this one. (Not IN_DELETE_SELF on the cgroup itself: our open files pin its dentry, and
+  // the kernel sends DELETE_SELF only when the last dentry reference goes.)
+  kKernfs,
 };
 
 struct AddonData;
@@ -33,8 +39,11 @@ struct Source {
   uv_poll_t poll;
   AddonData* data = nullptr;
   Watcher* owner = nullptr;  // null once the JS object is gone
-  SourceKind kind = SourceKind::kPriority;
+  SourceKind kind = SourceKind::kPsi;
   int poll_fd = -1;
+  int inotify_fd = -1;  // kKernfs only: watches the parent directory
+  std::string inotify_path;  // the cgroup directory
+  std::string inotify_name;  // its name in the parent
   // Read at every event: its contents go to JS (usage, counters), and a read that fails with
   // ENODEV is how a removed cgroup shows (kernfs deactivates the files on rmdir).
   int probe_fd = -1;
@@ -66,7 +75,8 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
   // of them: on failure they are closed and a JS exception is thrown.
   static Napi::Object Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd,
                              const std::string& poll_path, int probe_fd,
-                             const std::string& probe_path, Napi::Function callback);
+                             const std::string& probe_path, Napi::Function callback,
+                             int inotify_fd = -1, const std::string& inotify_path = "");
 
   explicit Watcher(const Napi::CallbackInfo& info);
   ~Watcher() override;
