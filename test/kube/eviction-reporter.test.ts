@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import type { KubeClient } from '../../src/kube/client';
+import { type Eviction, EvictionReporter, resourceOfSignal } from '../../src/kube/eviction-reporter';
+import { FakeApiServer, makePod } from './fake-api-server';
+import { client, MemoryLogger } from './helpers';
+
+const MESSAGE = 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. Container main was using 900Mi, request is 128Mi, has larger consumption of memory. ';
+
+function eviction(name: string, signal = 'memory.available'): Eviction {
+  return {
+    pod: { namespace: 'default', name, uid: `uid-${name}` },
+    signal,
+    gracePeriodSeconds: 0,
+    message: MESSAGE,
+    annotations: { offending_containers: 'main', offending_containers_usage: '900Mi', starved_resource: 'memory' },
+  };
+}
+
+type AnyEvent = {
+  metadata: { name: string; namespace: string; annotations?: Record<string, string> };
+  involvedObject: Record<string, string>;
+  reason: string;
+  message: string;
+  type: string;
+  source: { component: string; host: string };
+  count: number;
+};
+
+describe('EvictionReporter against a local API server', () => {
+  let api: FakeApiServer;
+  let kc: KubeClient;
+  let reporter: EvictionReporter;
+  let log: MemoryLogger;
+  const at = new Date('2026-11-21T18:30:00.123Z');
+
+  beforeEach(async () => {
+    api = new FakeApiServer();
+    api.token = 'test-token';
+    kc = client(await api.start(), 300);
+    log = new MemoryLogger();
+    reporter = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 10, maxBackoffMs: 50, maxAttempts: 6, now: () => at });
+  });
+
+  afterEach(async () => {
+    reporter.stop();
+    await reporter.drain();
+    kc.close();
+    await api.stop();
+  });
+
+  const events = () => api.events as unknown as AnyEvent[];
+  const podEvents = (name: string) => events().filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name === name);
+  const nodeEvents = () => events().filter((e) => e.involvedObject.kind === 'Node');
+
+  test('writes what the kubelet writes: Failed/Evicted status with DisruptionTarget, Evicted and EvictionThresholdMet events', async () => {
+    api.addPod(makePod('victim'));
+    await reporter.report(eviction('victim'));
+
+    const pod = api.pod('default', 'victim')!;
+    assert.equal(pod.status?.phase, 'Failed');
+    assert.equal(pod.status?.reason, 'Evicted');
+    assert.equal(pod.status?.message, MESSAGE);
+    assert.deepEqual(pod.status?.conditions, [
+      { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message: MESSAGE, lastTransitionTime: '2026-11-21T18:30:00Z' },
+    ]);
+    const patch = api.requests.find((r) => r.method === 'PATCH')!;
+    assert.equal(patch.path, '/api/v1/namespaces/default/pods/victim/status');
+    assert.equal(patch.contentType, 'application/strategic-merge-patch+json');
+    assert.deepEqual((patch.body as { metadata: unknown }).metadata, { uid: 'uid-victim' }, 'uid precondition');
+
+    const [ev] = podEvents('victim');
+    assert.equal(ev.reason, 'Evicted');
+    assert.equal(ev.type, 'Warning');
+    assert.equal(ev.message, MESSAGE);
+    assert.deepEqual(ev.metadata.annotations, { offending_containers: 'main', offending_containers_usage: '900Mi', starved_resource: 'memory' });
+    assert.deepEqual(ev.involvedObject, { kind: 'Pod', apiVersion: 'v1', namespace: 'default', name: 'victim', uid: 'uid-victim' });
+    assert.match(ev.metadata.name, /^victim\.[0-9a-f]+$/);
+    assert.equal(ev.metadata.name, `victim.${(BigInt(at.getTime()) * 1_000_000n).toString(16)}`);
+    assert.equal(ev.source.host, 'node-a');
+
+    const [nodeEv] = nodeEvents();
+    assert.equal(nodeEv.reason, 'EvictionThresholdMet');
+    assert.equal(nodeEv.message, 'Attempting to reclaim memory');
+    assert.equal(nodeEv.metadata.namespace, 'default');
+    assert.deepEqual(nodeEv.involvedObject, { kind: 'Node', apiVersion: 'v1', name: 'node-a', uid: 'node-a' });
+    assert.deepEqual(reporter.stats, { reported: 1, statusWrites: 1, eventWrites: 2, retries: 0, failures: 0, skipped: 0, pending: 0 });
+  });
+
+  test('maps signals to the resource the kubelet names, and sends no node event for local-storage limits', async () => {
+    assert.equal(resourceOfSignal('allocatableMemory.available'), 'memory');
+    assert.equal(resourceOfSignal('nodefs.available'), 'ephemeral-storage');
+    assert.equal(resourceOfSignal('imagefs.inodesFree'), 'inodes');
+    assert.equal(resourceOfSignal('pid.available'), 'pids');
+    assert.equal(resourceOfSignal('emptydirfs.limit'), undefined);
+    api.addPod(makePod('big-emptydir'));
+    await reporter.report(eviction('big-emptydir', 'emptydirfs.limit'));
+    assert.equal(podEvents('big-emptydir').length, 1);
+    assert.equal(nodeEvents().length, 0);
+  });
+
+  test('500s are retried until the write lands, once', async () => {
+    api.addPod(makePod('victim'));
+    api.faults.push({ match: (r) => r.method === 'PATCH', status: 500, times: 2 });
+    api.faults.push({ match: (r) => r.method === 'POST', status: 503, times: 2 });
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 1);
+    assert.equal(podEvents('victim').length, 1);
+    assert.equal(nodeEvents().length, 1);
+    assert.equal(reporter.stats.retries, 4);
+    assert.equal(reporter.stats.failures, 0);
+  });
+
+  test('an answer slower than the deadline after the write applied: no second write', async () => {
+    api.addPod(makePod('victim'));
+    // the server applies each write, then answers after the client gave up (300 ms)
+    api.faults.push({ match: (r) => r.method === 'PATCH', delayMs: 600 });
+    api.faults.push({ match: (r) => r.method === 'POST', delayMs: 600, times: 2 });
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 1, 'one status write');
+    assert.equal(api.requests.filter((r) => r.method === 'PATCH').length, 1, 'the pod was read back instead of patched again');
+    assert.equal(podEvents('victim').length, 1, 'one Evicted event (the retry met 409 AlreadyExists)');
+    assert.equal(nodeEvents().length, 1);
+    assert.equal(reporter.stats.retries, 2, 'status once, pod event once (its retry met 409 at once)');
+  });
+
+  test('a connection reset after the write applied: no second write', async () => {
+    api.addPod(makePod('victim'));
+    api.faults.push({ match: (r) => r.method === 'PATCH', reset: true, afterApply: true });
+    api.faults.push({ match: (r) => r.method === 'POST', reset: true, afterApply: true });
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 1);
+    assert.equal(podEvents('victim').length, 1);
+  });
+
+  test('a connection reset before the write: written on retry', async () => {
+    api.addPod(makePod('victim'));
+    api.faults.push({ match: (r) => r.method === 'PATCH', reset: true });
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 1);
+    assert.equal(api.pod('default', 'victim')!.status?.reason, 'Evicted');
+  });
+
+  test('403 that persists: gives up after maxAttempts, logs it, and report() still resolves', async () => {
+    api.addPod(makePod('victim'));
+    api.faults.push({ match: () => true, status: 403, times: 1000 });
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 0);
+    assert.equal(reporter.stats.failures, 3, 'status, pod event, node event each abandoned');
+    // attempt 1 patches; attempts 2..6 read the pod back first, and that read is refused too
+    assert.equal(api.requests.filter((r) => r.method === 'PATCH').length, 1);
+    assert.equal(api.requests.filter((r) => r.method === 'GET').length, 5);
+    assert.ok(log.has('error', /write abandoned/));
+  });
+
+  test('403 that is fixed (RBAC applied late) is retried and lands', async () => {
+    api.addPod(makePod('victim'));
+    api.faults.push({ match: () => true, status: 403, times: 2 });
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 1);
+    assert.equal(reporter.stats.failures, 0);
+  });
+
+  test('a pod already gone (404) or replaced under the same name (uid precondition, 409) is not written', async () => {
+    await reporter.report(eviction('deleted'));
+    api.addPod(makePod('reborn', { uid: 'uid-new-incarnation' }));
+    await reporter.report(eviction('reborn'));
+    assert.equal(api.statusWrites.length, 0);
+    assert.equal(api.pod('default', 'reborn')!.status?.phase, 'Running');
+    assert.equal(reporter.stats.skipped, 2);
+    assert.equal(reporter.stats.failures, 0);
+  });
+
+  test('the same eviction reported twice is written once', async () => {
+    api.addPod(makePod('victim'));
+    await Promise.all([reporter.report(eviction('victim')), reporter.report(eviction('victim'))]);
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 1);
+    assert.equal(podEvents('victim').length, 1);
+    assert.equal(reporter.stats.reported, 1);
+  });
+
+  test('EvictionThresholdMet is sent once per resource per window', async () => {
+    for (const n of ['a', 'b', 'c']) api.addPod(makePod(n));
+    await Promise.all(['a', 'b'].map((n) => reporter.report(eviction(n))));
+    await reporter.report(eviction('c', 'nodefs.available'));
+    await reporter.thresholdMet('memory.available');
+    assert.deepEqual(nodeEvents().map((e) => e.message).sort(), ['Attempting to reclaim ephemeral-storage', 'Attempting to reclaim memory']);
+    const names = events().map((e) => e.metadata.name);
+    assert.equal(new Set(names).size, names.length, 'event names never collide');
+  });
+
+  test('many evictions under random faults: every pod written exactly once', async () => {
+    let seed = 42;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const pods = Array.from({ length: 30 }, (_, i) => `p${i}`);
+    for (const n of pods) api.addPod(makePod(n));
+    const kinds = [{ status: 500 }, { status: 429 }, { delayMs: 450 }, { reset: true, afterApply: true }, { reset: true }, { status: 403 }];
+    for (let i = 0; i < 60; i++) {
+      const f = kinds[Math.floor(random() * kinds.length)];
+      const method = random() < 0.5 ? 'PATCH' : 'POST';
+      api.faults.push({ match: (r) => r.method === method, ...f });
+    }
+    const many = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 5, maxBackoffMs: 40, maxAttempts: 50 });
+    await Promise.all(pods.map((n) => many.report(eviction(n))));
+    for (const n of pods) {
+      assert.equal(api.statusWrites.filter((w) => w.name === `default/${n}`).length, 1, `${n}: one status write`);
+      assert.equal(podEvents(n).length, 1, `${n}: one Evicted event`);
+      assert.equal(api.pod('default', n)!.status?.reason, 'Evicted');
+    }
+    assert.equal(many.stats.failures, 0);
+    assert.ok(many.stats.retries > 0);
+  });
+
+  test('report() never rejects, even with the API server gone', async () => {
+    await api.stop();
+    const r = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 5, maxBackoffMs: 10, maxAttempts: 3 });
+    await r.report(eviction('victim'));
+    assert.equal(r.stats.failures, 3);
+    api = new FakeApiServer();
+    await api.start();
+  });
+});
