@@ -6,6 +6,8 @@ export interface EvictOptions {
   remove?: boolean;
   /** Extra ms on top of the grace period for each StopContainer deadline. Default: the client's timeoutMs. */
   stopSlackMs?: number;
+  /** The whole StopContainer deadline in ms, overriding grace period + slack. */
+  stopDeadlineMs?: number;
   /** Clock for the timings; a monotonic ms clock. Default performance.now. */
   now?: () => number;
 }
@@ -62,7 +64,7 @@ export async function evictPod(client: CriClient, sandboxId: string, gracePeriod
   timings.listMs = now() - t;
 
   t = now();
-  const deadlineMs = grace * 1000 + (opts.stopSlackMs ?? client.timeoutMs);
+  const deadlineMs = opts.stopDeadlineMs ?? grace * 1000 + (opts.stopSlackMs ?? client.timeoutMs);
   const stops = await Promise.allSettled(
     result.containerIds.map(async (id) => {
       const s = now();

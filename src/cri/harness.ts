@@ -6,6 +6,7 @@ import path from 'node:path';
  * Drives scripts/harness.sh (the offline containerd used by e2e tests, `evictd bench cri` and
  * the demo). `ensureHarness` starts it only when it is not already answering, and `release`
  * tears it down only if this process started it, so concurrent users keep their runtime.
+ * A test that kills containerd on purpose passes its own `dir` to get a private instance.
  */
 export const HARNESS_DIR = process.env.EVICTD_HARNESS_DIR ?? '/run/evictd-harness';
 export const HARNESS_ENDPOINT = `unix://${HARNESS_DIR}/containerd.sock`;
@@ -26,9 +27,10 @@ export interface HarnessRun {
   stderr: string;
 }
 
-export function runHarness(args: string[], timeoutMs = 300_000): Promise<HarnessRun> {
+export function runHarness(args: string[], dir = HARNESS_DIR, timeoutMs = 300_000): Promise<HarnessRun> {
   return new Promise((resolve) => {
-    execFile('bash', [harnessScript(), ...args], { timeout: timeoutMs, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
+    const env = { ...process.env, EVICTD_HARNESS_DIR: dir };
+    execFile('bash', [harnessScript(), ...args], { env, timeout: timeoutMs, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -36,42 +38,48 @@ export function runHarness(args: string[], timeoutMs = 300_000): Promise<Harness
 }
 
 export interface Harness {
+  dir: string;
   endpoint: string;
   /** True when this process brought containerd up (and so `release` takes it down). */
   startedHere: boolean;
+  run(args: string[]): Promise<HarnessRun>;
+  /** The PID of this harness's containerd, or null when it is not running. */
+  containerdPid(): number | null;
   release(): Promise<void>;
 }
 
 /** Why the harness cannot run here, or null. */
 export function harnessMissing(): string | null {
-  if (process.getuid?.() !== 0) return 'needs root to run containerd';
   if (process.platform !== 'linux') return 'needs Linux';
+  if (process.getuid?.() !== 0) return 'needs root to run containerd';
   return null;
 }
 
-export async function ensureHarness(): Promise<Harness> {
-  const status = await runHarness(['status']);
+export async function ensureHarness(dir = HARNESS_DIR): Promise<Harness> {
+  const status = await runHarness(['status'], dir);
   let startedHere = false;
   if (status.code !== 0) {
-    const up = await runHarness(['up']);
+    const up = await runHarness(['up'], dir);
     if (up.code !== 0) throw new Error(`scripts/harness.sh up failed (exit ${up.code}): ${up.stderr.trim().split('\n').slice(-5).join(' | ')}`);
     startedHere = true;
   }
   return {
-    endpoint: HARNESS_ENDPOINT,
+    dir,
+    endpoint: `unix://${dir}/containerd.sock`,
     startedHere,
+    run: (args) => runHarness(args, dir),
+    containerdPid: () => containerdPid(dir),
     async release() {
       if (!startedHere) return;
-      const down = await runHarness(['down']);
+      const down = await runHarness(['down'], dir);
       if (down.code !== 0) throw new Error(`scripts/harness.sh down failed (exit ${down.code}): ${down.stderr.trim()}`);
     },
   };
 }
 
-/** The PID of the harness's containerd, or null when it is not running. */
-export function harnessContainerdPid(): number | null {
+function containerdPid(dir: string): number | null {
   try {
-    const pid = Number(fs.readFileSync(path.join(HARNESS_DIR, 'containerd.pid'), 'utf8').trim());
+    const pid = Number(fs.readFileSync(path.join(dir, 'containerd.pid'), 'utf8').trim());
     return Number.isInteger(pid) && pid > 0 && fs.existsSync(`/proc/${pid}`) ? pid : null;
   } catch {
     return null;

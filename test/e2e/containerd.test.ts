@@ -1,15 +1,17 @@
-// The CRI client, eviction and reclaim on a real containerd (the harness in scripts/). The
-// harness is brought up when it is not running, and taken down again only in that case.
+// The CRI client, eviction and reclaim on a real containerd (the harness in scripts/), in a
+// private harness directory: node-level reclaim removes images and exited containers, which
+// must not reach a demo or agent using the default harness at the same time.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { CriClient, ensureHarness, evictPod, harnessMissing, IMAGES, reclaimContainers, reclaimImages, runHarness } from '../../src/cri';
+import { CriClient, ensureHarness, evictPod, harnessMissing, IMAGES, reclaimContainers, reclaimImages } from '../../src/cri';
 import type { Harness } from '../../src/cri';
 import { memcgV1Root, skipped } from '../support/environment';
 import { createPod, podLog, removeRunPods, RUN_LABEL, runId, stubborn, waitFor } from './pods';
 import type { TestPod } from './pods';
 
 const MiB = 1024 * 1024;
+const E2E_DIR = '/run/evictd-harness-e2e';
 let harness: Harness | undefined;
 let client: CriClient;
 let setupError: string | null = harnessMissing();
@@ -17,7 +19,7 @@ let setupError: string | null = harnessMissing();
 before(async () => {
   if (setupError) return;
   try {
-    harness = await ensureHarness();
+    harness = await ensureHarness(E2E_DIR);
     client = CriClient.connect(harness.endpoint, { timeoutMs: 10_000 });
   } catch (e) {
     setupError = `containerd harness could not start: ${(e as Error).message}`;
@@ -31,6 +33,11 @@ after(async () => {
   }
   await harness?.release();
 });
+
+function h(): Harness {
+  assert.ok(harness, 'harness up');
+  return harness;
+}
 
 let hogPod: TestPod;
 let idlePod: TestPod;
@@ -47,8 +54,8 @@ test('Version and Status answer from containerd; RuntimeReady without a network 
 
 test('creates pods with containers, one a memory hog under a memory limit', async (t) => {
   if (skipped(t, setupError)) return;
-  hogPod = await createPod(client, 'hog', [{ name: 'hog', image: IMAGES.hog, args: ['200', '48'], memoryLimitBytes: 96 * MiB }]);
-  idlePod = await createPod(client, 'idle', [{ name: 'sleeper', image: IMAGES.busybox, command: ['sleep', '3600'] }, stubborn('stubborn')]);
+  hogPod = await createPod(client, 'hog', [{ name: 'hog', image: IMAGES.hog, args: ['200', '48'], memoryLimitBytes: 96 * MiB }], E2E_DIR);
+  idlePod = await createPod(client, 'idle', [{ name: 'sleeper', image: IMAGES.busybox, command: ['sleep', '3600'] }, stubborn('stubborn')], E2E_DIR);
   const mine = await client.listPodSandbox({ labelSelector: { [RUN_LABEL]: runId } });
   assert.deepEqual(mine.map((p) => p.id).sort(), [hogPod.sandboxId, idlePod.sandboxId].sort());
   assert.ok(mine.every((p) => p.state === 'SANDBOX_READY'));
@@ -92,7 +99,7 @@ test('reads container and pod stats: the hog shows the memory it touched', async
 
 test('a hog that outgrows its limit is OOM-killed by the kernel, and the runtime says so', async (t) => {
   if (skipped(t, setupError)) return;
-  const pod = await createPod(client, 'oom', [{ name: 'hog', image: IMAGES.hog, args: ['400', '64'], memoryLimitBytes: 24 * MiB }]);
+  const pod = await createPod(client, 'oom', [{ name: 'hog', image: IMAGES.hog, args: ['400', '64'], memoryLimitBytes: 24 * MiB }], E2E_DIR);
   const id = pod.containers.hog as string;
   const st = await waitFor('the hog to be killed', async () => {
     const s = (await client.containerStatus(id)).status;
@@ -104,7 +111,7 @@ test('a hog that outgrows its limit is OOM-killed by the kernel, and the runtime
 
 test('StopContainer with a grace period lets the process exit on SIGTERM', async (t) => {
   if (skipped(t, setupError)) return;
-  const pod = await createPod(client, 'graceful', [{ name: 'hog', image: IMAGES.hog, args: ['100', '4'] }]);
+  const pod = await createPod(client, 'graceful', [{ name: 'hog', image: IMAGES.hog, args: ['100', '4'] }], E2E_DIR);
   const id = pod.containers.hog as string;
   await waitFor('hog to start', async () => / 4\n/.test(podLog(pod, 'hog')));
   await client.stopContainer(id, 10);
@@ -116,7 +123,7 @@ test('StopContainer with a grace period lets the process exit on SIGTERM', async
 
 test('StopContainer with timeout 0 kills at once: no SIGTERM handler runs', async (t) => {
   if (skipped(t, setupError)) return;
-  const pod = await createPod(client, 'immediate', [{ name: 'hog', image: IMAGES.hog, args: ['100', '4'] }]);
+  const pod = await createPod(client, 'immediate', [{ name: 'hog', image: IMAGES.hog, args: ['100', '4'] }], E2E_DIR);
   const id = pod.containers.hog as string;
   await waitFor('hog to start', async () => / 4\n/.test(podLog(pod, 'hog')));
   await client.stopContainer(id, 0);
@@ -168,7 +175,7 @@ test('StopPodSandbox and RemovePodSandbox on a pod with a live container', async
 
 test('container reclaim removes exited containers and stopped sandboxes', async (t) => {
   if (skipped(t, setupError)) return;
-  const pod = await createPod(client, 'reclaim', [{ name: 'done', image: IMAGES.busybox, command: ['true'] }]);
+  const pod = await createPod(client, 'reclaim', [{ name: 'done', image: IMAGES.busybox, command: ['true'] }], E2E_DIR);
   await waitFor('the container to exit', async () => (await client.containerStatus(pod.containers.done as string)).status?.state === 'CONTAINER_EXITED');
   const exitedBefore = (await client.listContainers({ state: 'CONTAINER_EXITED' })).length;
   assert.ok(exitedBefore >= 1);
@@ -184,9 +191,13 @@ test('container reclaim removes exited containers and stopped sandboxes', async 
 
 test('image reclaim removes images no container uses, keeps used ones and the sandbox image, and reports bytes freed', async (t) => {
   if (skipped(t, setupError)) return;
-  const imp = await runHarness(['import', 'filler']);
+  const used = async () => (await client.imageFsInfo()).imageFilesystems[0]?.usedBytes?.value ?? 0;
+  const usedBefore = await used();
+  const imp = await h().run(['import', 'filler']);
   assert.equal(imp.code, 0, imp.stderr);
-  const inUse = await createPod(client, 'user', [{ name: 'sleeper', image: IMAGES.busybox, command: ['sleep', '3600'] }]);
+  // ImageFsInfo is the runtime's periodic measurement: let it see the filler first.
+  await waitFor('ImageFsInfo to count the filler', async () => (await used()) >= usedBefore + 16 * MiB);
+  const inUse = await createPod(client, 'user', [{ name: 'sleeper', image: IMAGES.busybox, command: ['sleep', '3600'] }], E2E_DIR);
   try {
     assert.ok(await client.imageStatus(IMAGES.filler));
     const r = await reclaimImages(client, { settleMs: 5000 });
@@ -203,7 +214,7 @@ test('image reclaim removes images no container uses, keeps used ones and the sa
   } finally {
     await evictPod(client, inUse.sandboxId, 0);
     // Put back what the reclaim removed, for the tests and users that follow.
-    const back = await runHarness(['import', 'hog', 'busybox']);
+    const back = await h().run(['import', 'hog', 'busybox']);
     assert.equal(back.code, 0, back.stderr);
   }
 });

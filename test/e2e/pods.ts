@@ -17,9 +17,9 @@ export interface TestPod {
   cgroupParent: string;
 }
 
-export async function createPod(client: CriClient, name: string, containers: ContainerSpec[]): Promise<TestPod> {
+export async function createPod(client: CriClient, name: string, containers: ContainerSpec[], harnessDir = HARNESS_DIR): Promise<TestPod> {
   const uid = `${runId}-${name}`;
-  const logDirectory = path.join(HARNESS_DIR, 'pods', uid);
+  const logDirectory = path.join(harnessDir, 'pods', uid);
   fs.mkdirSync(logDirectory, { recursive: true });
   const spec: PodSpec = {
     name: `${name}-${runId}`,
