@@ -7,7 +7,7 @@
 import type { PolicyConfig, Threshold, ThresholdKind } from './config';
 import { evictionMessage } from './messages';
 import { isCritical } from './pods';
-import { rankFor } from './ranking';
+import { rankFor, type RankedPod } from './ranking';
 import { nodeReclaimFunctions } from './reclaim';
 import { SIGNAL_RESOURCE, isMemorySignal } from './signals';
 import { conditionsOf, makeObservations, mergeThresholds, thresholdsForLayout, thresholdsMet, type Observation, type Observations } from './thresholds';
@@ -100,6 +100,40 @@ export function evictionGracePeriod(config: PolicyConfig, threshold: Threshold, 
   return Math.min(config.maxPodGracePeriodSeconds, pod.spec.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
 }
 
+/**
+ * An Eviction whose message, annotations and reasons are computed on first read (a class with
+ * prototype getters stays cheap to allocate by the thousand).
+ */
+class LazyEviction implements Eviction {
+  readonly pod: PodRef;
+  private text: { message: string; annotations: Record<string, string> } | undefined;
+  constructor(
+    readonly signal: Signal,
+    readonly gracePeriodSeconds: number,
+    private readonly resource: string,
+    private readonly ranked: RankedPod,
+    private readonly ordered: readonly Threshold[],
+    private readonly obs: Observations,
+  ) {
+    this.pod = ref(ranked.pod);
+  }
+  private get built() {
+    return (this.text ??= evictionMessage(this.resource, this.ranked.pod.spec, this.ranked.pod.usage, this.ordered, this.obs));
+  }
+  get message(): string {
+    return this.built.message;
+  }
+  get annotations(): Record<string, string> {
+    return this.built.annotations;
+  }
+  get reasons(): string[] {
+    return this.ranked.reasons;
+  }
+  toJSON(): Eviction {
+    return { pod: this.pod, signal: this.signal, gracePeriodSeconds: this.gracePeriodSeconds, message: this.message, annotations: this.annotations, reasons: this.reasons };
+  }
+}
+
 function ref(pod: ActivePod): PodRef {
   return { namespace: pod.spec.namespace, name: pod.spec.name, uid: pod.spec.uid };
 }
@@ -157,18 +191,12 @@ export function evaluate(config: PolicyConfig, state: PolicyState, input: PassIn
   result.reclaim = { signal: threshold.signal, resource, functions: nodeReclaimFunctions(threshold.signal, layout) };
   if (pods.length === 0) return result;
 
+  // Messages and reasons are built only for the candidates someone looks at: at 10,000 pods,
+  // formatting them all would cost more than the ranking itself.
   const candidates: Eviction[] = [];
-  for (const { pod, reasons } of rankFor(threshold.signal, layout, pods)) {
-    if (isCritical(pod.spec)) continue; // the kubelet refuses to evict these and tries the next
-    const { message, annotations } = evictionMessage(resource, pod.spec, pod.usage, ordered, obs);
-    candidates.push({
-      pod: ref(pod),
-      signal: threshold.signal,
-      gracePeriodSeconds: evictionGracePeriod(config, threshold, pod),
-      message,
-      annotations,
-      reasons,
-    });
+  for (const ranked of rankFor(threshold.signal, layout, pods)) {
+    if (isCritical(ranked.pod.spec)) continue; // the kubelet refuses to evict these and tries the next
+    candidates.push(new LazyEviction(threshold.signal, evictionGracePeriod(config, threshold, ranked.pod), resource, ranked, ordered, obs));
   }
   result.plan = { signal: threshold.signal, resource, hard: threshold.gracePeriodNs === 0, candidates };
   return result;

@@ -5,7 +5,6 @@
  */
 import { containerEphemeralStorageMessage, emptyDirMessage, podEphemeralStorageMessage } from './messages';
 import { isCritical, podLimit } from './pods';
-import { Quantity } from './quantity';
 import type { ActivePod, FilesystemLayout, LocalStorageSignal, PodSpec, PodUsage } from './types';
 
 export interface LocalStorageViolation {
@@ -14,14 +13,12 @@ export interface LocalStorageViolation {
   message: string;
 }
 
-const q = (n: number) => Quantity.fromNumber(n, 'BinarySI');
-
 function emptyDirViolation(pod: PodSpec, usage: PodUsage): string | null {
   for (const v of pod.volumes) {
     const limit = v.emptyDir?.sizeLimit;
     if (!limit || limit.sign() !== 1) continue;
     const used = usage.volumes.find((u) => u.name === v.name);
-    if (used && q(used.usedBytes).cmp(limit) > 0) return emptyDirMessage(v.name, limit);
+    if (used && used.usedBytes > limit.toNumber()) return emptyDirMessage(v.name, limit);
   }
   return null;
 }
@@ -40,7 +37,7 @@ function podEphemeralUsage(pod: PodSpec, usage: PodUsage): number {
 function podLimitViolation(pod: PodSpec, usage: PodUsage): string | null {
   const limit = podLimit(pod, 'ephemeral-storage');
   if (!limit) return null;
-  return q(podEphemeralUsage(pod, usage)).cmp(limit) > 0 ? podEphemeralStorageMessage(limit) : null;
+  return podEphemeralUsage(pod, usage) > limit.toNumber() ? podEphemeralStorageMessage(limit) : null;
 }
 
 function containerLimitViolation(pod: PodSpec, usage: PodUsage, layout: FilesystemLayout): string | null {
@@ -49,7 +46,7 @@ function containerLimitViolation(pod: PodSpec, usage: PodUsage, layout: Filesyst
     if (!limit || limit.value() === 0) continue;
     // With a dedicated image filesystem the writable layer is not on the node's disk: logs only.
     const used = (cs.logsBytes ?? 0) + (layout === 'single' ? (cs.rootfsBytes ?? 0) : 0);
-    if (limit.cmp(q(used)) < 0) return containerEphemeralStorageMessage(cs.name, limit);
+    if (used > limit.toNumber()) return containerEphemeralStorageMessage(cs.name, limit);
   }
   return null;
 }

@@ -26,6 +26,16 @@ function sum(containers: readonly ContainerSpec[], pick: (c: ContainerSpec) => Q
  * kubelet's podRequest / GetResourceRequestQuantity compute it. In bytes (or units).
  */
 export function podRequest(pod: PodSpec, resource: string): number {
+  // Specs are immutable once observed, and the ranking reads the same requests every pass.
+  let cache = requestCache.get(pod);
+  if (!cache) requestCache.set(pod, (cache = new Map()));
+  let v = cache.get(resource);
+  if (v === undefined) cache.set(resource, (v = computePodRequest(pod, resource)));
+  return v;
+}
+const requestCache = new WeakMap<PodSpec, Map<string, number>>();
+
+function computePodRequest(pod: PodSpec, resource: string): number {
   const apps = sum(pod.containers, (c) => containerRequest(c, resource));
   let init = 0;
   for (const c of pod.initContainers ?? []) init = Math.max(init, containerRequest(c, resource)?.toNumber() ?? 0);
@@ -34,6 +44,14 @@ export function podRequest(pod: PodSpec, resource: string): number {
 
 /** PodLimits for one resource, or undefined when no container sets it. */
 export function podLimit(pod: PodSpec, resource: string): Quantity | undefined {
+  let cache = limitCache.get(pod);
+  if (!cache) limitCache.set(pod, (cache = new Map()));
+  if (!cache.has(resource)) cache.set(resource, computePodLimit(pod, resource));
+  return cache.get(resource);
+}
+const limitCache = new WeakMap<PodSpec, Map<string, Quantity | undefined>>();
+
+function computePodLimit(pod: PodSpec, resource: string): Quantity | undefined {
   let total: Quantity | undefined;
   for (const c of pod.containers) {
     const l = c.limits[resource];

@@ -185,6 +185,8 @@ export class Quantity {
   /** the value in units of 1e-9 */
   private readonly nanos: bigint;
   private text: string | undefined;
+  /** toNumber(), memoized: the policy reads the same requests on every pass */
+  private number: number | undefined;
 
   private constructor(nanos: bigint, format: QuantityFormat, text?: string) {
     this.nanos = nanos;
@@ -281,6 +283,10 @@ export class Quantity {
 
   /** The value as a float, for ratios and percentages. */
   toNumber(): number {
+    return (this.number ??= this.computeNumber());
+  }
+
+  private computeNumber(): number {
     // one division of two exact doubles is correctly rounded; past 2^53 split off the fraction
     if (this.nanos <= SAFE_NANOS && this.nanos >= -SAFE_NANOS) return Number(this.nanos) / 1e9;
     const whole = this.nanos / NANO;

@@ -9,7 +9,8 @@ import type { ActivePod, FilesystemLayout, PodSpec, PodUsage, Signal } from './t
 
 export interface RankedPod {
   pod: ActivePod;
-  reasons: string[];
+  /** why the pod sits where it does (built on first read: formatting is costly at scale) */
+  readonly reasons: string[];
 }
 
 type FsPart = 'root' | 'logs' | 'volumes';
@@ -49,6 +50,17 @@ export function podDiskUsage(pod: PodSpec, usage: PodUsage, parts: readonly FsPa
   return total;
 }
 
+class Ranked implements RankedPod {
+  private cached: string[] | undefined;
+  constructor(
+    readonly pod: ActivePod,
+    private readonly explain: () => string[],
+  ) {}
+  get reasons(): string[] {
+    return (this.cached ??= this.explain());
+  }
+}
+
 interface Keys {
   pod: ActivePod;
   index: number;
@@ -57,7 +69,7 @@ interface Keys {
   priority: number;
   /** the last comparator's key: larger is evicted first */
   amount: number;
-  reasons: string[];
+  reasons: () => string[];
 }
 
 /** Orders by: pods without stats first, then exceeding their request, lower priority, larger amount. */
@@ -69,7 +81,7 @@ function order(keys: Keys[], useExceeds: boolean): RankedPod[] {
     if (a.amount !== b.amount) return b.amount - a.amount;
     return a.index - b.index; // stable: keep the input order for ties
   });
-  return keys.map((k) => ({ pod: k.pod, reasons: k.reasons }));
+  return keys.map((k) => new Ranked(k.pod, k.reasons));
 }
 
 /** Memory: usage above request first, then priority, then usage above request (kubelet's rankMemoryPressure). */
@@ -86,7 +98,7 @@ export function rankMemory(pods: readonly ActivePod[]): RankedPod[] {
         exceeds,
         priority: pod.spec.priority,
         amount: usage - request,
-        reasons: pod.usage
+        reasons: () => pod.usage
           ? [`memory usage ${bytes(usage)} ${exceeds ? 'exceeds' : 'within'} request ${bytes(request)}`, `priority ${pod.spec.priority}`, `usage above request ${bytes(usage - request)}`]
           : ['no usage stats (ranked first)'],
       };
@@ -107,7 +119,7 @@ export function rankPids(pods: readonly ActivePod[]): RankedPod[] {
         exceeds: false,
         priority: pod.spec.priority,
         amount: processes,
-        reasons: pod.usage ? [`priority ${pod.spec.priority}`, `${processes} processes`] : ['no usage stats (ranked first)'],
+        reasons: () => pod.usage ? [`priority ${pod.spec.priority}`, `${processes} processes`] : ['no usage stats (ranked first)'],
       };
     }),
     false,
@@ -135,7 +147,7 @@ export function rankDisk(pods: readonly ActivePod[], signal: Signal, layout: Fil
         exceeds,
         priority: pod.spec.priority,
         amount: usage - storageRequest,
-        reasons: pod.usage
+        reasons: () => pod.usage
           ? [`${inodes ? 'inode' : 'disk'} usage ${unit(usage)} (${parts.join('+') || 'nothing'}) ${exceeds ? 'exceeds' : 'within'} request ${unit(request)}`, `priority ${pod.spec.priority}`]
           : ['no usage stats (ranked first)'],
       };
