@@ -21,7 +21,8 @@ export class FallbackPodSource extends EventEmitter implements PodSource {
   ) {
     super();
     this.log = log ?? silentLogger;
-    this.modeNow = fallback.kind;
+    // start from the primary so that a primary already down at start() is announced as a fallback
+    this.modeNow = primary.kind;
     const forward = (change: unknown) => this.emit('change', change);
     primary.on('change', forward);
     fallback.on('change', forward);

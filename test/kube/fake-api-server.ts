@@ -64,6 +64,8 @@ export class FakeApiServer {
   readonly events: Record<string, unknown>[] = [];
   readonly faults: Fault[] = [];
   token?: string;
+  /** the node whose kubelet /pods this server also plays */
+  kubeletNode = 'node-a';
   private readonly pods = new Map<string, Pod>();
   private readonly history: HistoryEntry[] = [];
   private rv = 100;
@@ -206,6 +208,11 @@ export class FakeApiServer {
 
   private route(info: RequestInfo, req: http.IncomingMessage, res: http.ServerResponse, respond: (code: number, body: unknown) => void, fault?: Fault): void {
     const parts = info.path.split('/').filter(Boolean); // api v1 ...
+    if (info.method === 'GET' && info.path === '/pods') {
+      // the kubelet's own endpoint: its node's pods, no resourceVersion semantics
+      const items = [...this.pods.values()].filter((p) => p.spec.nodeName === this.kubeletNode);
+      return respond(200, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items });
+    }
     if (info.method === 'GET' && info.path === '/api/v1/pods') {
       const sel = info.query.get('fieldSelector') ?? '';
       const m = /^spec\.nodeName=(.+)$/.exec(sel);
