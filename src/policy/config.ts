@@ -146,6 +146,15 @@ function stringMap(field: string, v: unknown): Record<string, string> | undefine
   return out;
 }
 
+const EVICTION_FIELDS = [
+  'evictionHard',
+  'evictionSoft',
+  'evictionSoftGracePeriod',
+  'evictionMaxPodGracePeriod',
+  'evictionMinimumReclaim',
+  'evictionPressureTransitionPeriod',
+] as const;
+
 /**
  * Reads the eviction fields of a parsed KubeletConfiguration (YAML or JSON). `prefix` is put in
  * front of field names in errors (e.g. "config.").
@@ -155,6 +164,12 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(prefix.replace(/\.$/, '') || 'config', doc, 'must be a map of KubeletConfiguration fields');
   const d = doc as Record<string, unknown>;
   if (d.kind !== undefined && d.kind !== 'KubeletConfiguration') throw new ConfigError(`${prefix}kind`, d.kind, 'expected KubeletConfiguration');
+  // A KubeletConfiguration has many other fields, but a misspelt eviction field would silently
+  // fall back to defaults: refuse those.
+  for (const key of Object.keys(d)) {
+    if (/^eviction/i.test(key) && !(EVICTION_FIELDS as readonly string[]).includes(key))
+      throw new ConfigError(`${prefix}${key}`, d[key], `unknown eviction field (known: ${EVICTION_FIELDS.join(', ')})`);
+  }
   const cfg: EvictionConfig = { origins: {} };
   const origins = cfg.origins!;
   const name = (k: ConfigKey) => (origins[k] = `${prefix}${k}`);

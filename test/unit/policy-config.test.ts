@@ -139,4 +139,7 @@ test('a KubeletConfiguration with wrong types names the field', () => {
   assert.throws(() => configFromKubeletConfiguration({ evictionMaxPodGracePeriod: '30' }), /evictionMaxPodGracePeriod: "30"/);
   assert.throws(() => configFromKubeletConfiguration({ kind: 'Pod' }), /kind: "Pod"/);
   assert.throws(() => configFromKubeletConfiguration({ mergeDefaultEvictionSettings: 'yes' }), /mergeDefaultEvictionSettings: "yes"/);
+  assert.throws(() => configFromKubeletConfiguration({ evictionHrd: { 'memory.available': '1Gi' } }, 'config.'), /config\.evictionHrd: .*unknown eviction field/);
+  // other KubeletConfiguration fields are not ours to judge
+  assert.deepEqual(configFromKubeletConfiguration({ maxPods: 110, cgroupDriver: 'systemd' }).evictionHard, undefined);
 });
