@@ -82,6 +82,10 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
   for (const rp of runtimePods) {
     if (!rp.ready) continue;
     const cgroup = cgroups.get(rp.uid);
+    // Only pods whose cgroup lives under this node's pod cgroup root are this node's to manage
+    // (a runtime shared by several nodes, as in the tests, lists the others' pods too; and a
+    // pod without a cgroup yet has no usage to rank it by).
+    if (!cgroup) continue;
     const fromSource = source?.get(rp.uid);
     const spec = fromSource ?? specFromSandbox(rp, cgroup);
     const active: ActivePod = { spec };

@@ -7,8 +7,9 @@
  * until the runtime has stopped them.
  */
 import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
 import type { Logger } from 'pino';
-import type { CgroupLayout } from '../node/cgroups';
+import { cgroupDir, type CgroupLayout } from '../node/cgroups';
 import type { NodeObserver, Observation } from '../node/observer';
 import type { PolicyConfig } from '../policy/config';
 import { evaluate, initialState, resolvedByReclaim, type Evaluation, type Eviction, type PolicyState, type ThresholdStatus } from '../policy/evaluate';
@@ -59,6 +60,7 @@ export interface EvictionRecord {
   /** CLOCK_MONOTONIC ns (as decimal strings) of each step */
   at: { event?: string; notified: string; decision: string; killSent?: string; stopSent?: string; stopDone?: string; released?: string };
   releasedWithinBound?: boolean;
+  note?: string;
 }
 
 const ns = (): bigint => process.hrtime.bigint();
@@ -314,6 +316,15 @@ export class Agent extends EventEmitter {
     }
     const podPath = j.cgroup?.path;
     const beforeBytes = j.cgroup?.usage.memoryUsageBytes ?? 0;
+    if (podPath && !fs.existsSync(cgroupDir(o.layout.memoryMount, podPath))) {
+      // The pod ended between the observation and now (its cgroup is gone): what the eviction
+      // wanted has happened. Re-evaluate on fresh numbers rather than evict the next pod.
+      rec.ok = true;
+      rec.note = 'pod cgroup vanished before the eviction; re-evaluating';
+      o.logger.info({ ...podLog }, rec.note);
+      this.emit('eviction', rec);
+      return rec;
+    }
     let stop: Promise<void> | null = null;
     if (fast && podPath) {
       rec.action = 'fast-kill';

@@ -21,7 +21,7 @@ export interface PodCgroup {
   path: string;
 }
 
-const POD_DIR = /^(?:pod|kubepods-(?:burstable-|besteffort-)?pod)([0-9a-fA-F_-]+?)(?:\.slice)?$/;
+const POD_DIR = /^(?:pod|kubepods-(?:burstable-|besteffort-)?pod)([A-Za-z0-9_-]+?)(?:\.slice)?$/;
 
 /** Parses one pod cgroup directory name: the uid, or null when it is not a pod cgroup. */
 export function podUidFromDirName(name: string): string | null {

@@ -1,0 +1,241 @@
+/**
+ * A small "node" on a big machine, for the demo, `bench protect` and the agent's e2e tests:
+ * a cgroup with a memory limit (its limit is the node's capacity for `evictd run
+ * --cgroup-root`), pods started through the real CRI runtime with their cgroup_parent under it
+ * (<node>/kubepods/{,burstable/,besteffort/}pod<uid>, as the kubelet lays them out), and a
+ * teardown that leaves nothing behind: sandboxes stopped and removed, leftover processes
+ * killed, cgroups removed deepest first in every hierarchy.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { containerConfig, sandboxConfig, type CriClient } from '../cri';
+import type { ContainerSpec, PodSpec as CriPodSpec } from '../cri';
+import { cgroupPids, detectCgroups, parseKeyValues, type CgroupLayout } from '../node/cgroups';
+import type { QosClass } from '../node/pod-cgroups';
+
+export const LAB_LABEL = 'evictd.io/lab';
+
+export interface LabPod {
+  name: string;
+  namespace: string;
+  uid: string;
+  qos: QosClass;
+  sandboxId: string;
+  containers: Record<string, string>;
+  /** the pod cgroup path inside the hierarchies */
+  cgroupPath: string;
+  logDirectory: string;
+}
+
+export interface LabPodOptions {
+  name: string;
+  namespace?: string;
+  qos: QosClass;
+  containers: ContainerSpec[];
+  annotations?: Record<string, string>;
+}
+
+export interface NodeLabOptions {
+  /** cgroup name, e.g. "evictd-demo" (made unique with the pid) */
+  name: string;
+  memoryLimitBytes: number;
+  /** the pod cgroup root's own limit (allocatable), if any */
+  podsMemoryLimitBytes?: number;
+  /** pids.max of the node cgroup, if any */
+  pidsMax?: number;
+  /** where pod logs go */
+  logRoot: string;
+}
+
+export class NodeLab {
+  readonly layout: CgroupLayout;
+  /** the node cgroup path, e.g. "/evictd-demo-1234" */
+  readonly root: string;
+  readonly podRoot: string;
+  readonly labId = randomUUID().slice(0, 8);
+  readonly pods: LabPod[] = [];
+  private readonly made: string[] = [];
+
+  private constructor(
+    private readonly client: CriClient,
+    readonly opts: NodeLabOptions,
+  ) {
+    this.layout = detectCgroups();
+    this.root = `/${opts.name}-${process.pid}`;
+    this.podRoot = `${this.root}/kubepods`;
+  }
+
+  static create(client: CriClient, opts: NodeLabOptions): NodeLab {
+    const lab = new NodeLab(client, opts);
+    for (const rel of ['', '/kubepods', '/kubepods/burstable', '/kubepods/besteffort']) lab.mkdir(lab.root + rel);
+    lab.writeMemoryLimit(lab.root, opts.memoryLimitBytes);
+    if (opts.podsMemoryLimitBytes !== undefined) lab.writeMemoryLimit(lab.podRoot, opts.podsMemoryLimitBytes);
+    if (opts.pidsMax !== undefined) lab.setPidsMax(opts.pidsMax);
+    fs.mkdirSync(opts.logRoot, { recursive: true });
+    return lab;
+  }
+
+  private hierarchies(): string[] {
+    const l = this.layout;
+    const out = [l.memoryMount];
+    for (const m of [l.pidsMount, l.unifiedMount]) if (m && !out.includes(m)) out.push(m);
+    return out;
+  }
+
+  private mkdir(cgroupPath: string): void {
+    for (const h of this.hierarchies()) {
+      const d = path.join(h, cgroupPath);
+      if (!fs.existsSync(d)) {
+        fs.mkdirSync(d);
+        this.made.push(d);
+      }
+    }
+  }
+
+  memoryDir(cgroupPath = this.root): string {
+    return path.join(this.layout.memoryMount, cgroupPath);
+  }
+
+  private writeMemoryLimit(cgroupPath: string, bytes: number): void {
+    const file = this.layout.memoryVersion === 1 ? 'memory.limit_in_bytes' : 'memory.max';
+    fs.writeFileSync(path.join(this.memoryDir(cgroupPath), file), String(bytes));
+  }
+
+  setPidsMax(n: number | 'max'): void {
+    if (!this.layout.pidsMount) throw new Error('no pids controller on this machine');
+    fs.writeFileSync(path.join(this.layout.pidsMount, this.root, 'pids.max'), String(n));
+  }
+
+  podCgroupPath(qos: QosClass, uid: string): string {
+    const tier = qos === 'Guaranteed' ? '' : qos === 'Burstable' ? '/burstable' : '/besteffort';
+    return `${this.podRoot}${tier}/pod${uid}`;
+  }
+
+  async runPod(p: LabPodOptions): Promise<LabPod> {
+    const uid = `${this.labId}-${p.name}-${randomUUID().slice(0, 8)}`;
+    const namespace = p.namespace ?? 'evictd-lab';
+    const logDirectory = path.join(this.opts.logRoot, uid);
+    fs.mkdirSync(logDirectory, { recursive: true });
+    const cgroupPath = this.podCgroupPath(p.qos, uid);
+    const spec: CriPodSpec = {
+      name: p.name,
+      uid,
+      namespace,
+      cgroupParent: cgroupPath,
+      labels: { [LAB_LABEL]: this.labId },
+      annotations: { 'kubernetes.io/config.source': 'api', ...p.annotations },
+      logDirectory,
+    };
+    const sandboxId = await this.client.runPodSandbox(sandboxConfig(spec));
+    const pod: LabPod = { name: p.name, namespace, uid, qos: p.qos, sandboxId, containers: {}, cgroupPath, logDirectory };
+    this.pods.push(pod);
+    // The kubelet gives Guaranteed and Burstable pods whose containers all have a memory limit a
+    // pod-level limit of their sum; runc only limits the containers, so write it as the kubelet would.
+    if (p.qos !== 'BestEffort' && p.containers.every((c) => (c.memoryLimitBytes ?? 0) > 0)) {
+      this.writeMemoryLimit(cgroupPath, p.containers.reduce((sum, c) => sum + (c.memoryLimitBytes ?? 0), 0));
+    }
+    for (const c of p.containers) {
+      const id = await this.client.createContainer(sandboxId, containerConfig(spec, { logPath: `${c.name}.log`, ...c }), sandboxConfig(spec));
+      await this.client.startContainer(id);
+      pod.containers[c.name] = id;
+    }
+    return pod;
+  }
+
+  /** The container's log lines (the CRI log format's message part). */
+  podLog(pod: LabPod, container: string): string[] {
+    const file = path.join(pod.logDirectory, `${container}.log`);
+    if (!fs.existsSync(file)) return [];
+    const out: string[] = [];
+    for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+      // "<RFC3339Nano> stdout F <message>"
+      const m = /^\S+ (?:stdout|stderr) [FP] (.*)$/.exec(line);
+      if (m) out.push(m[1]!);
+    }
+    return out;
+  }
+
+  /** Is the pod's sandbox still ready in the runtime? */
+  async sandboxReady(pod: LabPod): Promise<boolean> {
+    const list = await this.client.listPodSandbox({ id: pod.sandboxId });
+    return list.some((s) => s.state === 'SANDBOX_READY');
+  }
+
+  /** Is any process of the pod still alive (from its memory cgroup)? */
+  podAlive(pod: LabPod): boolean {
+    return cgroupPids(this.memoryDir(pod.cgroupPath)).length > 0;
+  }
+
+  /** Kernel OOM kills so far, machine-wide (/proc/vmstat oom_kill: v1 counts per leaf memcg only). */
+  static oomKills(): number {
+    return parseKeyValues(fs.readFileSync('/proc/vmstat', 'utf8'))['oom_kill'] ?? 0;
+  }
+
+  /** Stops and removes the lab's sandboxes (best effort, each step bounded by the client's deadlines). */
+  async removePods(): Promise<void> {
+    const list = await this.client.listPodSandbox({ labelSelector: { [LAB_LABEL]: this.labId } }).catch(() => []);
+    await Promise.all(
+      list.map(async (s) => {
+        await this.client.stopPodSandbox(s.id).catch(() => undefined);
+        await this.client.removePodSandbox(s.id).catch(() => undefined);
+      }),
+    );
+  }
+
+  /** Removes pods, kills what is left in the node cgroup, removes every cgroup under it. */
+  async destroy(): Promise<void> {
+    await this.removePods();
+    for (let round = 0; round < 50; round++) {
+      const pids = cgroupPids(this.memoryDir());
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+      if (this.removeCgroups()) break;
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    fs.rmSync(this.opts.logRoot, { recursive: true, force: true });
+  }
+
+  /** rmdir every cgroup under the node root, deepest first; true when all are gone. */
+  private removeCgroups(): boolean {
+    let ok = true;
+    for (const h of this.hierarchies()) {
+      const top = path.join(h, this.root);
+      if (!fs.existsSync(top)) continue;
+      const dirs: string[] = [];
+      const walk = (d: string): void => {
+        dirs.push(d);
+        for (const e of fs.readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(path.join(d, e.name));
+      };
+      try {
+        walk(top);
+      } catch {
+        ok = false;
+        continue;
+      }
+      for (const d of dirs.sort((a, b) => b.length - a.length)) {
+        try {
+          fs.rmdirSync(d);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') ok = false;
+        }
+      }
+    }
+    return ok;
+  }
+}
+
+/** The hog's stdout lines "<CLOCK_MONOTONIC ns> <MiB held>" as numbers. */
+export function hogSteps(lines: string[]): { ns: bigint; mib: number }[] {
+  const out: { ns: bigint; mib: number }[] = [];
+  for (const l of lines) {
+    const m = /^(\d+) (\d+)$/.exec(l.trim());
+    if (m) out.push({ ns: BigInt(m[1]!), mib: Number(m[2]) });
+  }
+  return out;
+}

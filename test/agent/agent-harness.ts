@@ -1,0 +1,124 @@
+/**
+ * Shared setup of the agent's end-to-end tests: the project's containerd harness (brought up
+ * when it is not running, taken down only if this process started it), a NodeLab per test, and
+ * an in-process Agent wired to the real runtime, the real cgroups and the real kernel addon.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import pino from 'pino';
+import { Agent, type EvictionRecord } from '../../src/agent/agent';
+import { CriRuntime } from '../../src/agent/adapters/cri-runtime';
+import { kernelNotifications } from '../../src/agent/adapters/kernel-notifications';
+import { AgentMetrics } from '../../src/agent/metrics';
+import { NodeLab, type NodeLabOptions } from '../../src/agent/node-lab';
+import type { RuntimePort } from '../../src/agent/ports';
+import { CriClient, ensureHarness, harnessMissing, HARNESS_DIR, type Harness } from '../../src/cri';
+import { NodeObserver } from '../../src/node/observer';
+import { compileConfig, configFromFlags, type EvictionFlags } from '../../src/policy/config';
+import { missingRoot, memcgV1Root, cgroup2Root } from '../support/environment';
+
+export const MiB = 1024 * 1024;
+
+export function missingE2e(): string | null {
+  return missingRoot() ?? harnessMissing() ?? (memcgV1Root() || cgroup2Root() ? null : 'needs a cgroup memory controller');
+}
+
+let harness: Harness | null = null;
+let client: CriClient | null = null;
+
+export async function criClient(): Promise<{ client: CriClient; endpoint: string }> {
+  if (!harness) harness = await ensureHarness();
+  if (!client) client = CriClient.connect(harness.endpoint, { timeoutMs: 5000 });
+  return { client, endpoint: harness.endpoint };
+}
+
+export async function releaseHarness(): Promise<void> {
+  client?.close();
+  client = null;
+  await harness?.release();
+  harness = null;
+}
+
+export async function newLab(name: string, opts: Omit<NodeLabOptions, 'name' | 'logRoot'>): Promise<NodeLab> {
+  const { client: c } = await criClient();
+  return NodeLab.create(c, { name: `evictd-agent-${name}`, logRoot: path.join(HARNESS_DIR, 'agent-tests', `${name}-${process.pid}`), ...opts });
+}
+
+export interface TestAgent {
+  agent: Agent;
+  evictions: EvictionRecord[];
+  metrics: AgentMetrics;
+  logFile: string;
+  runtime: CriRuntime;
+  stop(): Promise<void>;
+}
+
+export async function startAgent(
+  lab: NodeLab,
+  o: { flags: EvictionFlags; dryRun?: boolean; fastKill?: boolean; housekeepingIntervalMs?: number; nodefsPath?: string; wrap?: (r: CriRuntime) => RuntimePort },
+): Promise<TestAgent> {
+  const { endpoint } = await criClient();
+  const runtime = CriRuntime.connect(endpoint, 2000);
+  const logFile = path.join('/tmp', `evictd-agent-test-${process.pid}-${lab.labId}.log`);
+  const logger = pino({ level: 'debug' }, pino.destination({ dest: logFile, sync: true }));
+  const metrics = new AgentMetrics();
+  const agent = new Agent({
+    policy: compileConfig(configFromFlags(o.flags)),
+    layout: lab.layout,
+    observer: new NodeObserver({ layout: lab.layout, cgroupRoot: lab.root, podCgroupRoot: lab.podRoot, nodefsPath: o.nodefsPath ?? '/' }),
+    runtime: o.wrap ? o.wrap(runtime) : runtime,
+    notifications: kernelNotifications(logger),
+    logger,
+    metrics,
+    dryRun: o.dryRun ?? false,
+    fastKill: o.fastKill ?? true,
+    housekeepingIntervalMs: o.housekeepingIntervalMs ?? 10_000,
+    releaseTimeoutMs: 3000,
+    psi: null,
+  });
+  const evictions: EvictionRecord[] = [];
+  agent.on('eviction', (r: EvictionRecord) => evictions.push(r));
+  agent.start();
+  return {
+    agent,
+    evictions,
+    metrics,
+    logFile,
+    runtime,
+    async stop() {
+      await agent.stop();
+      runtime.close();
+    },
+  };
+}
+
+export async function waitFor<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export const sleeper = (name: string, memoryLimitBytes?: number) => ({
+  name,
+  image: 'localhost/evictd/busybox:1',
+  command: ['/bin/sh', '-c', 'while true; do sleep 1; done'],
+  ...(memoryLimitBytes ? { memoryLimitBytes } : {}),
+});
+
+export const hog = (mibPerSecond: number, targetMiB: number, holdSeconds?: number) => ({
+  name: 'hog',
+  image: 'localhost/evictd/hog:1',
+  args: [String(mibPerSecond), String(targetMiB), ...(holdSeconds !== undefined ? [String(holdSeconds)] : [])],
+});
+
+export function logTail(file: string, n = 30): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim().split('\n').slice(-n).join('\n');
+  } catch {
+    return '';
+  }
+}
