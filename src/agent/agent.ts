@@ -64,6 +64,8 @@ export interface EvictionRecord {
 }
 
 const ns = (): bigint => process.hrtime.bigint();
+/** how often the threshold lines follow inactive_file between passes */
+const DRIFT_TICK_MS = 1000;
 const msBetween = (a: bigint, b: bigint): number => Number(b - a) / 1e6;
 
 export class Agent extends EventEmitter {
@@ -74,6 +76,7 @@ export class Agent extends EventEmitter {
   private imagefsPath: string | undefined;
   private readonly inFlight = new Map<string, Promise<void>>();
   private graceTimer: NodeJS.Timeout | null = null;
+  private driftTimer: NodeJS.Timeout | null = null;
   private lastPassOkAt = 0;
   private lastProblem = 'no pass yet';
   private runtimeOk = true;
@@ -111,6 +114,8 @@ export class Agent extends EventEmitter {
         psi: o.psi,
       });
       this.arming.start();
+      this.driftTimer = setInterval(() => this.driftTick(), DRIFT_TICK_MS);
+      this.driftTimer.unref();
     } else {
       o.metrics.mechanism.set({ mechanism: 'housekeeping-only' }, 1);
     }
@@ -118,6 +123,8 @@ export class Agent extends EventEmitter {
   }
 
   async stop(): Promise<void> {
+    if (this.driftTimer) clearInterval(this.driftTimer);
+    this.driftTimer = null;
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.graceTimer = null;
     await this.controller.stop();
@@ -137,6 +144,20 @@ export class Agent extends EventEmitter {
     if (Date.now() - this.lastPassOkAt > staleMs) return { ok: false, reason: `no successful pass for ${Date.now() - this.lastPassOkAt} ms (${this.lastProblem})` };
     if (!this.runtimeOk) return { ok: false, reason: this.lastProblem };
     return { ok: true, reason: '' };
+  }
+
+  /**
+   * Between passes: re-read the memory numbers (two small cgroup files) and move the threshold
+   * lines if inactive_file drifted. No runtime call, no policy pass.
+   */
+  private driftTick(): void {
+    if (this.controller.busy || !this.arming) return;
+    try {
+      const m = this.o.observer.observeMemory();
+      this.arming.update(m.memory, m.allocatable);
+    } catch (err) {
+      this.o.logger.debug({ err }, 'drift tick failed');
+    }
   }
 
   armedLines(): Record<string, number> {
@@ -192,12 +213,14 @@ export class Agent extends EventEmitter {
     this.state = ev.state;
     this.lastEvaluation = ev;
     this.report(obs, ev);
-    this.arming?.update(obs);
     this.scheduleGrace(ev);
     let result: PassResult;
     try {
       result = await this.act(ev, joined, trigger, decisionNs);
     } finally {
+      // After acting: moving a line can block for an RCU grace period (see arming.ts), which
+      // must not sit between a decision and its kill.
+      this.arming?.update(obs.memory, obs.allocatable);
       o.metrics.passDuration.observe(msBetween(t0, ns()) / 1000);
     }
     this.lastPassOkAt = Date.now();

@@ -5,10 +5,12 @@
  * Memory thresholds use the kubelet's formula (memory_threshold_notifier.go): the signal is
  * available = capacity - (usage - inactive_file), so "available < line" happens when
  *   usage > capacity - line + inactive_file.
- * inactive_file drifts, so the usage line drifts too. Besides the threshold lines, a "band" of
- * two lines around the current usage (± capacity/16) wakes a pass whenever usage moves that
- * much; every pass re-reads inactive_file and moves all lines. So lines follow the page cache
- * as it moves, not only every housekeeping interval.
+ * inactive_file drifts, so the usage line drifts too: every pass, and a cheap read of the
+ * memory numbers every second in between (Agent's drift tick), move the lines when they are
+ * off by more than a tolerance. Moving a memcg v1 threshold is not free: each registration in
+ * cgroup.event_control waits for an RCU grace period in the kernel (measured here: 15-30 ms,
+ * blocking the JS thread), so lines move only when they are off by more than
+ * max(1 MiB, capacity/512) — at 2 GB/s that is under a millisecond of ramp.
  *
  * On the pod cgroup root: thresholds for allocatableMemory.available, a PSI trigger on its
  * memory.pressure (cgroup2) and a watch on memory.events (pure v2) or cgroup.events.
@@ -17,7 +19,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MemoryReading } from '../node/memory';
-import type { Observation } from '../node/observer';
 import type { PolicyConfig } from '../policy/config';
 import { thresholdAmount } from '../policy/thresholds';
 import type { NotificationPort, ThresholdHandle, WatchHandle, Wakeup } from './ports';
@@ -48,6 +49,8 @@ export class Arming {
   /** watches that failed, by key: not retried until `retryAfter` */
   private readonly failed = new Map<LineKey, number>();
   psiWindowUs: number | null = null;
+  /** how often a line was moved (each move costs an RCU grace period in the kernel) */
+  rearms = 0;
 
   constructor(private readonly o: ArmingOptions) {}
 
@@ -103,19 +106,17 @@ export class Arming {
     return out;
   }
 
-  /** Re-arms every line from a fresh observation. Runs at the end of each pass. */
-  update(obs: Observation): void {
+  /** Re-arms every line from fresh memory numbers (a pass's, or the drift tick's). */
+  update(memory: MemoryReading, allocatable: MemoryReading | null): void {
     if (this.closed) return;
-    const want = new Map<LineKey, { dir: string; bytes: number }>();
+    const want = new Map<LineKey, { dir: string; bytes: number; tolerance: number }>();
     const add = (prefix: string, dir: string, m: MemoryReading, signal: 'memory.available' | 'allocatableMemory.available') => {
-      Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes }));
-      const band = Math.max(m.capacityBytes / 16, 16 * 1024 * 1024);
-      want.set(`${prefix}:band-up`, { dir, bytes: Math.round(m.usageBytes + band) });
-      if (m.usageBytes > band) want.set(`${prefix}:band-down`, { dir, bytes: Math.round(m.usageBytes - band) });
+      const tolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
+      Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes, tolerance }));
     };
-    // On a v2 root there is no memory.current to put a line on: PSI and the poll cover it.
-    if (!(this.o.memoryVersion === 2 && this.o.nodeIsRoot)) add('node', this.o.nodeMemoryDir, obs.memory, 'memory.available');
-    if (obs.allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add('pods', this.o.podRootMemoryDir, obs.allocatable, 'allocatableMemory.available');
+    // On a v2 root there is no memory.current to put a line on: PSI and the housekeeping cover it.
+    if (!(this.o.memoryVersion === 2 && this.o.nodeIsRoot)) add('node', this.o.nodeMemoryDir, memory, 'memory.available');
+    if (allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add('pods', this.o.podRootMemoryDir, allocatable, 'allocatableMemory.available');
     const now = Date.now();
     for (const [key, h] of this.lines) {
       if (!want.has(key)) {
@@ -123,12 +124,13 @@ export class Arming {
         void h.close();
       }
     }
-    for (const [key, { dir, bytes }] of want) {
+    for (const [key, { dir, bytes, tolerance }] of want) {
       const h = this.lines.get(key);
       if (h) {
-        if (h.usageBytes !== bytes) {
+        if (Math.abs(h.usageBytes - bytes) > tolerance) {
           try {
             h.rearm(bytes);
+            this.rearms++;
           } catch (err) {
             this.lines.delete(key);
             void h.close();
@@ -138,10 +140,9 @@ export class Arming {
         continue;
       }
       if ((this.failed.get(key) ?? 0) > now) continue;
-      const source = key.includes(':band') ? 'memcg-band' : 'memcg-threshold';
       try {
         const handle = this.o.port.watchMemoryUsage(dir, bytes, {
-          onWakeup: (w) => this.o.wake({ ...w, source }),
+          onWakeup: (w) => this.o.wake({ ...w, source: 'memcg-threshold' }),
           onError: (err) => {
             if (this.lines.get(key) === handle) this.lines.delete(key);
             this.o.logger.warn({ err, key }, 'memory threshold watch ended');

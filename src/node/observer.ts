@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import type { FilesystemLayout, NodeStats } from '../policy/types';
 import { cgroupDir, type CgroupLayout } from './cgroups';
 import { statfsStats } from './fs-stats';
-import { readCgroupMemory, readMeminfo, type MemoryReading } from './memory';
+import { readCgroupMemory, readMeminfo, type MachineMemory, type MemoryReading } from './memory';
 import { listPodCgroups, readPodCgroupUsage, type PodCgroup, type PodCgroupUsage } from './pod-cgroups';
 import { readPidStats } from './pids';
 
@@ -52,23 +52,30 @@ export class NodeObserver {
    * Reads everything. `imagefsPath` is the runtime's image filesystem mountpoint (from
    * ImageFsInfo) when known; on the same device as nodefs the layout is 'single'.
    */
-  observe(imagefsPath?: string): Observation {
+  /** The node's and the pod root's memory numbers alone (cheap: a few small cgroup files). */
+  observeMemory(machine: MachineMemory = readMeminfo()): { memory: MemoryReading; allocatable: MemoryReading | null } {
     const { layout } = this.opts;
-    const machine = readMeminfo();
     const memory = readCgroupMemory(this.memoryDir, layout.memoryVersion, { root: isRoot(this.opts.cgroupRoot), machine });
     if (!memory) throw new Error(`the node memory cgroup ${this.memoryDir} does not exist`);
-    const node: NodeStats = {
-      memory: { availableBytes: memory.availableBytes, workingSetBytes: memory.workingSetBytes },
-      pid: readPidStats(this.pidsDir),
-    };
     const allocatable = readCgroupMemory(this.podRootMemoryDir, layout.memoryVersion, { machine });
     if (allocatable) {
       // Pods may use at most what the node has: the pod root's own limit, capped by the node's.
       const capacity = Math.min(allocatable.capacityBytes, memory.capacityBytes);
       allocatable.capacityBytes = capacity;
       allocatable.availableBytes = capacity - allocatable.workingSetBytes;
-      node.allocatableMemory = { availableBytes: allocatable.availableBytes, workingSetBytes: allocatable.workingSetBytes };
     }
+    return { memory, allocatable };
+  }
+
+  observe(imagefsPath?: string): Observation {
+    const { layout } = this.opts;
+    const machine = readMeminfo();
+    const { memory, allocatable } = this.observeMemory(machine);
+    const node: NodeStats = {
+      memory: { availableBytes: memory.availableBytes, workingSetBytes: memory.workingSetBytes },
+      pid: readPidStats(this.pidsDir),
+    };
+    if (allocatable) node.allocatableMemory = { availableBytes: allocatable.availableBytes, workingSetBytes: allocatable.workingSetBytes };
     node.nodefs = statfsStats(this.opts.nodefsPath);
     let fsLayout: FilesystemLayout = 'single';
     if (imagefsPath && fs.existsSync(imagefsPath)) {
