@@ -27,9 +27,9 @@ export interface HarnessRun {
   stderr: string;
 }
 
-export function runHarness(args: string[], dir = HARNESS_DIR, timeoutMs = 300_000): Promise<HarnessRun> {
+export function runHarness(args: string[], dir = HARNESS_DIR, cgroup = HARNESS_CGROUP, timeoutMs = 300_000): Promise<HarnessRun> {
   return new Promise((resolve) => {
-    const env = { ...process.env, EVICTD_HARNESS_DIR: dir };
+    const env = { ...process.env, EVICTD_HARNESS_DIR: dir, EVICTD_HARNESS_CGROUP: cgroup };
     execFile('bash', [harnessScript(), ...args], { env, timeout: timeoutMs, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       resolve({ code, stdout, stderr });
@@ -40,6 +40,8 @@ export function runHarness(args: string[], dir = HARNESS_DIR, timeoutMs = 300_00
 export interface Harness {
   dir: string;
   endpoint: string;
+  /** The cgroup pods should use as parent (their cgroup_parent under it); `down` removes it. */
+  cgroup: string;
   /** True when this process brought containerd up (and so `release` takes it down). */
   startedHere: boolean;
   run(args: string[]): Promise<HarnessRun>;
@@ -55,23 +57,24 @@ export function harnessMissing(): string | null {
   return null;
 }
 
-export async function ensureHarness(dir = HARNESS_DIR): Promise<Harness> {
-  const status = await runHarness(['status'], dir);
+export async function ensureHarness(dir = HARNESS_DIR, cgroup = HARNESS_CGROUP): Promise<Harness> {
+  const status = await runHarness(['status'], dir, cgroup);
   let startedHere = false;
   if (status.code !== 0) {
-    const up = await runHarness(['up'], dir);
+    const up = await runHarness(['up'], dir, cgroup);
     if (up.code !== 0) throw new Error(`scripts/harness.sh up failed (exit ${up.code}): ${up.stderr.trim().split('\n').slice(-5).join(' | ')}`);
     startedHere = true;
   }
   return {
     dir,
     endpoint: `unix://${dir}/containerd.sock`,
+    cgroup,
     startedHere,
-    run: (args) => runHarness(args, dir),
+    run: (args) => runHarness(args, dir, cgroup),
     containerdPid: () => containerdPid(dir),
     async release() {
       if (!startedHere) return;
-      const down = await runHarness(['down'], dir);
+      const down = await runHarness(['down'], dir, cgroup);
       if (down.code !== 0) throw new Error(`scripts/harness.sh down failed (exit ${down.code}): ${down.stderr.trim()}`);
     },
   };
