@@ -1,0 +1,144 @@
+/**
+ * The deploy/ manifests hold together: the DaemonSet's flags and the ConfigMap's eviction
+ * config go through evictd's own parsers, the DaemonSet asks for what the issue lists and no
+ * more, and the ClusterRole grants exactly the API calls the Kubernetes side makes (recorded
+ * from a run against the local API server).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import YAML from 'yaml';
+import { parseFlags, settingsFromFlags } from '../../src/cli/run';
+import { ApiPodSource } from '../../src/kube/api-pod-source';
+import { EvictionReporter } from '../../src/kube/eviction-reporter';
+import { FakeApiServer, makePod } from './fake-api-server';
+import { client, waitFor } from './helpers';
+
+const deployDir = path.resolve(__dirname, '../../../deploy');
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Doc = any;
+
+function docs(file: string): Doc[] {
+  return YAML.parseAllDocuments(fs.readFileSync(path.join(deployDir, file), 'utf8')).map((d) => {
+    assert.equal(d.errors.length, 0, `${file}: ${d.errors.map((e) => e.message).join('; ')}`);
+    return d.toJS();
+  });
+}
+
+/** The DaemonSet's args with the config path pointed at the ConfigMap's file, written to a temp dir. */
+function daemonSetArgs(): string[] {
+  const [cm] = docs('configmap.yaml');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-deploy-'));
+  fs.writeFileSync(path.join(dir, 'config.yaml'), cm.data['config.yaml']);
+  const [ds] = docs('daemonset.yaml');
+  const args: string[] = ds.spec.template.spec.containers[0].args;
+  assert.equal(args[0], 'run');
+  // host paths of a node, not of this machine: point them at stand-ins that exist here
+  return args.slice(1).map((a) => a.replace('/etc/evictd/config.yaml', path.join(dir, 'config.yaml')).replace('/var/lib/kubelet', dir));
+}
+
+describe('deploy/', () => {
+  test('DaemonSet: host PID, cgroup and runtime-socket mounts, only KILL, requests and limits, system-node-critical', () => {
+    const [ds] = docs('daemonset.yaml');
+    assert.equal(ds.kind, 'DaemonSet');
+    const pod = ds.spec.template.spec;
+    assert.equal(pod.hostPID, true);
+    assert.equal(pod.priorityClassName, 'system-node-critical');
+    assert.equal(pod.serviceAccountName, 'evictd');
+    const c = pod.containers[0];
+    assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['KILL'] });
+    assert.equal(c.securityContext.privileged, false);
+    assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+    assert.ok(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory);
+    const hostPaths = Object.fromEntries(pod.volumes.filter((v: Doc) => v.hostPath).map((v: Doc) => [v.name, v.hostPath.path]));
+    const mounts = Object.fromEntries(c.volumeMounts.map((m: Doc) => [m.name, m.mountPath]));
+    assert.equal(hostPaths.cgroup, '/sys/fs/cgroup');
+    assert.equal(mounts.cgroup, '/sys/fs/cgroup');
+    const endpoint = c.args.find((a: string) => a.startsWith('--container-runtime-endpoint='))!.split('=')[1];
+    assert.equal(endpoint, `unix://${hostPaths['containerd-sock']}`, 'the endpoint flag names the mounted socket');
+    assert.equal(mounts['containerd-sock'], hostPaths['containerd-sock']);
+    const env = c.env.find((e: Doc) => e.name === 'NODE_NAME');
+    assert.equal(env.valueFrom.fieldRef.fieldPath, 'spec.nodeName');
+    const metrics = c.args.find((a: string) => a.startsWith('--metrics-address='))!.split('=')[1];
+    assert.equal(`${c.livenessProbe.httpGet.host}:${c.livenessProbe.httpGet.port}`, metrics, 'probes reach the metrics server');
+  });
+
+  test("the DaemonSet's flags and the ConfigMap's config parse with evictd's own CLI", () => {
+    const settings = settingsFromFlags(parseFlags(daemonSetArgs()));
+    assert.equal(settings.podSource, 'api');
+    const hard = settings.policy.thresholds.filter((t) => t.kind === 'hard').map((t) => `${t.signal}<${t.value.text}`);
+    // allocatableMemory.available mirrors memory.available under the default enforceNodeAllocatable=pods, as in the kubelet
+    assert.deepEqual(hard.sort(), ['allocatableMemory.available<500Mi', 'imagefs.available<15%', 'memory.available<500Mi', 'nodefs.available<10%', 'nodefs.inodesFree<5%']);
+    assert.ok(settings.policy.thresholds.some((t) => t.kind === 'soft' && t.signal === 'memory.available'));
+  });
+
+  test("the systemd unit's command line parses with evictd's own CLI; systemd-analyze accepts the unit", (t) => {
+    const unit = fs.readFileSync(path.join(deployDir, 'evictd.service'), 'utf8');
+    const exec = /^ExecStart=((?:.*\\\n)*.*)$/m.exec(unit)![1].replace(/\\\n\s*/g, ' ');
+    const argv = exec.trim().split(/\s+/);
+    assert.deepEqual(argv.slice(0, 3), ['/usr/bin/node', '/opt/evictd/bin/evictd.js', 'run']);
+    const flags = parseFlags(argv.slice(3));
+    assert.equal(flags['pod-source'], 'api');
+    assert.equal(flags.kubeconfig, '/etc/evictd/kubeconfig');
+    let analyze: string | undefined;
+    try {
+      analyze = execFileSync('sh', ['-c', 'command -v systemd-analyze'], { encoding: 'utf8' }).trim();
+    } catch {
+      analyze = undefined;
+    }
+    if (!analyze) return t.skip('systemd-analyze not installed');
+    const out = execFileSync(analyze, ['verify', path.join(deployDir, 'evictd.service')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    assert.equal(out.trim(), '');
+  });
+
+  test('RBAC grants exactly the API calls evictd makes, and nothing broader', async () => {
+    const role = docs('rbac.yaml').find((d) => d.kind === 'ClusterRole');
+    const granted = new Set<string>();
+    for (const r of role.rules) {
+      assert.deepEqual(r.apiGroups, [''], 'core group only');
+      for (const res of r.resources) for (const v of r.verbs) granted.add(`${v} ${res}`);
+    }
+    assert.ok(![...granted].some((g) => g.includes('*') || g.startsWith('delete') || g.includes('secrets')), [...granted].join(', '));
+
+    // Record the calls of a real run: list + watch, an eviction with a retried status patch.
+    const api = new FakeApiServer();
+    const kc = client(await api.start(), 300);
+    try {
+      api.addPod(makePod('victim'));
+      const source = new ApiPodSource({ client: kc, nodeName: 'node-a', initialBackoffMs: 10 });
+      await source.start();
+      await waitFor('watch', () => api.openWatches === 1);
+      api.faults.push({ match: (r) => r.method === 'PATCH', status: 500 });
+      const reporter = new EvictionReporter({ client: kc, nodeName: 'node-a', initialBackoffMs: 5 });
+      await reporter.report({ pod: { namespace: 'default', name: 'victim', uid: 'uid-victim' }, signal: 'memory.available', gracePeriodSeconds: 0, message: 'm', annotations: {} });
+      await source.stopped();
+    } finally {
+      kc.close();
+      await api.stop();
+    }
+    const used = new Set<string>();
+    for (const r of api.requests) {
+      const p = r.path.split('/').filter(Boolean);
+      if (r.method === 'GET' && r.path === '/api/v1/pods') used.add(r.query.get('watch') === 'true' ? 'watch pods' : 'list pods');
+      else if (r.method === 'GET' && p[4] === 'pods' && p.length === 6) used.add('get pods');
+      else if (r.method === 'PATCH' && p[6] === 'status') used.add('patch pods/status');
+      else if (r.method === 'POST' && p[4] === 'events') used.add('create events');
+      else assert.fail(`unexpected call ${r.method} ${r.path}`);
+    }
+    assert.deepEqual([...used].sort(), [...granted].sort());
+  });
+
+  test('node-restriction.yaml and the Dockerfile are present and well-formed', () => {
+    const [policy, binding] = docs('node-restriction.yaml');
+    assert.equal(policy.kind, 'ValidatingAdmissionPolicy');
+    assert.equal(binding.spec.policyName, policy.metadata.name);
+    assert.match(policy.spec.matchConditions[0].expression, /system:serviceaccount:kube-system:evictd/);
+    const sa = docs('rbac.yaml').find((d) => d.kind === 'ServiceAccount');
+    assert.equal(`system:serviceaccount:${sa.metadata.namespace}:${sa.metadata.name}`, 'system:serviceaccount:kube-system:evictd');
+    assert.match(fs.readFileSync(path.join(deployDir, 'Dockerfile'), 'utf8'), /ENTRYPOINT \["node", "\/opt\/evictd\/bin\/evictd.js"\]/);
+  });
+});
