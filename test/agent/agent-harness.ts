@@ -12,7 +12,7 @@ import { kernelNotifications } from '../../src/agent/adapters/kernel-notificatio
 import { AgentMetrics } from '../../src/agent/metrics';
 import { NodeLab, type NodeLabOptions } from '../../src/agent/node-lab';
 import type { RuntimePort } from '../../src/agent/ports';
-import { CriClient, ensureHarness, harnessMissing, HARNESS_DIR, type Harness } from '../../src/cri';
+import { CriClient, ensureHarness, harnessMissing, type Harness } from '../../src/cri';
 import { NodeObserver } from '../../src/node/observer';
 import { compileConfig, configFromFlags, type EvictionFlags } from '../../src/policy/config';
 import { missingRoot, memcgV1Root, cgroup2Root } from '../support/environment';
@@ -26,8 +26,18 @@ export function missingE2e(): string | null {
 let harness: Harness | null = null;
 let client: CriClient | null = null;
 
+/**
+ * The agent suites' own harness instance (own dir, socket and cgroup): they freeze containerd
+ * and watch whole node cgroups, so they must not share a runtime with other suites.
+ */
+export const AGENT_HARNESS_DIR = '/run/evictd-harness-agent';
+
+export function containerdPid(): number | null {
+  return harness?.containerdPid() ?? null;
+}
+
 export async function criClient(): Promise<{ client: CriClient; endpoint: string }> {
-  if (!harness) harness = await ensureHarness();
+  if (!harness) harness = await ensureHarness(AGENT_HARNESS_DIR, '/evictd-agent-harness');
   if (!client) client = CriClient.connect(harness.endpoint, { timeoutMs: 5000 });
   return { client, endpoint: harness.endpoint };
 }
@@ -41,7 +51,7 @@ export async function releaseHarness(): Promise<void> {
 
 export async function newLab(name: string, opts: Omit<NodeLabOptions, 'name' | 'logRoot'>): Promise<NodeLab> {
   const { client: c } = await criClient();
-  return NodeLab.create(c, { name: `evictd-agent-${name}`, logRoot: path.join(HARNESS_DIR, 'agent-tests', `${name}-${process.pid}`), ...opts });
+  return NodeLab.create(c, { name: `evictd-agent-${name}`, logRoot: path.join(AGENT_HARNESS_DIR, 'agent-tests', `${name}-${process.pid}`), ...opts });
 }
 
 export interface TestAgent {

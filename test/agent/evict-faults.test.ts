@@ -1,0 +1,166 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { skipped } from '../support/environment';
+import type { NodeLab } from '../../src/agent/node-lab';
+import type { RuntimePod, RuntimePort } from '../../src/agent/ports';
+import type { CriRuntime } from '../../src/agent/adapters/cri-runtime';
+import { MiB, containerdPid, criClient, hog, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, waitFor, type TestAgent } from './agent-harness';
+
+const labs: NodeLab[] = [];
+const agents: TestAgent[] = [];
+after(async () => {
+  for (const a of agents) await a.stop().catch(() => undefined);
+  for (const l of labs) await l.destroy().catch(() => undefined);
+  await releaseHarness();
+});
+
+test('pid.available: the pod that forks the most is evicted, the quiet one stays', async (t) => {
+  if (skipped(t, missingE2e())) return;
+  const lab = await newLab('pids', { memoryLimitBytes: 512 * MiB, pidsMax: 160 });
+  labs.push(lab);
+  const quiet = await lab.runPod({ name: 'quiet', qos: 'Burstable', containers: [sleeper('app', 64 * MiB)] });
+  const a = await startAgent(lab, { flags: { evictionHard: 'pid.available<60' }, housekeepingIntervalMs: 200 });
+  agents.push(a);
+  await waitFor('the first pass', () => a.agent.controller.stats.passes > 0);
+  // No kernel notification exists for pid counts: the housekeeping tick finds it.
+  const forker = await lab.runPod({
+    name: 'forker',
+    qos: 'BestEffort',
+    containers: [{ name: 'fork', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'i=0; while [ $i -lt 140 ]; do sleep 1000 & i=$((i+1)); done; wait'] }],
+  });
+  const rec = await waitFor('an eviction', () => a.evictions.find((e) => e.ok), 20_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${logTail(a.logFile)}`);
+  });
+  assert.equal(rec.pod.uid, forker.uid, `evicted ${rec.pod.name}: ${rec.reasons.join('; ')}`);
+  assert.equal(rec.signal, 'pid.available');
+  assert.equal(rec.action, 'stop', 'no fast kill outside memory signals');
+  await waitFor('the forker to be gone', () => !lab.podAlive(forker), 10_000);
+  assert.equal(await lab.sandboxReady(quiet), true);
+});
+
+test('a runtime that stops answering does not crash the agent; it evicts once the runtime is back', async (t) => {
+  if (skipped(t, missingE2e())) return;
+  await criClient();
+  const pid = containerdPid();
+  assert.ok(pid, 'the harness containerd runs');
+  const lab = await newLab('frozen', { memoryLimitBytes: 384 * MiB });
+  labs.push(lab);
+  const victim = await lab.runPod({ name: 'hog', qos: 'BestEffort', containers: [hog(100, 150)] });
+  const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, housekeepingIntervalMs: 200 });
+  agents.push(a);
+  await waitFor('a healthy agent', () => a.agent.health().ok, 10_000);
+  process.kill(pid!, 'SIGSTOP');
+  let passesWhileFrozen: number;
+  try {
+    const before = a.agent.controller.stats.passes;
+    await waitFor('the agent to notice', () => !a.agent.health().ok, 10_000);
+    await sleep(1500);
+    passesWhileFrozen = a.agent.controller.stats.passes - before;
+    assert.match(a.agent.health().reason, /runtime/);
+  } finally {
+    process.kill(pid!, 'SIGCONT');
+  }
+  assert.ok(passesWhileFrozen >= 2, `passes went on while the runtime was frozen (${passesWhileFrozen})`);
+  await waitFor('health back', () => a.agent.health().ok, 15_000);
+  // Now the pressure: the hog grows past the threshold and is evicted through the runtime.
+  await lab.runPod({ name: 'hog2', qos: 'BestEffort', containers: [hog(200, 200)] });
+  const rec = await waitFor('an eviction', () => a.evictions.find((e) => e.ok), 20_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${logTail(a.logFile)}`);
+  });
+  assert.ok(rec.pod.name === 'hog2' || rec.pod.uid === victim.uid);
+  const errors = await a.metrics.registry.getSingleMetricAsString('evictd_runtime_errors_total');
+  assert.match(errors, /call="listPods"/);
+});
+
+test('a pod cgroup that vanishes mid-pass is handled: no other pod pays for it', async (t) => {
+  if (skipped(t, missingE2e())) return;
+  const { client } = await criClient();
+  const lab = await newLab('vanish', { memoryLimitBytes: 384 * MiB });
+  labs.push(lab);
+  const bystander = await lab.runPod({ name: 'bystander', qos: 'Burstable', containers: [sleeper('app', 64 * MiB)] });
+  const victim = await lab.runPod({ name: 'hog', qos: 'BestEffort', containers: [hog(400, 300)] });
+  await waitFor('the hog to hold its memory', () => lab.podLog(victim, 'hog').some((l) => / 300$/.test(l)), 10_000);
+  let vanished = false;
+  // Between the pass's observation and its decision, the hog's pod ends and its cgroup is
+  // removed (by the real runtime, then rmdir), as when a pod exits on its own mid-pass.
+  const wrap = (r: CriRuntime): RuntimePort => ({
+    listPods: async (deadlineMs?: number): Promise<RuntimePod[]> => {
+      const pods = await r.listPods(deadlineMs);
+      if (!vanished) {
+        vanished = true;
+        await client.stopPodSandbox(victim.sandboxId);
+        await client.removePodSandbox(victim.sandboxId);
+        for (const h of fs.readdirSync('/sys/fs/cgroup')) {
+          const d = path.join('/sys/fs/cgroup', h, victim.cgroupPath);
+          if (fs.existsSync(d)) fs.rmdirSync(d);
+        }
+      }
+      return pods;
+    },
+    stopPod: (p, g) => r.stopPod(p, g),
+    reclaim: (fn) => r.reclaim(fn),
+    imageFsInfo: () => r.imageFsInfo(),
+    close: () => r.close(),
+  });
+  const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, wrap });
+  agents.push(a);
+  const rec = await waitFor('the decision on the vanished pod', () => a.evictions[0], 10_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${logTail(a.logFile)}`);
+  });
+  assert.equal(rec.pod.uid, victim.uid);
+  assert.match(rec.note ?? '', /vanished/);
+  await sleep(1000);
+  assert.equal(a.evictions.length, 1, `no further eviction: ${a.evictions.map((e) => e.pod.name).join(', ')}`);
+  assert.equal(await lab.sandboxReady(bystander), true);
+  assert.ok(a.agent.controller.stats.passes >= 2, 'the agent went on');
+  assert.equal(a.agent.controller.stats.errors, 0);
+});
+
+test('an event storm on the real agent: one pass at a time, bounded memory, every wake-up counted', async (t) => {
+  if (skipped(t, missingE2e())) return;
+  const lab = await newLab('storm', { memoryLimitBytes: 384 * MiB });
+  labs.push(lab);
+  await lab.runPod({ name: 'app', qos: 'Burstable', containers: [sleeper('app', 64 * MiB)] });
+  let inPass = 0;
+  let maxInPass = 0;
+  const wrap = (r: CriRuntime): RuntimePort => ({
+    listPods: async (d?: number) => {
+      inPass++;
+      maxInPass = Math.max(maxInPass, inPass);
+      try {
+        return await r.listPods(d);
+      } finally {
+        inPass--;
+      }
+    },
+    stopPod: (p, g) => r.stopPod(p, g),
+    reclaim: (fn) => r.reclaim(fn),
+    imageFsInfo: () => r.imageFsInfo(),
+    close: () => r.close(),
+  });
+  const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<64Mi' }, wrap });
+  agents.push(a);
+  await waitFor('the first pass', () => a.agent.controller.stats.passes > 0);
+  const passes0 = a.agent.controller.stats.passes;
+  const heap0 = process.memoryUsage().heapUsed;
+  let sent = 0;
+  const end = Date.now() + 2000;
+  while (Date.now() < end) {
+    for (let i = 0; i < 2000; i++) a.agent.wake({ source: i % 2 ? 'memcg-threshold' : 'psi', monotonicNs: process.hrtime.bigint() });
+    sent += 2000;
+    await new Promise((r) => setImmediate(r));
+  }
+  const heapGrowth = process.memoryUsage().heapUsed - heap0;
+  await a.agent.controller.idle();
+  const passes = a.agent.controller.stats.passes - passes0;
+  assert.ok(sent >= 4000, `sent ${sent}`);
+  assert.equal(maxInPass, 1);
+  assert.ok(passes >= 2 && passes < sent / 100, `${passes} passes for ${sent} wake-ups`);
+  assert.ok(heapGrowth < 64 * MiB, `heap grew by ${heapGrowth}`);
+  const text = await a.metrics.registry.getSingleMetricAsString('evictd_notifications_total');
+  const counted = [...text.matchAll(/source="(?:memcg-threshold|psi)"\} (\d+)/g)].reduce((s, m) => s + Number(m[1]), 0);
+  assert.equal(counted, sent);
+});
