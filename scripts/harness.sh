@@ -29,11 +29,14 @@ log() { echo "harness: $*" >&2; }
 die() { log "$*"; exit 1; }
 ctr_() { ctr --address "$SOCK" --namespace "$NS" "$@"; }
 
+# A killed process whose parent never reaps it stays in /proc as a zombie: that is dead too.
+alive() { [ -d "/proc/$1" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+
 containerd_pid() {
   [ -f "$PIDFILE" ] || return 1
   local pid
   pid=$(cat "$PIDFILE")
-  [ -n "$pid" ] && [ -d "/proc/$pid" ] && grep -q containerd "/proc/$pid/comm" 2>/dev/null || return 1
+  [ -n "$pid" ] && alive "$pid" && grep -q containerd "/proc/$pid/comm" 2>/dev/null || return 1
   echo "$pid"
 }
 
@@ -174,7 +177,7 @@ start_containerd() {
   local i
   for i in $(seq 1 200); do
     answers && return 0
-    [ -d "/proc/$(cat "$PIDFILE")" ] || break
+    alive "$(cat "$PIDFILE")" || break
     sleep 0.05
   done
   tail -20 "$LOG" >&2 || true
@@ -216,12 +219,11 @@ descendants() {
   done
 }
 
-# Shims started for this harness carry its socket in their command line.
+# Shims started for this harness carry its socket in their command line ("-address $SOCK").
 harness_shims() {
   local p
-  for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = containerd-shim ] || grep -q containerd-shim "$p/comm" 2>/dev/null || continue
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$SOCK" && echo "${p#/proc/}"
+  for p in $(pgrep -f -- "containerd-shim.* -address $SOCK( |\$)" 2>/dev/null); do
+    alive "$p" && echo "$p"
   done
   return 0
 }
@@ -247,9 +249,9 @@ cmd_down() {
     for id in $(ctr_ tasks ls -q 2>/dev/null); do timeout 10 ctr_ tasks delete --force "$id" >/dev/null 2>&1 || true; done
   fi
   if pid=$(containerd_pid); then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.05; done
+    # SIGKILL: a graceful stop costs a second and its database is deleted below anyway.
     kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.02; done
   fi
   # Whatever survived: containers under their shims, then the shims, by PID.
   shims=$(harness_shims)
