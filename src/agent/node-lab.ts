@@ -11,7 +11,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { containerConfig, sandboxConfig, type CriClient } from '../cri';
 import type { ContainerSpec, PodSpec as CriPodSpec } from '../cri';
-import { cgroupPids, detectCgroups, parseKeyValues, type CgroupLayout } from '../node/cgroups';
+import { allCgroupMounts, cgroupPids, detectCgroups, parseKeyValues, type CgroupLayout } from '../node/cgroups';
 import type { QosClass } from '../node/pod-cgroups';
 
 export const LAB_LABEL = 'evictd.io/lab';
@@ -201,10 +201,13 @@ export class NodeLab {
     fs.rmSync(this.opts.logRoot, { recursive: true, force: true });
   }
 
-  /** rmdir every cgroup under the node root, deepest first; true when all are gone. */
+  /**
+   * rmdir every cgroup under the node root, deepest first, in every hierarchy (runc creates a
+   * pod's cgroup_parent in all of them, not only those the lab made); true when all are gone.
+   */
   private removeCgroups(): boolean {
     let ok = true;
-    for (const h of this.hierarchies()) {
+    for (const h of allCgroupMounts()) {
       const top = path.join(h, this.root);
       if (!fs.existsSync(top)) continue;
       const dirs: string[] = [];

@@ -46,6 +46,13 @@ function parseMountinfo(text: string): Mount[] {
   return out;
 }
 
+/** Every cgroup hierarchy mount (v1 controllers, named v1 hierarchies, cgroup2). */
+export function allCgroupMounts(mountinfo = fs.readFileSync('/proc/self/mountinfo', 'utf8')): string[] {
+  return parseMountinfo(mountinfo)
+    .filter((m) => m.fsType === 'cgroup' || m.fsType === 'cgroup2')
+    .map((m) => m.mountPoint);
+}
+
 /** Detects the cgroup layout; throws when no memory controller is mounted. */
 export function detectCgroups(mountinfo = fs.readFileSync('/proc/self/mountinfo', 'utf8')): CgroupLayout {
   const mounts = parseMountinfo(mountinfo);
