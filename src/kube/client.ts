@@ -89,7 +89,7 @@ export class KubeClient {
   async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const res = await this.open(method, path, opts.body, opts.contentType, opts.timeoutMs ?? this.timeoutMs, opts.signal, true);
     const text = await readAll(res.message, res.deadline);
-    if ((res.message.statusCode ?? 0) >= 300) throw statusError(res.message, text);
+    if ((res.message.statusCode ?? 0) >= 300) throw this.failed(res.message, text);
     try {
       return (text.length ? JSON.parse(text) : {}) as T;
     } catch {
@@ -105,7 +105,7 @@ export class KubeClient {
   async watch<T = unknown>(path: string, onEvent: (ev: WatchEvent<T>) => void, opts: WatchOptions = {}): Promise<void> {
     const res = await this.open('GET', path, undefined, undefined, opts.connectTimeoutMs ?? this.timeoutMs, opts.signal, false);
     const msg = res.message;
-    if ((msg.statusCode ?? 0) !== 200) throw statusError(msg, await readAll(msg, res.deadline));
+    if ((msg.statusCode ?? 0) !== 200) throw this.failed(msg, await readAll(msg, res.deadline));
     opts.onOpen?.();
     return new Promise<void>((resolve, reject) => {
       let buffered = '';
@@ -170,6 +170,12 @@ export class KubeClient {
   /** Frees the keep-alive sockets (tests, shutdown). */
   close(): void {
     this.agent.destroy();
+  }
+
+  /** A 401 may mean the token file was rotated since we read it: read it again next time. */
+  private failed(msg: http.IncomingMessage, text: string): ApiError {
+    if (msg.statusCode === 401) this.tokenCache = undefined;
+    return statusError(msg, text);
   }
 
   private token(): string | undefined {
