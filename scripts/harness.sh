@@ -44,7 +44,7 @@ answers() { [ -S "$SOCK" ] && timeout 5 ctr --address "$SOCK" version >/dev/null
 
 install_packages() {
   local need=() pkg
-  for pkg in containerd runc busybox-static gcc libc6-dev; do
+  for pkg in containerd runc busybox-static gcc libc6-dev procps; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   [ ${#need[@]} -eq 0 ] && return 0

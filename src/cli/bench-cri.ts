@@ -127,6 +127,7 @@ export async function run(argv: string[]): Promise<number> {
       await timed(s('ListContainerStats'), () => client.listContainerStats());
       await timed(s('PodSandboxStats'), () => client.podSandboxStats(sb));
       await timed(s('ListPodSandboxStats'), () => client.listPodSandboxStats());
+      await timed(s('ListPodSandboxStats via container stats'), () => client.listPodSandboxStatsFromContainers());
       await timed(s('ListImages'), () => client.listImages());
       await timed(s('ImageStatus'), () => client.imageStatus(IMAGES.hog));
       await timed(s('ImageFsInfo'), () => client.imageFsInfo());

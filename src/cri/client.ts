@@ -92,7 +92,8 @@ export class CriClient {
       'grpc.min_reconnect_backoff_ms': 50,
       'grpc.max_reconnect_backoff_ms': 1000,
       'grpc.max_receive_message_length': 16 * 1024 * 1024,
-      // Stats calls must not share a subchannel with another client's lifetime quirks.
+      // A connection of its own: close() really closes it, and another client of the same
+      // socket (a test, the demo) cannot leave it in reconnect backoff.
       'grpc.use_local_subchannel_pool': 1,
     };
     const Runtime = pkg.RuntimeService as grpc.ServiceClientConstructor;
@@ -226,6 +227,15 @@ export class CriClient {
         this.podStatsRpc = false;
       }
     }
+    return this.listPodSandboxStatsFromContainers(filter, opts);
+  }
+
+  /**
+   * ListPodSandboxStats computed the older way, from ListPodSandbox + ListContainers +
+   * ListContainerStats. Measured on containerd 1.6 with 20 pods it is several times faster than
+   * the pod-level RPC (see `evictd bench cri`), at the cost of the pause container's few KiB.
+   */
+  async listPodSandboxStatsFromContainers(filter: PodSandboxStatsFilter = {}, opts: CallOptions = {}): Promise<PodSandboxStats[]> {
     const pf: PodSandboxFilter = { state: 'SANDBOX_READY' };
     if (filter.id) pf.id = filter.id;
     if (filter.labelSelector) pf.labelSelector = filter.labelSelector;

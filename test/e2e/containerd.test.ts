@@ -95,6 +95,12 @@ test('reads container and pod stats: the hog shows the memory it touched', async
   assert.deepEqual(ids, [hogPod.sandboxId, idlePod.sandboxId].sort());
   const idle = all.find((s) => s.attributes?.id === idlePod.sandboxId);
   assert.ok((idle?.linux?.memory?.workingSetBytes?.value ?? Infinity) < 16 * MiB, 'the idle pod is small');
+  // The fallback for runtimes without pod stats sees the same pods and the same hog.
+  const derived = await client.listPodSandboxStatsFromContainers({ labelSelector: { [RUN_LABEL]: runId } });
+  assert.deepEqual(derived.map((s) => s.attributes?.id).sort(), ids);
+  const hogDerived = derived.find((s) => s.attributes?.id === hogPod.sandboxId);
+  assert.ok((hogDerived?.linux?.memory?.workingSetBytes?.value ?? 0) >= 48 * MiB);
+  assert.deepEqual(hogDerived?.linux?.containers.map((c) => c.attributes?.id), [hogId]);
 });
 
 test('a hog that outgrows its limit is OOM-killed by the kernel, and the runtime says so', async (t) => {
