@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "evictd_kernel",
-      "sources": ["native/addon.cc", "native/watcher.cc", "native/errors.cc"],
+      "sources": ["native/addon.cc", "native/watcher.cc", "native/errors.cc", "native/off_loop.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
       "cflags!": ["-fno-exceptions"],

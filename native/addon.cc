@@ -67,12 +67,15 @@ void WriteOrThrow(Napi::Env env, int fd, const std::string& text, const std::str
   if (static_cast<size_t>(n) != text.size()) throw SystemError(env, EIO, "write", path);
 }
 
-// openMemcgEvent(controlPath, targetPath, args, probePath, callback)
+// openMemcgEvent(controlPath, targetPath, args, probePath, callback, onArmed?)
 // cgroup v1 memcg notification: an eventfd registered by writing
 // "<eventfd> <fd of target> [args]" to cgroup.event_control. Targets: memory.usage_in_bytes or
 // memory.memsw.usage_in_bytes with a byte threshold (fires on up and down crossings),
 // memory.pressure_level with "low|medium|critical[,default|hierarchy|local]", and
 // memory.oom_control with no args. See Documentation/admin-guide/cgroup-v1/memory.rst.
+// The files are opened here (missing ones throw at once); the registration write runs off the
+// loop, because a threshold registration waits for an RCU grace period, and `onArmed` runs
+// once it is in force (a failed write reaches `callback` as an error instead).
 Napi::Value OpenMemcgEvent(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string control_path = StringArg(info, 0, "controlPath");
@@ -80,6 +83,7 @@ Napi::Value OpenMemcgEvent(const Napi::CallbackInfo& info) {
   std::string args = StringArg(info, 2, "args");
   std::string probe_path = StringArg(info, 3, "probePath");
   Napi::Function callback = FunctionArg(info, 4);
+  Napi::Function on_armed = info.Length() > 5 && info[5].IsFunction() ? info[5].As<Napi::Function>() : Napi::Function();
 
   Fd event_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (event_fd.get() < 0) throw SystemError(env, errno, "eventfd", control_path);
@@ -88,12 +92,15 @@ Napi::Value OpenMemcgEvent(const Napi::CallbackInfo& info) {
   Fd probe_fd(OpenOrThrow(env, probe_path, O_RDONLY));
   std::string line = std::to_string(event_fd.get()) + " " + std::to_string(target_fd.get());
   if (!args.empty()) line += " " + args;
-  // The kernel takes its own references during this write: the target and control fds can be
-  // closed right after. The registration lives until the eventfd is closed (or the cgroup is
-  // removed, which signals the eventfd once).
-  WriteOrThrow(env, control_fd.get(), line, control_path);
-  return Watcher::Create(env, Data(env), SourceKind::kEventfd, event_fd.release(), control_path,
-                         probe_fd.release(), probe_path, callback);
+  // The kernel resolves both fds during the write and keeps its own references: the target fd
+  // can go once the write is done (the control fd is closed by the arming work). The
+  // registration lives until the eventfd is closed, or the cgroup is removed (which signals the
+  // eventfd once).
+  Napi::Object watcher = Watcher::Create(env, Data(env), SourceKind::kEventfd, event_fd.release(), control_path,
+                                         probe_fd.release(), probe_path, callback);
+  int target = target_fd.release();
+  Watcher::Arm(Watcher::Unwrap(watcher)->source(), control_fd.release(), control_path, line, on_armed, target);
+  return watcher;
 }
 
 // openPsiTrigger(path, trigger, callback)
@@ -190,6 +197,7 @@ void FinalizeData(Napi::Env /*env*/, AddonData* data) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
+  data->env = env;
   data->watcher_constructor = Napi::Persistent(Watcher::DefineClass(env));
   env.SetInstanceData<AddonData, FinalizeData>(data);
   napi_status status = napi_add_async_cleanup_hook(env, &AddonData::OnEnvCleanup, data, &data->cleanup_hook);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "off_loop.h"
 
 namespace evictd {
 
@@ -76,6 +77,7 @@ Watcher::~Watcher() {
     BeginClose(source_);
     source_ = nullptr;
   }
+  on_armed_.Reset();
 }
 
 Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd,
@@ -120,14 +122,36 @@ Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, in
 void Watcher::BeginClose(Source* source) {
   if (source->closing) return;
   source->closing = true;
+  if (source->polling) uv_poll_stop(&source->poll);
+  source->polling = false;
+  // A registration still being written owns control_fd on a threadpool thread: ArmDone issues
+  // the uv_close when it comes back.
+  if (source->arming) return;
   uv_close(reinterpret_cast<uv_handle_t*>(&source->poll), &Watcher::OnClosed);
 }
 
 void Watcher::OnClosed(uv_handle_t* handle) {
   auto* source = static_cast<Source*>(handle->data);
-  CloseFd(source->poll_fd);
-  CloseFd(source->probe_fd);
-  CloseFd(source->inotify_fd);
+  if (source->data->tearing_down) {
+    // A worker (or the process) is going away: block here rather than queue more work.
+    CloseFd(source->poll_fd);
+    CloseFd(source->probe_fd);
+    CloseFd(source->inotify_fd);
+    Finish(source);
+    return;
+  }
+  int fds[3] = {source->poll_fd, source->probe_fd, source->inotify_fd};
+  source->poll_fd = source->probe_fd = source->inotify_fd = -1;
+  // close() of a PSI trigger or an inotify fd waits for a grace period: not on the JS thread.
+  RunOffLoop(
+      source->data->env,
+      [fds]() mutable {
+        for (int& fd : fds) CloseFd(fd);
+      },
+      [source]() { Finish(source); });
+}
+
+void Watcher::Finish(Source* source) {
   Watcher* owner = source->owner;
   AddonData* data = source->data;
   data->SourceClosed(source);
@@ -137,6 +161,69 @@ void Watcher::OnClosed(uv_handle_t* handle) {
     owner->Closed(data->tearing_down);
   }
   if (data->instance_finalized && data->sources.empty()) delete data;
+}
+
+void Watcher::Arm(Source* source, int control_fd, const std::string& control_path, const std::string& line,
+                  Napi::Function on_armed, int target_fd) {
+  source->arming = true;
+  source->control_fd = control_fd;
+  source->target_fd = target_fd;
+  source->control_path = control_path;
+  source->arm_line = line;
+  if (source->owner != nullptr && !on_armed.IsEmpty()) source->owner->on_armed_ = Napi::Persistent(on_armed);
+  RunOffLoop(
+      source->data->env,
+      [source]() {
+        // Only this thread touches the source until ArmDone: the loop thread sees `arming`.
+        ssize_t n = write(source->control_fd, source->arm_line.data(), source->arm_line.size());
+        if (n < 0) source->arm_error = errno;
+        else if (static_cast<size_t>(n) != source->arm_line.size()) source->arm_error = EIO;
+        CloseFd(source->control_fd);
+        CloseFd(source->target_fd);
+      },
+      [source]() { ArmDone(source); });
+}
+
+void Watcher::ArmDone(Source* source) {
+  source->arming = false;
+  if (source->closing) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&source->poll), &Watcher::OnClosed);
+    return;
+  }
+  Watcher* owner = source->owner;
+  if (source->arm_error != 0) {
+    int err = source->arm_error;
+    std::string path = source->control_path;
+    BeginClose(source);
+    if (owner != nullptr) owner->DispatchError(err, "write", path);
+    return;
+  }
+  int err = UpdatePolling(source);
+  if (err != 0) {
+    std::string path = source->poll_path;
+    BeginClose(source);
+    if (owner != nullptr) owner->DispatchError(err, "uv_poll_start", path);
+    return;
+  }
+  if (owner != nullptr && !owner->on_armed_.IsEmpty()) {
+    Napi::FunctionReference on_armed = std::move(owner->on_armed_);
+    Napi::HandleScope scope(owner->Env());
+    owner->CallJs(on_armed, {});
+  }
+}
+
+// Brings uv_poll in line with start()/stop(); a no-op while arming or closing.
+int Watcher::UpdatePolling(Source* source) {
+  if (source->arming || source->closing || source->want_poll == source->polling) return 0;
+  if (!source->want_poll) {
+    uv_poll_stop(&source->poll);
+    source->polling = false;
+    return 0;
+  }
+  int flags = source->kind == SourceKind::kPsi ? UV_PRIORITIZED : UV_READABLE;
+  int err = uv_poll_start(&source->poll, flags, &Watcher::OnPoll);
+  if (err == 0) source->polling = true;
+  return err;
 }
 
 void Watcher::Closed(bool tearing_down) {
@@ -259,20 +346,17 @@ void Watcher::DispatchError(int err, const char* syscall, const std::string& pat
 Napi::Value Watcher::Start(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
-  if (!source_->started) {
-    int flags = source_->kind == SourceKind::kPsi ? UV_PRIORITIZED : UV_READABLE;
-    int err = uv_poll_start(&source_->poll, flags, &Watcher::OnPoll);
-    if (err != 0) throw SystemError(env, err, "uv_poll_start", source_->poll_path);
-    source_->started = true;
-  }
+  source_->want_poll = true;
+  int err = UpdatePolling(source_);
+  if (err != 0) throw SystemError(env, err, "uv_poll_start", source_->poll_path);
   return env.Undefined();
 }
 
 Napi::Value Watcher::Stop(const Napi::CallbackInfo& info) {
   // Signals that arrive while stopped stay pending in the fd and are delivered on start().
-  if (source_ != nullptr && !source_->closing && source_->started) {
-    uv_poll_stop(&source_->poll);
-    source_->started = false;
+  if (source_ != nullptr && !source_->closing) {
+    source_->want_poll = false;
+    UpdatePolling(source_);
   }
   return info.Env().Undefined();
 }

@@ -49,12 +49,22 @@ struct Source {
   int probe_fd = -1;
   std::string poll_path;
   std::string probe_path;
-  bool started = false;
-  bool closing = false;
+  // Registration through cgroup.event_control, done off the loop (see off_loop.h): until it
+  // completes the source is `arming` and does not poll; close requests wait for it.
+  bool arming = false;
+  int control_fd = -1;
+  int target_fd = -1;
+  std::string control_path;
+  std::string arm_line;
+  int arm_error = 0;
+  bool want_poll = false;  // start() called (and not stop())
+  bool polling = false;    // uv_poll_start in force
+  bool closing = false;    // close requested; uv_close issued once not arming
 };
 
 // Per-environment state (main thread and each worker get their own): no process globals.
 struct AddonData {
+  napi_env env = nullptr;
   Napi::FunctionReference watcher_constructor;
   std::unordered_set<Source*> sources;
   napi_async_cleanup_hook_handle cleanup_hook = nullptr;
@@ -84,9 +94,19 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
   // Idempotent; the source is freed (fds closed) in OnClosed, on a later loop turn.
   static void BeginClose(Source* source);
 
+  // Writes `line` to `control_fd` off the loop, then closes it; the watcher polls (if started)
+  // once the registration is in force and calls `on_armed`, or fails with the write's errno.
+  static void Arm(Source* source, int control_fd, const std::string& control_path, const std::string& line,
+                  Napi::Function on_armed, int target_fd);
+
+  Source* source() const { return source_; }
+
  private:
   static void OnPoll(uv_poll_t* handle, int status, int events);
   static void OnClosed(uv_handle_t* handle);
+  static void Finish(Source* source);
+  static void ArmDone(Source* source);
+  static int UpdatePolling(Source* source);
 
   void DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* text, size_t text_len);
   void DispatchError(int err, const char* syscall, const std::string& path);
@@ -105,6 +125,7 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
   Source* source_ = nullptr;  // null once closed
   bool closed_ = false;
   Napi::FunctionReference callback_;
+  Napi::FunctionReference on_armed_;
   std::vector<Napi::FunctionReference> close_callbacks_;
   std::unique_ptr<Napi::AsyncContext> async_context_;
 };

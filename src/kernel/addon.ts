@@ -19,7 +19,8 @@ export interface NativeWatcher {
 export type NativeCallback = (err: Error | null, count?: number, monotonicNs?: bigint, text?: string) => void;
 
 export interface NativeAddon {
-  openMemcgEvent(controlPath: string, targetPath: string, args: string, probePath: string, cb: NativeCallback): NativeWatcher;
+  /** The registration completes off the loop: `onArmed` runs once it is in force. */
+  openMemcgEvent(controlPath: string, targetPath: string, args: string, probePath: string, cb: NativeCallback, onArmed?: () => void): NativeWatcher;
   openPsiTrigger(path: string, trigger: string, cb: NativeCallback): NativeWatcher;
   openKernfsFile(path: string, cb: NativeCallback): NativeWatcher;
   monotonicNs(): bigint;

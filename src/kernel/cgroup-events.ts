@@ -15,5 +15,9 @@ export function eventsKind(file: string): WatchKind {
  * controller is on v1); cgroup.events works in every cgroup2 cgroup.
  */
 export function watchCgroupEvents(file: string): Watcher {
-  return new NativeBackedWatcher(eventsKind(file), file, (cb) => addon().openKernfsFile(file, cb));
+  return new NativeBackedWatcher(eventsKind(file), file, (cb, onArmed) => {
+    const native = addon().openKernfsFile(file, cb);
+    onArmed();
+    return native;
+  });
 }

@@ -10,9 +10,9 @@ function checkBytes(field: string, value: number): void {
   if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${field}: ${JSON.stringify(value)}: must be a positive integer number of bytes`);
 }
 
-function openThreshold(cgroupDir: string, usageFile: string, bytes: number, cb: NativeCallback): NativeWatcher {
+function openThreshold(cgroupDir: string, usageFile: string, bytes: number, cb: NativeCallback, onArmed: () => void): NativeWatcher {
   const file = path.join(cgroupDir, usageFile);
-  return addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), file, String(bytes), file, cb);
+  return addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), file, String(bytes), file, cb, onArmed);
 }
 
 class MemcgThresholdWatcher extends NativeBackedWatcher implements ThresholdWatcher {
@@ -23,7 +23,7 @@ class MemcgThresholdWatcher extends NativeBackedWatcher implements ThresholdWatc
     private readonly usageFile: string,
     thresholdBytes: number,
   ) {
-    super('memcg-threshold', path.join(cgroupDir, usageFile), (cb) => openThreshold(cgroupDir, usageFile, thresholdBytes, cb), usageFile.replace(/^memory\./, ''));
+    super('memcg-threshold', path.join(cgroupDir, usageFile), (cb, onArmed) => openThreshold(cgroupDir, usageFile, thresholdBytes, cb, onArmed), usageFile.replace(/^memory\./, '').replace(/\./g, '_'));
     this.bytes = thresholdBytes;
   }
 
@@ -31,10 +31,11 @@ class MemcgThresholdWatcher extends NativeBackedWatcher implements ThresholdWatc
     return this.bytes;
   }
 
-  rearm(thresholdBytes: number): void {
+  rearm(thresholdBytes: number): Promise<void> {
     checkBytes('thresholdBytes', thresholdBytes);
-    this.replaceNative((cb) => openThreshold(this.cgroupDir, this.usageFile, thresholdBytes, cb));
+    const armed = this.replaceNative((cb, onArmed) => openThreshold(this.cgroupDir, this.usageFile, thresholdBytes, cb, onArmed));
     this.bytes = thresholdBytes;
+    return armed;
   }
 }
 
@@ -64,7 +65,7 @@ export function watchPressureLevel(cgroupDir: string, level: PressureLevel, mode
   return new NativeBackedWatcher(
     'memcg-pressure-level',
     target,
-    (cb) => addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, `${level},${mode}`, probe, cb),
+    (cb, onArmed) => addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, `${level},${mode}`, probe, cb, onArmed),
     'usage_in_bytes',
   );
 }
@@ -75,5 +76,5 @@ export function watchPressureLevel(cgroupDir: string, level: PressureLevel, mode
  */
 export function watchOom(cgroupDir: string): Watcher {
   const target = path.join(cgroupDir, 'memory.oom_control');
-  return new NativeBackedWatcher('memcg-oom', target, (cb) => addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, '', target, cb));
+  return new NativeBackedWatcher('memcg-oom', target, (cb, onArmed) => addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, '', target, cb, onArmed));
 }

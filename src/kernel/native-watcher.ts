@@ -3,17 +3,42 @@ import { parseCounters } from './counters';
 import type { NativeCallback, NativeWatcher } from './addon';
 import type { KernelEvent, Watcher, WatchKind } from './types';
 
-/** Opens one native source with the given callback. */
-export type NativeOpener = (cb: NativeCallback) => NativeWatcher;
+/**
+ * Opens one native source. `onArmed` must be called once the kernel registration is in force:
+ * memcg events pass it to the addon (their registration completes off the loop); PSI triggers
+ * and kernfs files are armed when the open returns.
+ */
+export type NativeOpener = (cb: NativeCallback, onArmed: () => void) => NativeWatcher;
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // The failure also reaches 'error' listeners: a ready() nobody awaits must not crash the process.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
 
 /**
- * The TS face of one native source. Runs on the loop of the thread that created it. It can swap
- * its native source for a new one (threshold re-arm): the new source is armed and polling before
- * the old one is closed, and events from the old one after the swap are dropped.
+ * The TS face of one native source; runs on the loop of the thread that created it. A threshold
+ * re-arm swaps the source: the new one is opened, and only once the kernel has it in force is
+ * the old one closed, so there is no moment without a registration. Until then the old one keeps
+ * reporting.
  */
 export class NativeBackedWatcher extends EventEmitter implements Watcher {
   readonly mechanism = 'native' as const;
   private native: NativeWatcher;
+  private pending: { native: NativeWatcher; armed: Deferred } | undefined;
+  private armed: Deferred;
   private refed = true;
   private paused = false;
   private state: 'open' | 'failed' | 'closed' = 'open';
@@ -27,67 +52,98 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
     private readonly singleCounter = 'value',
   ) {
     super();
-    this.native = this.openNative(open);
+    this.armed = deferred();
+    const armed = this.armed;
+    this.native = this.openNative(open, () => armed.resolve());
   }
 
   get closed(): boolean {
     return this.state !== 'open';
   }
 
+  /** Resolves once the kernel registration is in force (rejects if it failed). */
+  ready(): Promise<void> {
+    return this.pending?.armed.promise ?? this.armed.promise;
+  }
+
   start(): void {
     if (this.state !== 'open') throw new Error(`${this.kind} watcher on ${this.source} is closed`);
     this.paused = false;
     this.native.start();
+    this.pending?.native.start();
   }
 
   stop(): void {
     this.paused = true;
-    if (this.state === 'open') this.native.stop();
+    if (this.state !== 'open') return;
+    this.native.stop();
+    this.pending?.native.stop();
   }
 
   ref(): this {
     this.refed = true;
-    if (this.state === 'open') this.native.ref();
+    if (this.state === 'open') for (const n of this.natives()) n.ref();
     return this;
   }
 
   unref(): this {
     this.refed = false;
-    if (this.state === 'open') this.native.unref();
+    if (this.state === 'open') for (const n of this.natives()) n.unref();
     return this;
   }
 
   close(): Promise<void> {
     if (this.closing === undefined) {
       if (this.state === 'open') this.state = 'closed';
-      const native = this.native;
-      this.closing = new Promise<void>((resolve) => native.close(resolve));
+      const natives = this.natives();
+      this.pending?.armed.reject(new Error(`${this.kind} watcher on ${this.source} closed before it was armed`));
+      this.closing = Promise.all(natives.map((n) => new Promise<void>((resolve) => n.close(resolve)))).then(() => undefined);
     }
     return this.closing;
   }
 
-  /** Arms a new source, then releases the old one: no moment without a registration. */
-  protected replaceNative(open: NativeOpener): void {
+  /** Opens a replacement source; the current one is closed once the replacement is armed. */
+  protected replaceNative(open: NativeOpener): Promise<void> {
     if (this.state !== 'open') throw new Error(`${this.kind} watcher on ${this.source} is closed`);
-    const old = this.native;
-    this.native = this.openNative(open);
-    old.close();
+    // A re-arm while another is in flight supersedes it.
+    if (this.pending !== undefined) {
+      this.pending.native.close();
+      this.pending.armed.reject(new Error('superseded by a later rearm'));
+    }
+    const armed = deferred();
+    const native: NativeWatcher = this.openNative(open, () => {
+      if (this.pending?.native !== native || this.state !== 'open') return;
+      const old = this.native;
+      this.native = native;
+      this.pending = undefined;
+      old.close();
+      armed.resolve();
+    });
+    this.pending = { native, armed };
+    return armed.promise;
   }
 
-  private openNative(open: NativeOpener): NativeWatcher {
-    // The callback runs on a later loop turn, after `native` is assigned.
+  private natives(): NativeWatcher[] {
+    return this.pending ? [this.native, this.pending.native] : [this.native];
+  }
+
+  private openNative(open: NativeOpener, onArmed: () => void): NativeWatcher {
+    // The callbacks run on later loop turns, after `native` is assigned.
     const native: NativeWatcher = open((err, count, monotonicNs, text) => {
-      // Late events from a source replaced by rearm(), or delivered after close(), are dropped.
-      if (native !== this.native || this.state !== 'open') return;
+      const current = native === this.native || native === this.pending?.native;
+      if (!current || this.state !== 'open') return;
       if (err) {
         this.state = 'failed';
+        for (const n of this.natives()) if (n !== native) n.close();
+        this.pending?.armed.reject(err);
+        this.armed.reject(err);
         this.emit('error', err);
         return;
       }
       const event: KernelEvent = { source: this.source, kind: this.kind, count: count ?? 1, monotonicNs: monotonicNs ?? 0n };
       if (text !== undefined) event.counters = parseCounters(text, this.singleCounter);
       this.emit('event', event);
-    });
+    }, onArmed);
     if (!this.refed) native.unref();
     if (!this.paused) native.start();
     return native;

@@ -31,6 +31,10 @@ abstract class PollingWatcher extends EventEmitter implements Watcher {
     return this.state !== 'open';
   }
 
+  ready(): Promise<void> {
+    return Promise.resolve();
+  }
+
   start(): void {
     if (this.state !== 'open') throw new Error(`${this.kind} poller on ${this.source} is closed`);
     if (this.timer !== undefined) return;
@@ -102,10 +106,11 @@ class UsagePoller extends PollingWatcher implements ThresholdWatcher {
     return this.bytes;
   }
 
-  rearm(thresholdBytes: number): void {
+  rearm(thresholdBytes: number): Promise<void> {
     if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
     this.bytes = thresholdBytes;
     this.above = this.read() >= thresholdBytes;
+    return Promise.resolve();
   }
 
   protected check(): Record<string, number> | null {

@@ -50,7 +50,11 @@ class NativePsiWatcher extends NativeBackedWatcher implements PsiWatcher {
     readonly trigger: string,
     readonly windowUs: number,
   ) {
-    super('psi', pressureFile, (cb) => addon().openPsiTrigger(pressureFile, trigger, cb));
+    super('psi', pressureFile, (cb, onArmed) => {
+      const native = addon().openPsiTrigger(pressureFile, trigger, cb);
+      onArmed();
+      return native;
+    });
   }
 }
 

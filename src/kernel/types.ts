@@ -38,6 +38,12 @@ export interface Watcher extends EventEmitter {
   /** 'native' (kernel notification) or 'polling' (the fallback). */
   readonly mechanism: 'native' | 'polling';
   readonly closed: boolean;
+  /**
+   * Resolves once the kernel registration is in force. memcg v1 registrations complete off the
+   * loop (a threshold registration waits for an RCU grace period, ~30 ms here); a crossing
+   * before that is not reported. Rejects (besides the 'error' event) when the registration fails.
+   */
+  ready(): Promise<void>;
   start(): void;
   stop(): void;
   /** Idempotent; resolves once the handle is closed and its fds are released. */
@@ -50,8 +56,11 @@ export interface Watcher extends EventEmitter {
 
 export interface ThresholdWatcher extends Watcher {
   readonly thresholdBytes: number;
-  /** Moves the threshold: the new one is armed before the old one is released (no gap). */
-  rearm(thresholdBytes: number): void;
+  /**
+   * Moves the threshold without a gap: the old registration keeps reporting until the new one
+   * is in force, then is released. Resolves at that moment.
+   */
+  rearm(thresholdBytes: number): Promise<void>;
 }
 
 export interface PsiWatcher extends Watcher {

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseCounters } from '../../src/kernel/counters';
+import { pollCounters, pollMemoryUsage } from '../../src/kernel/polling';
+import { Memhog, ScratchCgroup } from '../../src/kernel/workload';
+import { memcgV1Root, missingRoot, skipped } from '../support/environment';
+import { MiB, Recorder, v1Root, v2Root } from './support';
+
+test('parseCounters reads single values, flat keyed files and PSI lines', () => {
+  assert.deepEqual(parseCounters('123\n', 'usage_in_bytes'), { usage_in_bytes: 123 });
+  assert.deepEqual(parseCounters('populated 1\nfrozen 0\n'), { populated: 1, frozen: 0 });
+  assert.deepEqual(parseCounters('some avg10=1.50 avg60=0.00 avg300=0.00 total=42\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n'), {
+    some_avg10: 1.5,
+    some_avg60: 0,
+    some_avg300: 0,
+    some_total: 42,
+    full_avg10: 0,
+    full_avg60: 0,
+    full_avg300: 0,
+    full_total: 7,
+  });
+});
+
+test('the polling fallback reports usage crossings both ways, and cgroup.events changes', async (t) => {
+  if (skipped(t, missingRoot() ?? (memcgV1Root() === null ? 'no cgroup v1 memory controller' : null))) return;
+  const cg = ScratchCgroup.create(v1Root(), 'test', 1);
+  t.after(() => cg.remove());
+  const hog = await Memhog.start([cg.dir]);
+  t.after(() => hog.kill());
+  const threshold = Number(cg.read('memory.usage_in_bytes')) + 16 * MiB;
+  const w = pollMemoryUsage(cg.dir, threshold, 20);
+  t.after(() => w.close());
+  assert.equal(w.mechanism, 'polling');
+  const rec = new Recorder(w);
+  await hog.alloc(32 * MiB);
+  const up = await rec.waitEvent(() => true, 5000);
+  assert.ok((up.counters?.usage_in_bytes ?? 0) >= threshold);
+  await hog.free();
+  const down = await rec.waitEvent((e) => (e.counters?.usage_in_bytes ?? Infinity) < threshold, 5000);
+  assert.equal(down.kind, 'memcg-threshold');
+
+  const v2 = ScratchCgroup.create(v2Root(), 'test', 2);
+  t.after(() => v2.remove());
+  const hog2 = await Memhog.start([v2.dir]);
+  const events = new Recorder(pollCounters(v2.file('cgroup.events'), 20));
+  t.after(() => events.watcher.close());
+  await hog2.exit();
+  const e = await events.waitEvent((ev) => ev.counters?.populated === 0, 5000);
+  assert.equal(e.kind, 'cgroup-events');
+  await v2.remove();
+  const err = (await events.waitError(5000)) as NodeJS.ErrnoException;
+  assert.equal(err.code, 'ENOENT');
+});

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import { test } from 'node:test';
+import { addon } from '../../src/kernel/addon';
+import { watchPressureLevel } from '../../src/kernel/memcg';
+import { hasCapSysResource, psiWindowInForce, watchPsi } from '../../src/kernel/psi';
+import type { KernelError } from '../../src/kernel/types';
+import { memhogPath } from '../../src/kernel/addon';
+import { onRamFilesystem, ScratchCgroup, spawnInCgroups, thrashFile } from '../../src/kernel/workload';
+import { skipped } from '../support/environment';
+import { MiB, missingKernel, Recorder, v1Root, v2Root } from './support';
+
+test('the unprivileged PSI window rule: multiples of 2 s without CAP_SYS_RESOURCE', () => {
+  assert.equal(psiWindowInForce(1_000_000, false), 2_000_000);
+  assert.equal(psiWindowInForce(2_000_000, false), 2_000_000);
+  assert.equal(psiWindowInForce(2_000_001, false), 4_000_000);
+  assert.equal(psiWindowInForce(1_000_000, true), 1_000_000);
+  assert.equal(hasCapSysResource('CapEff:\t000001fffeffffff\n'), false);
+  assert.equal(hasCapSysResource('CapEff:\t000001ffffffffff\n'), true);
+});
+
+test('a PSI trigger reports the window in force; the kernel rejects what the rule forbids', (t) => {
+  if (skipped(t, missingKernel())) return;
+  const privileged = hasCapSysResource();
+  const w = watchPsi('/proc/pressure/memory', { kind: 'some', stallUs: 150_000, windowUs: 1_000_000 });
+  t.after(() => w.close());
+  assert.equal(w.windowUs, privileged ? 1_000_000 : 2_000_000);
+  assert.equal(w.trigger, `some 150000 ${w.windowUs}`);
+  if (!privileged) {
+    // Without the rounding, the kernel answers EINVAL: the rule is real on this host.
+    assert.throws(
+      () => addon().openPsiTrigger('/proc/pressure/memory', 'some 150000 1000000', () => undefined),
+      (err: KernelError) => err.code === 'EINVAL' && err.syscall === 'write' && err.path === '/proc/pressure/memory' && err.errno === -22,
+    );
+  }
+  assert.throws(() => watchPsi('/proc/pressure/memory', { kind: 'some', stallUs: 3_000_000, windowUs: 2_000_000 }), /stallUs/);
+});
+
+test('PSI triggers and a memcg pressure level fire under real page-cache thrash in a 64 MiB memcg', async (t) => {
+  if (skipped(t, missingKernel({ memcg: true, cgroup2: true }))) return;
+  const dir = os.tmpdir();
+  if (skipped(t, onRamFilesystem(dir) ? `${dir} is on tmpfs: page-cache thrash needs a disk filesystem` : null)) return;
+  const file = thrashFile(dir, 256 * MiB);
+  const memcg = ScratchCgroup.create(v1Root(), 'test', 1);
+  t.after(() => memcg.remove());
+  memcg.write('memory.limit_in_bytes', 64 * MiB);
+  const unified = ScratchCgroup.create(v2Root(), 'test', 2);
+  t.after(() => unified.remove());
+
+  const trigger = { kind: 'some' as const, stallUs: 20_000, windowUs: 2_000_000 };
+  const cgroupPsi = new Recorder(watchPsi(unified.file('memory.pressure'), trigger));
+  const systemPsi = new Recorder(watchPsi('/proc/pressure/memory', trigger));
+  const level = new Recorder(watchPressureLevel(memcg.dir, 'low'));
+  t.after(() => Promise.all([cgroupPsi, systemPsi, level].map((r) => r.watcher.close())).then(() => undefined));
+  await level.watcher.ready();
+
+  const child = spawnInCgroups([memcg.dir, unified.dir], [memhogPath, 'thrash', file, '40']);
+  t.after(() => child.kill('SIGKILL'));
+
+  const psi = await cgroupPsi.waitEvent(() => true, 30_000);
+  assert.equal(psi.kind, 'psi');
+  assert.equal(psi.source, unified.file('memory.pressure'));
+  assert.ok((psi.counters?.some_total ?? 0) > 0, 'the cgroup recorded stall time');
+  await systemPsi.waitEvent(() => true, 30_000);
+  const low = await level.waitEvent(() => true, 30_000);
+  assert.equal(low.kind, 'memcg-pressure-level');
+  assert.ok((low.counters?.usage_in_bytes ?? 0) > 0);
+  for (const r of [cgroupPsi, systemPsi, level]) assert.equal(r.errors.length, 0);
+});

@@ -1,0 +1,82 @@
+import fs from 'node:fs';
+import { nativeAvailable, nativeLoadError } from '../../src/kernel/addon';
+import type { KernelEvent, Watcher } from '../../src/kernel/types';
+import { cgroup2Root, memcgV1Root, missingRoot } from '../support/environment';
+
+export const MiB = 1024 * 1024;
+
+/** Why the kernel tests cannot run here (root, addon, cgroup mounts), or null. */
+export function missingKernel(needs: { memcg?: boolean; cgroup2?: boolean } = {}): string | null {
+  const root = missingRoot();
+  if (root !== null) return root;
+  if (!nativeAvailable()) return `native addon not built: ${nativeLoadError()?.message}`;
+  if (needs.memcg && memcgV1Root() === null) return 'no cgroup v1 memory controller at /sys/fs/cgroup/memory';
+  if (needs.cgroup2 && cgroup2Root() === null) return 'no cgroup2 mount';
+  return null;
+}
+
+export function v1Root(): string {
+  const r = memcgV1Root();
+  if (r === null) throw new Error('no cgroup v1 memory controller');
+  return r;
+}
+
+export function v2Root(): string {
+  const r = cgroup2Root();
+  if (r === null) throw new Error('no cgroup2 mount');
+  return r;
+}
+
+/** Open fds of this process, by number, from /proc/self/fd. */
+export function openFds(): string[] {
+  return fs.readdirSync('/proc/self/fd').sort();
+}
+
+/** Records a watcher's events and errors, and lets a test wait for the next matching one. */
+export class Recorder {
+  readonly events: KernelEvent[] = [];
+  readonly errors: Error[] = [];
+  private wake: (() => void) | undefined;
+
+  constructor(readonly watcher: Watcher) {
+    watcher.on('event', (e: KernelEvent) => {
+      this.events.push(e);
+      this.wake?.();
+    });
+    watcher.on('error', (e: Error) => {
+      this.errors.push(e);
+      this.wake?.();
+    });
+  }
+
+  /** Waits until an event at index >= `from` satisfies `match`; returns it. */
+  async waitEvent(match: (e: KernelEvent) => boolean, timeoutMs: number, from = 0): Promise<KernelEvent> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.events.slice(from).find(match);
+      if (found) return found;
+      if (this.errors.length > 0) throw new Error(`watcher on ${this.watcher.source} failed: ${this.errors[0].message}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no matching ${this.watcher.kind} event on ${this.watcher.source} within ${timeoutMs} ms (${this.events.length} events)`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  async waitError(timeoutMs: number): Promise<Error> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.errors.length === 0) {
+      if (Date.now() > deadline) throw new Error(`no error from ${this.watcher.source} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return this.errors[0];
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
