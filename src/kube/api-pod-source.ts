@@ -89,11 +89,13 @@ export class ApiPodSource extends EventEmitter implements PodSource {
     this.abort = new AbortController();
     let firstAttempt!: () => void;
     const first = new Promise<void>((resolve) => (firstAttempt = resolve));
-    this.running = this.loop(firstAttempt).catch((err: unknown) => {
-      // loop() catches everything it expects; this is a bug guard so nothing rejects unhandled
-      this.log.error({ err: String(err) }, 'kube: pod watch loop stopped');
-      firstAttempt();
-    });
+    this.running = this.loop(firstAttempt)
+      .catch((err: unknown) => {
+        // loop() catches everything it expects; this is a bug guard so nothing rejects unhandled
+        this.log.error({ err: String(err) }, 'kube: pod watch loop stopped');
+      })
+      // stop() during the first list must not leave start() pending
+      .finally(firstAttempt);
     return first;
   }
 

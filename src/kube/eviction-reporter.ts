@@ -202,6 +202,11 @@ export class EvictionReporter {
         const wait = Math.max(backoffMs(n, this.opts.initialBackoffMs ?? 500, this.opts.maxBackoffMs ?? 30_000), (e.retryAfterSeconds ?? 0) * 1000);
         this.log.warn({ what, status: e.status, reason: e.reason, err: e.message, attempt: n, retryInMs: wait }, 'kube: write failed; will retry');
         await sleep(wait, this.abort.signal);
+        if (this.abort.signal.aborted) {
+          this.stats.failures++;
+          this.log.warn({ what, attempts: n }, 'kube: write abandoned at shutdown');
+          return 'failed';
+        }
       }
     }
   }

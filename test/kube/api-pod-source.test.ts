@@ -184,6 +184,15 @@ describe('ApiPodSource against a local API server', () => {
     assert.equal(listRequests().length, 1);
   });
 
+  test('stop() during a slow first list: start() still resolves', async () => {
+    api.faults.push({ match: (r) => r.path === '/api/v1/pods', delayMs: 300 });
+    const started = startSource();
+    await waitFor('list sent', () => api.requests.length === 1);
+    source.stop();
+    await started;
+    assert.equal(source.healthy, false);
+  });
+
   test('stop() ends the loop and closes the watch', async () => {
     await startSource();
     await waitFor('watch open', () => api.openWatches === 1);

@@ -212,6 +212,19 @@ describe('EvictionReporter against a local API server', () => {
     assert.ok(many.stats.retries > 0);
   });
 
+  test('stop() abandons pending retries at once', async () => {
+    api.addPod(makePod('victim'));
+    api.faults.push({ match: () => true, status: 503, times: 1000 });
+    const slow = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 10_000, maxBackoffMs: 10_000 });
+    const done = slow.report(eviction('victim'));
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = Date.now();
+    slow.stop();
+    await done;
+    assert.ok(Date.now() - t0 < 1000, 'no 10 s backoff after stop');
+    assert.equal(api.requests.length, 1 + 2, 'status attempt, then each event tried once before giving up');
+  });
+
   test('report() never rejects, even with the API server gone', async () => {
     await api.stop();
     const r = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 5, maxBackoffMs: 10, maxAttempts: 3 });
