@@ -188,7 +188,7 @@ cmd_up() {
   [ "$(id -u)" = 0 ] || die "up: must run as root"
   install_packages
   mkdir -p "$DIR"
-  if [ -f "$DIR/cgroup-created" ] || [ ! -d "/sys/fs/cgroup/memory$CGROUP" ]; then
+  if [ -f "$DIR/cgroup-created" ] || ! cgroup_exists "$CGROUP"; then
     echo "$CGROUP" >"$DIR/cgroup-created"
   fi
   # containerd 1.6 puts shim sockets in /run/containerd/s whatever its state dir is.
@@ -196,7 +196,13 @@ cmd_up() {
     touch "$DIR/shimdir-created"
   fi
   build_images
-  if ! containerd_pid >/dev/null || ! answers; then
+  local pid
+  if pid=$(containerd_pid) && ! answers; then
+    log "containerd $pid does not answer; replacing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.02; done
+  fi
+  if ! containerd_pid >/dev/null; then
     write_config
     start_containerd
   fi
@@ -228,13 +234,29 @@ harness_shims() {
   return 0
 }
 
+# cgroup2 alone mounts at /sys/fs/cgroup; hybrid hosts have v1 controllers under it and
+# cgroup2 at /sys/fs/cgroup/unified.
+cgroup_hierarchies() {
+  local h
+  for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
+    [ -f "$h/cgroup.procs" ] && echo "$h"
+  done
+  return 0
+}
+
+cgroup_exists() {
+  local h
+  for h in $(cgroup_hierarchies); do [ -d "$h$1" ] && return 0; done
+  return 1
+}
+
 # Deepest first; rmdir only succeeds on empty cgroups, so nothing alive is touched. The root
 # itself goes only when `up` created it.
 remove_cgroups() {
   local root=$1 mindepth=1 h d
   [ -f "$DIR/cgroup-created" ] && mindepth=0
-  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/unified/; do
-    d="${h%/}$root"
+  for h in $(cgroup_hierarchies); do
+    d="$h$root"
     [ -d "$d" ] || continue
     find "$d" -mindepth "$mindepth" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
