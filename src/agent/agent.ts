@@ -58,7 +58,7 @@ export interface EvictionRecord {
   kill?: KillResult;
   error?: string;
   /** CLOCK_MONOTONIC ns (as decimal strings) of each step */
-  at: { event?: string; notified: string; decision: string; killSent?: string; stopSent?: string; stopDone?: string; released?: string };
+  at: { event?: string; notified: string; observed: string; decision: string; killSent?: string; stopSent?: string; stopDone?: string; released?: string };
   releasedWithinBound?: boolean;
   note?: string;
 }
@@ -205,6 +205,7 @@ export class Agent extends EventEmitter {
     o.metrics.passes.inc();
     // In the background: the mountpoint only decides the filesystem layout, it may lag a pass.
     if (trigger.sources.start || trigger.sources.housekeeping) void this.refreshImageFs();
+    const observedNs = ns();
     const obs = this.observe();
     const runtimePods = await this.listRuntimePods();
     const joined = joinPods(runtimePods, obs.pods, o.pods).filter((j) => !this.inFlight.has(j.runtime.uid));
@@ -216,7 +217,7 @@ export class Agent extends EventEmitter {
     this.scheduleGrace(ev);
     let result: PassResult;
     try {
-      result = await this.act(ev, joined, trigger, decisionNs);
+      result = await this.act(ev, joined, trigger, decisionNs, observedNs);
     } finally {
       // After acting: moving a line can block for an RCU grace period (see arming.ts), which
       // must not sit between a decision and its kill.
@@ -261,14 +262,14 @@ export class Agent extends EventEmitter {
     this.graceTimer = setTimeout(() => this.wake({ source: 'grace-period' }), Math.ceil((next - now) / 1e6) + 1);
   }
 
-  private async act(ev: Evaluation, joined: JoinedPod[], trigger: PassTrigger, decisionNs: bigint): Promise<PassResult> {
+  private async act(ev: Evaluation, joined: JoinedPod[], trigger: PassTrigger, decisionNs: bigint, observedNs: bigint): Promise<PassResult> {
     const o = this.o;
     const byUid = new Map(joined.map((j) => [j.runtime.uid, j]));
     if (ev.localStorageEvictions.length > 0) {
       let any = false;
       for (const e of ev.localStorageEvictions) {
         const j = byUid.get(e.pod.uid);
-        if (j) any = (await this.evictOne(j, e, null, false, trigger, decisionNs)).ok || any;
+        if (j) any = (await this.evictOne(j, e, null, false, trigger, decisionNs, observedNs)).ok || any;
       }
       return { again: any && !o.dryRun };
     }
@@ -307,14 +308,14 @@ export class Agent extends EventEmitter {
       const j = byUid.get(c.pod.uid);
       if (!j) continue;
       const fast = o.fastKill && plan.hard && isMemorySignal(plan.signal as Signal);
-      const rec = await this.evictOne(j, c, threshold, fast, trigger, decisionNs);
+      const rec = await this.evictOne(j, c, threshold, fast, trigger, decisionNs, observedNs);
       if (rec.ok) return { again: !o.dryRun };
     }
     o.logger.error({ signal: plan.signal, candidates: plan.candidates.length }, 'no candidate could be evicted this pass');
     return;
   }
 
-  private async evictOne(j: JoinedPod, e: Eviction, threshold: ThresholdStatus | null, fast: boolean, trigger: PassTrigger, decisionNs: bigint): Promise<EvictionRecord> {
+  private async evictOne(j: JoinedPod, e: Eviction, threshold: ThresholdStatus | null, fast: boolean, trigger: PassTrigger, decisionNs: bigint, observedNs: bigint): Promise<EvictionRecord> {
     const o = this.o;
     const rec: EvictionRecord = {
       pod: e.pod,
@@ -327,7 +328,7 @@ export class Agent extends EventEmitter {
       reasons: e.reasons,
       message: e.message,
       action: 'none',
-      at: { notified: String(trigger.firstNotifiedNs), decision: String(decisionNs) },
+      at: { notified: String(trigger.firstNotifiedNs), observed: String(observedNs), decision: String(decisionNs) },
     };
     if (trigger.firstEventNs !== null) rec.at.event = String(trigger.firstEventNs);
     const podLog = { pod: `${e.pod.namespace}/${e.pod.name}`, uid: e.pod.uid, signal: e.signal, threshold, observation: threshold?.observed, reasons: e.reasons, specSource: j.specSource };

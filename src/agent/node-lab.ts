@@ -167,9 +167,24 @@ export class NodeLab {
     return cgroupPids(this.memoryDir(pod.cgroupPath)).length > 0;
   }
 
+  /** Is this container's process still alive? (runc puts it in <pod cgroup>/<container id>.) */
+  containerAlive(pod: LabPod, container: string): boolean {
+    const id = pod.containers[container];
+    if (!id) return false;
+    return cgroupPids(path.join(this.memoryDir(pod.cgroupPath), id)).length > 0;
+  }
+
   /** Kernel OOM kills so far, machine-wide (/proc/vmstat oom_kill: v1 counts per leaf memcg only). */
   static oomKills(): number {
     return parseKeyValues(fs.readFileSync('/proc/vmstat', 'utf8'))['oom_kill'] ?? 0;
+  }
+
+  /** Stops and removes one pod's sandbox (best effort). */
+  async removePod(pod: LabPod): Promise<void> {
+    await this.client.stopPodSandbox(pod.sandboxId).catch(() => undefined);
+    await this.client.removePodSandbox(pod.sandboxId).catch(() => undefined);
+    const i = this.pods.indexOf(pod);
+    if (i >= 0) this.pods.splice(i, 1);
   }
 
   /** Stops and removes the lab's sandboxes (best effort, each step bounded by the client's deadlines). */

@@ -1,0 +1,250 @@
+/**
+ * Memory ramps against a real `evictd run`, for the demo and `evictd bench protect`: the agent
+ * runs as a child process on a NodeLab's node cgroup, a BestEffort hog pod ramps toward the
+ * node's limit, and each ramp ends evicted (the agent's log says so) or OOM-killed (the
+ * kernel's counter in the hog's cgroups says so).
+ *
+ * Timing, all on CLOCK_MONOTONIC (the hog, the kernel event and the agent share it):
+ * - crossing: when the node's available memory fell below the threshold line. The agent logs
+ *   the available memory it observed and when; the hog logs "<ns> <MiB held>" per MiB.
+ *   Counting back from the MiB held at the observation by the deficit below the line gives the
+ *   MiB step during which the line was crossed; its START is taken as the crossing (an upper
+ *   bound on the reaction: at most one step, 1 MiB, early).
+ * - reaction: crossing -> the kill (fast kill) or StopPodSandbox was sent.
+ * - freed: crossing -> the pod's memory was back (the agent's release wait).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { Quantity } from '../policy/quantity';
+import { hogSteps, type LabPod, type NodeLab } from './node-lab';
+
+export interface AgentProcessOptions {
+  lab: NodeLab;
+  endpoint: string;
+  evictionHard: string;
+  /** extra `evictd run` flags, e.g. ['--notifications', 'none', '--housekeeping-interval', '1s'] */
+  extraArgs?: string[];
+}
+
+/** One JSON log line of the agent. */
+export type LogLine = Record<string, unknown> & { msg?: string; pod?: string };
+
+/** `evictd run` as a child process, its JSON log lines collected. */
+export class AgentProcess {
+  readonly lines: LogLine[] = [];
+  private readonly waiters: { match: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
+  metricsAddress: string | null = null;
+  exited: Promise<number | null>;
+
+  private constructor(readonly child: ChildProcess) {
+    const rl = readline.createInterface({ input: child.stdout! });
+    rl.on('line', (text) => {
+      let l: LogLine;
+      try {
+        l = JSON.parse(text) as LogLine;
+      } catch {
+        return;
+      }
+      this.lines.push(l);
+      if (l.msg === 'evictd starting' && typeof l.metricsAddress === 'string') this.metricsAddress = l.metricsAddress;
+      for (const w of [...this.waiters]) {
+        if (w.match(l)) {
+          this.waiters.splice(this.waiters.indexOf(w), 1);
+          w.resolve(l);
+        }
+      }
+    });
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  static async start(o: AgentProcessOptions): Promise<AgentProcess> {
+    const bin = path.resolve(__dirname, '..', '..', '..', 'bin', 'evictd.js');
+    const args = [
+      bin,
+      'run',
+      '--cgroup-root',
+      o.lab.root,
+      '--container-runtime-endpoint',
+      o.endpoint,
+      '--eviction-hard',
+      o.evictionHard,
+      '--metrics-address',
+      '127.0.0.1:0',
+      '--release-timeout',
+      '3s',
+      ...(o.extraArgs ?? []),
+    ];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const p = new AgentProcess(child);
+    const started = await Promise.race([p.waitFor((l) => l.msg === 'evictd starting', 15_000).catch(() => null), p.exited.then(() => null)]);
+    if (!started) {
+      child.kill('SIGKILL');
+      throw new Error(`evictd run did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    }
+    return p;
+  }
+
+  /** Resolves with the first line (already seen or to come) that matches. */
+  waitFor(match: (l: LogLine) => boolean, timeoutMs: number): Promise<LogLine> {
+    const seen = this.lines.find(match);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const w = { match, resolve: (l: LogLine) => (clearTimeout(timer), resolve(l)) };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        reject(new Error('timeout'));
+      }, timeoutMs);
+      this.waiters.push(w);
+    });
+  }
+
+  /** CPU seconds (user + system) the agent has used so far, from /proc/<pid>/stat. */
+  cpuSeconds(): number {
+    const stat = fs.readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 after the command name.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+
+  async stop(): Promise<number | null> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
+    const code = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+}
+
+export interface RampResult {
+  pod: string;
+  labPod: LabPod;
+  rateMiBs: number;
+  outcome: 'evicted' | 'oom-killed' | 'survived';
+  /** kernel OOM kills counted in the hog's cgroups */
+  oomKills: number;
+  crossingMiB?: number;
+  reactionMs?: number;
+  /** kernel event -> kill sent */
+  eventReactionMs?: number;
+  /** crossing -> decision */
+  decisionMs?: number;
+  freedMs?: number;
+  /** crossing -> StopPodSandbox done */
+  stoppedMs?: number;
+  action?: string;
+  signal?: string;
+  threshold?: string;
+  observedAvailableMiB?: number;
+  reasons?: string[];
+}
+
+/**
+ * Kernel OOM kills of a pod. cgroup v1 counts an OOM kill (memory.oom_control oom_kill) only in
+ * the victim's own memcg, a container cgroup under the pod's: sum the tree. cgroup v2's
+ * memory.events is hierarchical: the pod cgroup's count is the total.
+ */
+function oomKillsUnder(dir: string, version: 1 | 2): number {
+  const read = (d: string): number => {
+    try {
+      const text = fs.readFileSync(path.join(d, version === 1 ? 'memory.oom_control' : 'memory.events'), 'utf8');
+      return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0);
+    } catch {
+      return 0;
+    }
+  };
+  if (version === 2) return read(dir);
+  let total = 0;
+  const walk = (d: string): void => {
+    total += read(d);
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) if (e.isDirectory()) walk(path.join(d, e.name));
+  };
+  walk(dir);
+  return total;
+}
+
+const MiB = 1024 * 1024;
+
+/** Bytes of a threshold as logged ("100Mi" or "10%") for a capacity. */
+function lineBytes(quantity: string, capacity: number): number {
+  if (quantity.endsWith('%')) return Math.trunc((capacity * Number(quantity.slice(0, -1))) / 100);
+  return Quantity.parse(quantity).value();
+}
+
+/**
+ * One ramp: a BestEffort hog pod ramps at `rateMiBs` to `targetMiB` (past the node's limit)
+ * and is either evicted by the agent or OOM-killed by the kernel.
+ */
+export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: string; rateMiBs: number; targetMiB: number; namespace?: string }): Promise<RampResult> {
+  const pod: LabPod = await lab.runPod({ name: o.name, namespace: o.namespace ?? 'demo', qos: 'BestEffort', containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: [String(o.rateMiBs), String(o.targetMiB), '0'] }] });
+  const podKey = `${pod.namespace}/${pod.name}`;
+  const rampMs = (o.targetMiB / o.rateMiBs) * 1000;
+  const evicted = agent.waitFor((l) => l.msg === 'evicted pod' && l.pod === podKey, rampMs + 10_000).catch(() => null);
+  // The ramp is over when the hog's processes are gone (killed either way) or its time is up.
+  const deadline = Date.now() + rampMs + 10_000;
+  let started = false;
+  while (Date.now() < deadline) {
+    const alive = lab.containerAlive(pod, 'hog');
+    const logged = lab.podLog(pod, 'hog').length > 0;
+    if (logged) started = true;
+    if (started && !alive) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // Give the agent's eviction line (written after its release wait) a moment to arrive.
+  const line = await Promise.race([evicted, new Promise<null>((r) => setTimeout(() => r(null), 4000))]);
+  const oomKills = oomKillsUnder(lab.memoryDir(pod.cgroupPath), lab.layout.memoryVersion);
+  const steps = hogSteps(lab.podLog(pod, 'hog'));
+  const result: RampResult = { pod: podKey, labPod: pod, rateMiBs: o.rateMiBs, oomKills, outcome: line && oomKills === 0 ? 'evicted' : oomKills > 0 ? 'oom-killed' : 'survived' };
+  if (line) {
+    const at = line.at as Record<string, string | undefined>;
+    const threshold = line.threshold as { quantity: string; observed: { available: number; capacity: number } } | null;
+    result.action = String(line.action);
+    result.signal = String(line.signal);
+    result.reasons = line.reasons as string[];
+    if (threshold) {
+      result.threshold = threshold.quantity;
+      result.observedAvailableMiB = threshold.observed.available / MiB;
+      const decision = BigInt(at.decision!);
+      // Where the hog was when the agent read the numbers it decided on.
+      const observed = BigInt(at.observed ?? at.decision!);
+      const before = steps.filter((s) => s.ns <= observed);
+      const held = before.length ? before[before.length - 1]!.mib : 0;
+      const deficit = lineBytes(threshold.quantity, threshold.observed.capacity) - threshold.observed.available;
+      const crossStep = Math.max(1, held - Math.floor(Math.max(0, deficit) / MiB));
+      const startOfStep = steps.find((s) => s.mib === crossStep - 1) ?? steps[0];
+      if (startOfStep) {
+        const cross = startOfStep.ns;
+        const sent = BigInt(at.killSent ?? at.stopSent!);
+        result.crossingMiB = crossStep;
+        result.reactionMs = Number(sent - cross) / 1e6;
+        result.decisionMs = Number(decision - cross) / 1e6;
+        if (at.released) result.freedMs = Number(BigInt(at.released) - cross) / 1e6;
+        if (at.stopDone) result.stoppedMs = Number(BigInt(at.stopDone) - cross) / 1e6;
+      }
+      if (at.event) result.eventReactionMs = Number(BigInt(at.killSent ?? at.stopSent!) - BigInt(at.event)) / 1e6;
+    }
+  }
+  return result;
+}
+
+export function percentile(values: number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const s = [...values].sort((a, b) => a - b);
+  // nearest rank
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
+export function round(x: number | null | undefined, digits = 1): number | null {
+  if (x === null || x === undefined || !Number.isFinite(x)) return null;
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}

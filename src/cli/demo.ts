@@ -1,0 +1,168 @@
+/**
+ * `evictd demo`: the README's main job on a fresh machine. Brings up the project's containerd
+ * harness, makes a 512 MiB "node" cgroup, runs a Guaranteed and a Burstable pod on it, starts
+ * `evictd run` on that node, then ramps a BestEffort memory hog toward the node's limit several
+ * times (faster each time) and prints each ramp's timeline: threshold crossed, decision, kill
+ * sent, memory freed. Tears everything down at the end (also on Ctrl-C).
+ */
+import { AgentProcess, percentile, round, runRamp, type RampResult } from '../agent/ramp-lab';
+import { NodeLab } from '../agent/node-lab';
+import { CriClient, ensureHarness, harnessMissing } from '../cri';
+import { badValue, UsageError } from './errors';
+import type { Command } from './main';
+import path from 'node:path';
+
+const MiB = 1024 * 1024;
+
+const USAGE = `usage: evictd demo [--json] [--rates LIST] [--node-memory MIB] [--threshold QUANTITY]
+
+Real containerd, real cgroups, real eviction, end to end (needs root; about a minute).
+  --json             one JSON object per event; the last line is {"summary": {...}}
+  --rates LIST       hog ramp rates in MiB/s, one ramp each (default 200,500,1000,2000,2000)
+  --node-memory MIB  the node cgroup's memory limit (default 512)
+  --threshold Q      the hard memory.available threshold (default 100Mi)`;
+
+interface DemoOptions {
+  json: boolean;
+  rates: number[];
+  nodeMiB: number;
+  threshold: string;
+}
+
+function parse(argv: string[]): DemoOptions | null {
+  const o: DemoOptions = { json: false, rates: [200, 500, 1000, 2000, 2000], nodeMiB: 512, threshold: '100Mi' };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new UsageError(`${flag}: needs a value`);
+      return v;
+    };
+    if (flag === '--help' || flag === '-h') return null;
+    else if (flag === '--json') o.json = true;
+    else if (flag === '--rates') {
+      const v = value();
+      o.rates = v.split(',').map((x) => Number(x.trim()));
+      if (o.rates.length === 0 || o.rates.some((r) => !Number.isInteger(r) || r <= 0 || r > 10_000)) throw badValue('--rates', v, 'must be whole MiB/s values between 1 and 10000, comma separated');
+    } else if (flag === '--node-memory') {
+      const v = value();
+      o.nodeMiB = Number(v);
+      if (!Number.isInteger(o.nodeMiB) || o.nodeMiB < 256 || o.nodeMiB > 8192) throw badValue('--node-memory', v, 'must be a whole number of MiB between 256 and 8192');
+    } else if (flag === '--threshold') {
+      o.threshold = value();
+      if (!/^\d+(Mi|Gi|M|G|Ki)?$/.test(o.threshold)) throw badValue('--threshold', o.threshold, 'must be a quantity such as 100Mi');
+    } else throw new UsageError(`demo: unknown flag ${JSON.stringify(a)} (see evictd demo --help)`);
+  }
+  return o;
+}
+
+export const demo: Command = async (argv) => {
+  const o = parse(argv);
+  if (!o) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  const missing = harnessMissing();
+  if (missing) throw new UsageError(`demo: ${missing}`);
+  const out = (event: Record<string, unknown>, text: string): void => {
+    process.stdout.write((o.json ? JSON.stringify(event) : text) + '\n');
+  };
+  const t0 = Date.now();
+  out({ event: 'harness' }, 'demo: bringing up the containerd harness (scripts/harness.sh up)...');
+  const harness = await ensureHarness();
+  const client = CriClient.connect(harness.endpoint, { timeoutMs: 5000 });
+  const lab = NodeLab.create(client, { name: 'evictd-demo', memoryLimitBytes: o.nodeMiB * MiB, logRoot: path.join(harness.dir, 'demo', String(process.pid)) });
+  let agent: AgentProcess | null = null;
+  let interrupted = false;
+  const onSignal = (): void => {
+    interrupted = true;
+  };
+  process.once('SIGINT', onSignal);
+  try {
+    out({ event: 'node', cgroup: lab.root, memoryMiB: o.nodeMiB, cgroups: lab.layout.mode }, `demo: node cgroup ${lab.root} with ${o.nodeMiB} MiB (cgroups ${lab.layout.mode})`);
+    const guaranteed = await lab.runPod({
+      name: 'web-guaranteed',
+      namespace: 'demo',
+      qos: 'Guaranteed',
+      containers: [{ name: 'app', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'while true; do sleep 1; done'], memoryLimitBytes: 64 * MiB }],
+      annotations: { 'evictd.io/requests': 'memory=64Mi,cpu=100m', 'evictd.io/limits': 'memory=64Mi,cpu=100m' },
+    });
+    const burstable = await lab.runPod({
+      name: 'api-burstable',
+      namespace: 'demo',
+      qos: 'Burstable',
+      containers: [{ name: 'app', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'while true; do sleep 1; done'], memoryLimitBytes: 128 * MiB }],
+      annotations: { 'evictd.io/requests': 'memory=32Mi', 'evictd.io/limits': 'memory=128Mi' },
+    });
+    out({ event: 'pods', pods: [guaranteed.name, burstable.name] }, `demo: pods ${guaranteed.name} (Guaranteed) and ${burstable.name} (Burstable) running`);
+    agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: `memory.available<${o.threshold}` });
+    out(
+      { event: 'agent', pid: agent.child.pid, metricsAddress: agent.metricsAddress, evictionHard: `memory.available<${o.threshold}` },
+      `demo: evictd run --cgroup-root ${lab.root} --eviction-hard memory.available<${o.threshold} (pid ${agent.child.pid}, metrics http://${agent.metricsAddress}/metrics)`,
+    );
+    const oomBefore = NodeLab.oomKills();
+    const results: RampResult[] = [];
+    const targetMiB = o.nodeMiB + 128;
+    for (let i = 0; i < o.rates.length && !interrupted; i++) {
+      const rate = o.rates[i]!;
+      out({ event: 'ramp-start', ramp: i + 1, rateMiBs: rate }, `\nramp ${i + 1}: hog-${i + 1} (BestEffort) allocates ${rate} MiB/s toward ${targetMiB} MiB (node limit ${o.nodeMiB} MiB)`);
+      const r = await runRamp(lab, agent, { name: `hog-${i + 1}`, rateMiBs: rate, targetMiB, namespace: 'demo' });
+      results.push(r);
+      if (r.outcome === 'evicted' && r.reactionMs !== undefined) {
+        const f = (x: number | undefined) => (x === undefined ? '?' : `+${x.toFixed(1)} ms`);
+        out(
+          { event: 'ramp', ramp: i + 1, ...r, labPod: undefined },
+          [
+            `  ${'+0.0 ms'.padStart(11)}  memory.available crossed ${o.threshold} (hog at ${r.crossingMiB} MiB)`,
+            `  ${f(r.decisionMs).padStart(11)}  decision: evict ${r.pod} (${(r.reasons ?? []).join('; ')})`,
+            `  ${f(r.reactionMs).padStart(11)}  ${r.action === 'fast-kill' ? 'kill sent (cgroup.kill), StopPodSandbox follows' : 'StopPodSandbox sent'}`,
+            `  ${f(r.freedMs).padStart(11)}  memory freed`,
+          ].join('\n'),
+        );
+      } else {
+        out({ event: 'ramp', ramp: i + 1, ...r, labPod: undefined }, `  ${r.outcome}${r.oomKills ? ` (kernel OOM kills: ${r.oomKills})` : ''}`);
+      }
+      await lab.removePod(r.labPod);
+      // The two long-lived pods come back for the next ramp only if something evicted them.
+      if (!(await lab.sandboxReady(guaranteed)) || !(await lab.sandboxReady(burstable))) out({ event: 'warning', message: 'a protected pod was stopped' }, '  warning: a protected pod was stopped');
+    }
+    // Idle CPU of the agent: 2 s to settle (the last stop completes), then 10 s of nothing.
+    await new Promise((r) => setTimeout(r, 2000));
+    const cpu0 = agent.cpuSeconds();
+    await new Promise((r) => setTimeout(r, 10_000));
+    const idleCpuPercent = ((agent.cpuSeconds() - cpu0) / 10) * 100;
+    const oomKills = NodeLab.oomKills() - oomBefore;
+    const reactions = results.flatMap((r) => (r.reactionMs !== undefined ? [r.reactionMs] : []));
+    const freed = results.flatMap((r) => (r.freedMs !== undefined ? [r.freedMs] : []));
+    const summary = {
+      evicted: results.filter((r) => r.outcome === 'evicted').map((r) => r.pod.split('/')[1]),
+      oomKills,
+      reactionP50Ms: round(percentile(reactions, 50), 2),
+      reactionP99Ms: round(percentile(reactions, 99), 2),
+      freedP50Ms: round(percentile(freed, 50), 1),
+      freedP99Ms: round(percentile(freed, 99), 1),
+      ramps: results.length,
+      ratesMiBs: o.rates.slice(0, results.length),
+      protectedPodsSurvived: (await lab.sandboxReady(guaranteed)) && (await lab.sandboxReady(burstable)),
+      idleCpuPercent: round(idleCpuPercent, 2),
+      durationS: round((Date.now() - t0) / 1000, 1),
+    };
+    if (!o.json) {
+      process.stdout.write(
+        `\nsummary: evicted ${summary.evicted.length}/${results.length} hogs before the kernel OOM killer (kernel OOM kills: ${oomKills})\n` +
+          `  reaction (crossing -> kill sent) p50 ${summary.reactionP50Ms} ms, p99 ${summary.reactionP99Ms} ms; memory back p50 ${summary.freedP50Ms} ms, p99 ${summary.freedP99Ms} ms\n` +
+          `  Guaranteed and Burstable pods survived: ${summary.protectedPodsSurvived}; agent idle CPU ${summary.idleCpuPercent}% of a core\n`,
+      );
+    }
+    process.stdout.write(JSON.stringify({ summary }) + '\n');
+    return summary.evicted.length === results.length && oomKills === 0 ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    if (!o.json) process.stdout.write('demo: tearing down\n');
+    await agent?.stop();
+    await lab.destroy().catch(() => undefined);
+    client.close();
+    await harness.release().catch(() => undefined);
+  }
+};
