@@ -174,6 +174,18 @@ export class NodeLab {
     return cgroupPids(path.join(this.memoryDir(pod.cgroupPath), id)).length > 0;
   }
 
+  /**
+   * Did the kernel OOM-kill this container? containerd records an OOM event of the task as the
+   * container's exit reason "OOMKilled" (the container's own cgroup, where cgroup v1 counts the
+   * kill, is removed with the container).
+   */
+  async containerOomKilled(pod: LabPod, container: string): Promise<boolean> {
+    const id = pod.containers[container];
+    if (!id) return false;
+    const st = await this.client.containerStatus(id).catch(() => null);
+    return st?.status?.reason === 'OOMKilled';
+  }
+
   /** Kernel OOM kills so far, machine-wide (/proc/vmstat oom_kill: v1 counts per leaf memcg only). */
   static oomKills(): number {
     return parseKeyValues(fs.readFileSync('/proc/vmstat', 'utf8'))['oom_kill'] ?? 0;

@@ -124,7 +124,7 @@ export interface RampResult {
   labPod: LabPod;
   rateMiBs: number;
   outcome: 'evicted' | 'oom-killed' | 'survived';
-  /** kernel OOM kills counted in the hog's cgroups */
+  /** kernel OOM kills of the hog: its cgroups' counters, or containerd's "OOMKilled" exit reason */
   oomKills: number;
   crossingMiB?: number;
   reactionMs?: number;
@@ -201,7 +201,7 @@ export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: stri
   }
   // Give the agent's eviction line (written after its release wait) a moment to arrive.
   const line = await Promise.race([evicted, new Promise<null>((r) => setTimeout(() => r(null), 4000))]);
-  const oomKills = oomKillsUnder(lab.memoryDir(pod.cgroupPath), lab.layout.memoryVersion);
+  const oomKills = Math.max(oomKillsUnder(lab.memoryDir(pod.cgroupPath), lab.layout.memoryVersion), (await lab.containerOomKilled(pod, 'hog')) ? 1 : 0);
   const steps = hogSteps(lab.podLog(pod, 'hog'));
   const result: RampResult = { pod: podKey, labPod: pod, rateMiBs: o.rateMiBs, oomKills, outcome: line && oomKills === 0 ? 'evicted' : oomKills > 0 ? 'oom-killed' : 'survived' };
   if (line) {
