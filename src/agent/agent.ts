@@ -14,7 +14,7 @@ import type { NodeObserver, Observation } from '../node/observer';
 import type { PolicyConfig } from '../policy/config';
 import { evaluate, initialState, resolvedByReclaim, type Evaluation, type Eviction, type PolicyState, type ThresholdStatus } from '../policy/evaluate';
 import { isMemorySignal } from '../policy/signals';
-import type { PodRef, Signal } from '../policy/types';
+import type { ContainerUsage, PodRef, Signal } from '../policy/types';
 import { joinPods, type JoinedPod } from './active-pods';
 import { Arming } from './arming';
 import { Controller, type PassResult, type PassTrigger } from './controller';
@@ -209,7 +209,13 @@ export class Agent extends EventEmitter {
     const obs = this.observe();
     const runtimePods = await this.listRuntimePods();
     const joined = joinPods(runtimePods, obs.pods, o.pods).filter((j) => !this.inFlight.has(j.runtime.uid));
-    const ev = evaluate(o.policy, this.state, { now: Number(ns()), node: obs.node, pods: joined.map((j) => j.active), layout: obs.layout });
+    const now = Number(ns());
+    let ev = evaluate(o.policy, this.state, { now, node: obs.node, pods: joined.map((j) => j.active), layout: obs.layout });
+    if (ev.thresholdsMet.some((t) => !isMemorySignal(t.signal) && t.signal !== 'pid.available') && (await this.addDiskUsage(joined))) {
+      // A disk threshold is met: rank on the pods' disk usage, read only now (it costs a
+      // runtime call per container). Same state and clock: the decision is the pass's.
+      ev = evaluate(o.policy, this.state, { now, node: obs.node, pods: joined.map((j) => j.active), layout: obs.layout });
+    }
     const decisionNs = ns();
     this.state = ev.state;
     this.lastEvaluation = ev;
@@ -227,6 +233,27 @@ export class Agent extends EventEmitter {
     this.lastPassOkAt = Date.now();
     if (this.runtimeOk) this.lastProblem = '';
     return result;
+  }
+
+  /** Adds writable-layer and log usage to the pods; false when the runtime cannot tell. */
+  private async addDiskUsage(joined: JoinedPod[]): Promise<boolean> {
+    if (!this.o.runtime.containerDiskUsage) return false;
+    let usage: Map<string, ContainerUsage[]>;
+    try {
+      usage = await this.o.runtime.containerDiskUsage();
+    } catch (err) {
+      this.o.metrics.runtimeErrors.inc({ call: 'containerDiskUsage' });
+      this.o.logger.warn({ err }, 'container disk usage unavailable; ranking without it');
+      return false;
+    }
+    for (const j of joined) {
+      const disk = usage.get(j.runtime.uid);
+      if (!disk) continue;
+      const u = (j.active.usage ??= { containers: [], volumes: [] });
+      // The pod-level memory entry stays; disk entries are per container.
+      u.containers = [...u.containers.filter((c) => c.memoryBytes !== undefined).map((c) => ({ name: c.name, memoryBytes: c.memoryBytes! })), ...disk];
+    }
+    return true;
   }
 
   /** Metrics for conditions and thresholds; a log line when they change. */

@@ -3,7 +3,7 @@
  * src/agent/adapters/ turn the real modules (src/kernel, src/cri, src/kube) into these, so the
  * agent's own logic can be unit tested with one fake at a time.
  */
-import type { NodeReclaimFunction, PodSpec } from '../policy/types';
+import type { ContainerUsage, NodeReclaimFunction, PodSpec } from '../policy/types';
 
 // ---------------------------------------------------------------------------------------------
 // Kernel notifications: they only wake the loop, they never carry a decision.
@@ -82,6 +82,11 @@ export interface RuntimePort {
   /** node-level reclaim (kubelet's deleteUnusedContainers / deleteUnusedImages) */
   reclaim(fn: NodeReclaimFunction): Promise<{ freedBytes?: number }>;
   imageFsInfo(): Promise<ImageFsInfo | undefined>;
+  /**
+   * Per-pod disk usage of running containers (writable layer, logs), by pod uid. Only read
+   * when a disk threshold is met: it costs a call per container.
+   */
+  containerDiskUsage?(): Promise<Map<string, ContainerUsage[]>>;
   close(): void;
 }
 

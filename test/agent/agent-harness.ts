@@ -49,7 +49,7 @@ export async function releaseHarness(): Promise<void> {
   harness = null;
 }
 
-export async function newLab(name: string, opts: Omit<NodeLabOptions, 'name' | 'logRoot'>): Promise<NodeLab> {
+export async function newLab(name: string, opts: Omit<NodeLabOptions, 'name' | 'logRoot'> & { logRoot?: string }): Promise<NodeLab> {
   const { client: c } = await criClient();
   return NodeLab.create(c, { name: `evictd-agent-${name}`, logRoot: path.join(AGENT_HARNESS_DIR, 'agent-tests', `${name}-${process.pid}`), ...opts });
 }

@@ -5,7 +5,8 @@
  */
 import { CriClient, evictPod, reclaimContainers, reclaimImages } from '../../cri';
 import type { PodSandbox } from '../../cri';
-import type { NodeReclaimFunction } from '../../policy/types';
+import fs from 'node:fs';
+import type { ContainerUsage, NodeReclaimFunction } from '../../policy/types';
 import type { ImageFsInfo, RuntimePod, RuntimePort, StopTimings } from '../ports';
 
 export function sandboxToPod(s: PodSandbox): RuntimePod {
@@ -64,6 +65,36 @@ export class CriRuntime implements RuntimePort {
     if (fsu.fsId?.mountpoint) out.mountpoint = fsu.fsId.mountpoint;
     if (fsu.usedBytes) out.usedBytes = fsu.usedBytes.value;
     if (fsu.inodesUsed) out.inodesUsed = fsu.inodesUsed.value;
+    return out;
+  }
+
+  async containerDiskUsage(): Promise<Map<string, ContainerUsage[]>> {
+    const [containers, stats] = await Promise.all([this.client.listContainers({ state: 'CONTAINER_RUNNING' }), this.client.listContainerStats()]);
+    const byId = new Map(stats.map((s) => [s.attributes?.id ?? '', s]));
+    const out = new Map<string, ContainerUsage[]>();
+    await Promise.all(
+      containers.map(async (c) => {
+        const uid = c.labels['io.kubernetes.pod.uid'];
+        if (!uid) return;
+        const u: ContainerUsage = { name: c.metadata?.name ?? c.id };
+        const layer = byId.get(c.id)?.writableLayer;
+        if (layer?.usedBytes) u.rootfsBytes = layer.usedBytes.value;
+        if (layer?.inodesUsed) u.rootfsInodes = layer.inodesUsed.value;
+        // Logs: the CRI log file the runtime writes for the container (on nodefs, as the kubelet's).
+        const logPath = (await this.client.containerStatus(c.id).catch(() => null))?.status?.logPath;
+        if (logPath) {
+          try {
+            u.logsBytes = fs.statSync(logPath).size;
+            u.logsInodes = 1;
+          } catch {
+            // rotated or removed
+          }
+        }
+        const list = out.get(uid) ?? [];
+        list.push(u);
+        out.set(uid, list);
+      }),
+    );
     return out;
   }
 
