@@ -1,0 +1,154 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import pino from 'pino';
+import { joinPods, specFromSandbox } from '../../src/agent/active-pods';
+import { Arming } from '../../src/agent/arming';
+import { parseListenAddress, startMetricsServer } from '../../src/agent/http-server';
+import { AgentMetrics } from '../../src/agent/metrics';
+import type { NotificationPort, RuntimePod, ThresholdHandle, WatchCallbacks } from '../../src/agent/ports';
+import type { MemoryReading } from '../../src/node/memory';
+import type { ObservedPodCgroup } from '../../src/node/observer';
+import { compileConfig, configFromFlags } from '../../src/policy/config';
+import { isCritical, qosClass } from '../../src/policy/pods';
+
+const MiB = 1024 * 1024;
+
+const sandbox = (uid: string, extra: Partial<RuntimePod> = {}): RuntimePod => ({
+  sandboxId: `sb-${uid}`,
+  uid,
+  name: `pod-${uid}`,
+  namespace: 'default',
+  labels: {},
+  annotations: {},
+  ready: true,
+  ...extra,
+});
+const cgroup = (uid: string, qos: ObservedPodCgroup['qos'], ws: number, limit?: number): ObservedPodCgroup => ({
+  uid,
+  qos,
+  path: `/kubepods/pod${uid}`,
+  usage: { memoryWorkingSetBytes: ws, memoryUsageBytes: ws, ...(limit ? { memoryLimitBytes: limit } : {}), processes: 2 },
+});
+
+test('runtime-only specs keep the QoS class of the cgroup path', () => {
+  assert.equal(qosClass(specFromSandbox(sandbox('g'), cgroup('g', 'Guaranteed', 10 * MiB, 64 * MiB))), 'Guaranteed');
+  assert.equal(qosClass(specFromSandbox(sandbox('b'), cgroup('b', 'Burstable', 10 * MiB, 64 * MiB))), 'Burstable');
+  assert.equal(qosClass(specFromSandbox(sandbox('b2'), cgroup('b2', 'Burstable', 10 * MiB))), 'Burstable');
+  assert.equal(qosClass(specFromSandbox(sandbox('e'), cgroup('e', 'BestEffort', 10 * MiB))), 'BestEffort');
+});
+
+test('annotations give priority and requests; kube-system without a priority is critical', () => {
+  const s = specFromSandbox(sandbox('a', { annotations: { 'evictd.io/priority': '1000', 'evictd.io/requests': 'memory=128Mi,cpu=250m' } }), cgroup('a', 'Burstable', 1));
+  assert.equal(s.priority, 1000);
+  assert.equal(s.containers[0]!.requests.memory!.value(), 128 * MiB);
+  assert.equal(isCritical(specFromSandbox(sandbox('k', { namespace: 'kube-system' }), cgroup('k', 'Burstable', 1))), true);
+  assert.equal(isCritical(specFromSandbox(sandbox('k2', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k2', 'Burstable', 1))), false);
+  // A malformed annotation is ignored, not fatal.
+  const bad = specFromSandbox(sandbox('x', { annotations: { 'evictd.io/requests': 'memory' } }), cgroup('x', 'BestEffort', 1));
+  assert.equal(qosClass(bad), 'BestEffort');
+});
+
+test('joinPods: only ready pods with a cgroup under this node, usage from the cgroup, the pod source first', () => {
+  const cgroups = new Map([
+    ['a', cgroup('a', 'Burstable', 50 * MiB)],
+    ['b', cgroup('b', 'BestEffort', 70 * MiB)],
+  ]);
+  const fromApi = specFromSandbox(sandbox('a', { annotations: { 'evictd.io/priority': '7' } }), cgroups.get('a'));
+  const joined = joinPods([sandbox('a'), sandbox('b'), sandbox('c'), sandbox('d', { ready: false })], cgroups, { get: (uid) => (uid === 'a' ? fromApi : undefined) });
+  assert.deepEqual(
+    joined.map((j) => [j.runtime.uid, j.specSource]),
+    [
+      ['a', 'pod-source'],
+      ['b', 'runtime'],
+    ],
+  );
+  assert.equal(joined[0]!.active.spec.priority, 7);
+  assert.equal(joined[1]!.active.usage!.containers[0]!.memoryBytes, 70 * MiB);
+  assert.equal(joined[1]!.active.usage!.processes, 2);
+});
+
+test('metrics address parsing', () => {
+  assert.deepEqual(parseListenAddress('127.0.0.1:9741'), { host: '127.0.0.1', port: 9741 });
+  assert.deepEqual(parseListenAddress(':9741'), { host: '0.0.0.0', port: 9741 });
+  assert.deepEqual(parseListenAddress('[::1]:80'), { host: '::1', port: 80 });
+  assert.equal(parseListenAddress('9741'), null);
+  assert.equal(parseListenAddress('a:99999'), null);
+});
+
+test('/metrics and /healthz on a real socket', async () => {
+  const m = new AgentMetrics();
+  m.evictions.inc({ signal: 'memory.available' });
+  let healthy = false;
+  const server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, m.registry, () => ({ ok: healthy, reason: 'no pass yet' }));
+  const get = (p: string) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      http.get(`http://${server.address}${p}`, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      }).on('error', reject);
+    });
+  try {
+    const metrics = await get('/metrics');
+    assert.equal(metrics.status, 200);
+    assert.match(metrics.body, /evictd_evictions_total\{signal="memory.available"\} 1/);
+    assert.match(metrics.body, /evictd_node_condition\{condition="MemoryPressure"\} 0/);
+    assert.deepEqual(await get('/healthz'), { status: 503, body: 'unhealthy: no pass yet\n' });
+    healthy = true;
+    assert.equal((await get('/healthz')).status, 200);
+    assert.equal((await get('/nope')).status, 404);
+  } finally {
+    await server.close();
+  }
+});
+
+/** A NotificationPort that records lines (the real one is exercised by the e2e tests). */
+function recordingPort() {
+  const created: { dir: string; bytes: number }[] = [];
+  const rearms: number[] = [];
+  const port: NotificationPort = {
+    mechanism: 'polling',
+    watchMemoryUsage(dir: string, bytes: number, _cb: WatchCallbacks): ThresholdHandle {
+      created.push({ dir, bytes });
+      const h = {
+        usageBytes: bytes,
+        rearm(b: number) {
+          rearms.push(b);
+          h.usageBytes = b;
+        },
+        close: async () => {},
+      };
+      return h;
+    },
+    watchPsi: () => ({ windowUs: 2_000_000, close: async () => {} }),
+    watchFile: () => ({ close: async () => {} }),
+  };
+  return { port, created, rearms };
+}
+
+const reading = (capacity: number, usage: number, inactive: number): MemoryReading => ({
+  capacityBytes: capacity,
+  usageBytes: usage,
+  inactiveFileBytes: inactive,
+  workingSetBytes: usage - inactive,
+  availableBytes: capacity - (usage - inactive),
+  limited: true,
+});
+
+test("arming: the kubelet's line (capacity - threshold + inactive_file), moved only past the tolerance", () => {
+  const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=1m' }));
+  const { port, created, rearms } = recordingPort();
+  const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 1, nodeIsRoot: false });
+  a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), null);
+  assert.deepEqual(created.map((c) => c.bytes).sort((x, y) => x - y), [(1024 - 200 + 40) * MiB, (1024 - 100 + 40) * MiB]);
+  // inactive_file moved by 512 KiB: under the tolerance (max(1 MiB, capacity/512 = 2 MiB)), nothing moves.
+  a.update(reading(1024 * MiB, 300 * MiB, 40.5 * MiB), null);
+  assert.equal(rearms.length, 0);
+  // by 30 MiB: both lines follow.
+  a.update(reading(1024 * MiB, 300 * MiB, 70 * MiB), null);
+  assert.deepEqual(rearms.sort((x, y) => x - y), [(1024 - 200 + 70) * MiB, (1024 - 100 + 70) * MiB]);
+  // the pod cgroup root gets its allocatable lines.
+  a.update(reading(1024 * MiB, 300 * MiB, 70 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
+  assert.ok(created.some((c) => c.dir === '/n/kubepods' && c.bytes === (512 - 100 + 10) * MiB));
+});

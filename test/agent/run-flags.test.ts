@@ -1,0 +1,108 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { parseFlags, settingsFromFlags } from '../../src/cli/run';
+import { UsageError } from '../../src/cli/errors';
+
+const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
+
+test('defaults: the kubelet defaults, root cgroup, kubepods, 10 s housekeeping, metrics on loopback', () => {
+  const s = settingsFromFlags(parseFlags([]));
+  assert.equal(s.cgroupRoot, '/');
+  assert.equal(s.podCgroupRoot, '/kubepods');
+  assert.equal(s.housekeepingIntervalMs, 10_000);
+  assert.deepEqual(s.metrics, { host: '127.0.0.1', port: 9741 });
+  assert.equal(s.dryRun, false);
+  assert.equal(s.fastKill, true);
+  assert.equal(s.endpoint, 'unix:///run/containerd/containerd.sock');
+  const hard = s.policy.thresholds.filter((t) => t.kind === 'hard').map((t) => `${t.signal}<${t.value.text}`);
+  assert.ok(hard.includes('memory.available<100Mi'), hard.join(','));
+  assert.ok(hard.includes('nodefs.available<10%'));
+});
+
+test('kubelet-style flags, both --flag value and --flag=value, booleans', () => {
+  const s = settingsFromFlags(
+    parseFlags([
+      '--eviction-hard=memory.available<200Mi',
+      '--eviction-soft',
+      'memory.available<300Mi',
+      '--eviction-soft-grace-period=memory.available=30s',
+      '--cgroup-root',
+      '/node-a',
+      '--housekeeping-interval=250ms',
+      '--dry-run',
+      '--fast-kill=false',
+      '--metrics-address',
+      '[::1]:0',
+      '--psi-trigger',
+      'none',
+    ]),
+  );
+  assert.equal(s.cgroupRoot, '/node-a');
+  assert.equal(s.podCgroupRoot, '/node-a/kubepods');
+  assert.equal(s.housekeepingIntervalMs, 250);
+  assert.equal(s.dryRun, true);
+  assert.equal(s.fastKill, false);
+  assert.equal(s.psi, null);
+  assert.deepEqual(s.metrics, { host: '::1', port: 0 });
+  const soft = s.policy.thresholds.find((t) => t.kind === 'soft')!;
+  assert.equal(soft.value.text, '300Mi');
+  assert.equal(soft.gracePeriodNs, 30e9);
+});
+
+test('a kubelet config file works as is; flags win over it', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-run-'));
+  const file = path.join(dir, 'kubelet.yaml');
+  fs.writeFileSync(
+    file,
+    ['apiVersion: kubelet.config.k8s.io/v1beta1', 'kind: KubeletConfiguration', 'evictionHard:', '  memory.available: "500Mi"', '  pid.available: "10%"', 'evictionPressureTransitionPeriod: 30s'].join('\n'),
+  );
+  const fromFile = settingsFromFlags(parseFlags(['--config', file]));
+  assert.deepEqual(fromFile.policy.thresholds.map((t) => `${t.signal}<${t.value.text}`).sort(), ['allocatableMemory.available<500Mi', 'memory.available<500Mi', 'pid.available<10%']);
+  assert.equal(fromFile.policy.pressureTransitionPeriodNs, 30e9);
+  const overridden = settingsFromFlags(parseFlags(['--config', file, '--eviction-hard', 'memory.available<1Gi']));
+  assert.ok(overridden.policy.thresholds.some((t) => t.signal === 'memory.available' && t.value.text === '1Gi'));
+  assert.ok(!overridden.policy.thresholds.some((t) => t.signal === 'pid.available'));
+  fs.rmSync(dir, { recursive: true });
+});
+
+test('bad input: one UsageError naming the flag and the value', () => {
+  const cases: [string[], RegExp][] = [
+    [['--eviction-hard', 'memory.available<lots'], /memory\.available.*"lots"/],
+    [['--housekeeping-interval', '10'], /--housekeeping-interval: "10"/],
+    [['--housekeeping-interval', '-1s'], /--housekeeping-interval: "-1s"/],
+    [['--cgroup-root', 'relative'], /--cgroup-root: "relative": must be an absolute/],
+    [['--pod-cgroup-root', '/a/../b'], /--pod-cgroup-root/],
+    [['--metrics-address', 'localhost'], /--metrics-address: "localhost"/],
+    [['--log-level', 'loud'], /--log-level: "loud"/],
+    [['--psi-trigger', 'some 1'], /--psi-trigger: "some 1"/],
+    [['--notifications', 'maybe'], /--notifications: "maybe"/],
+    [['--pod-source', 'etcd'], /--pod-source: "etcd"/],
+    [['--config', '/nonexistent/kubelet.yaml'], /--config: "\/nonexistent\/kubelet.yaml": ENOENT/],
+    [['--dry-run=perhaps'], /--dry-run: "perhaps"/],
+    [['--eviction-hard'], /--eviction-hard: needs a value/],
+    [['--frobnicate'], /unknown flag --frobnicate/],
+    [['positional'], /unexpected argument "positional"/],
+  ];
+  for (const [argv, re] of cases) {
+    assert.throws(
+      () => settingsFromFlags(parseFlags(argv)),
+      (err: unknown) => err instanceof UsageError && re.test(err.message) && !err.message.includes('\n'),
+      argv.join(' '),
+    );
+  }
+});
+
+test('evictd run --help and a bad flag through the real binary', () => {
+  const help = spawnSync(process.execPath, [bin, 'run', '--help'], { encoding: 'utf8' });
+  assert.equal(help.status, 0);
+  for (const f of ['--config', '--eviction-hard', '--container-runtime-endpoint', '--cgroup-root', '--pod-cgroup-root', '--housekeeping-interval', '--dry-run', '--metrics-address', '--log-level'])
+    assert.match(help.stdout, new RegExp(`^  ${f}\\b`, 'm'));
+  const bad = spawnSync(process.execPath, [bin, 'run', '--eviction-hard', 'memory.available<x'], { encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr.trim().split('\n').length, 1);
+  assert.doesNotMatch(bad.stderr, /\n\s+at /);
+});
