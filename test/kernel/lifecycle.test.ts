@@ -165,6 +165,29 @@ test("an unref'd watcher lets the process exit; a ref'd one keeps it alive", (t)
   assert.equal(refd.stdout.trim(), 'armed');
 });
 
+test('a listener that throws reaches uncaughtException; the watcher keeps working', (t) => {
+  if (skipped(t, missingKernel({ cgroup2: true }))) return;
+  const cg = ScratchCgroup.create(v2Root(), 'test', 2);
+  t.after(() => cg.remove());
+  const script = `
+    const fs = require('node:fs');
+    const { spawn } = require('node:child_process');
+    const k = require(${JSON.stringify(kernelModule)});
+    const w = k.watchCgroupEvents(${JSON.stringify(cg.file('cgroup.events'))});
+    let n = 0;
+    process.on('uncaughtException', (err) => {
+      console.log('caught ' + err.message);
+      if (++n === 2) w.close().then(() => console.log('closed'));
+    });
+    w.on('event', (e) => { throw new Error('listener ' + e.counters.populated); });
+    // populated 0 -> 1 -> 0: a child joins the cgroup and exits.
+    spawn('/bin/sh', ['-c', 'echo $$ > ${cg.file('cgroup.procs')}; sleep 0.1']);
+  `;
+  const r = runNode(script, 20_000);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /caught listener 1\ncaught listener 0\nclosed/);
+});
+
 test('a worker receives events, and terminating it with live watchers does not crash', async (t) => {
   if (skipped(t, missingKernel({ memcg: true, cgroup2: true }))) return;
   const v1 = ScratchCgroup.create(v1Root(), 'test', 1);

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
+import { watchUsageThreshold } from '../../src/kernel/select';
 import { parseCounters } from '../../src/kernel/counters';
 import { pollCounters, pollMemoryUsage } from '../../src/kernel/polling';
 import { Memhog, ScratchCgroup } from '../../src/kernel/workload';
@@ -50,4 +54,22 @@ test('the polling fallback reports usage crossings both ways, and cgroup.events 
   await v2.remove();
   const err = (await events.waitError(5000)) as NodeJS.ErrnoException;
   assert.equal(err.code, 'ENOENT');
+});
+
+test('without a cgroup v1 memory controller the usage threshold falls back to polling and says so', async (t) => {
+  // A stand-in cgroup dir (a cgroup v2 memory.current file in a temp dir): this unit test is about
+  // the selection and the poller, not the kernel.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-v2-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, 'memory.current'), String(10 * MiB));
+  const warnings: Array<{ fields: Record<string, unknown>; message: string }> = [];
+  const w = watchUsageThreshold(dir, 20 * MiB, { intervalMs: 10, log: { warn: (fields, message) => warnings.push({ fields, message }) } });
+  t.after(() => w.close());
+  assert.equal(w.mechanism, 'polling');
+  assert.equal(warnings.length, 1);
+  assert.match(String(warnings[0].fields.reason), /cgroup\.event_control/);
+  const rec = new Recorder(w);
+  fs.writeFileSync(path.join(dir, 'memory.current'), String(30 * MiB));
+  const e = await rec.waitEvent(() => true, 2000);
+  assert.equal(e.counters?.current, 30 * MiB);
 });
