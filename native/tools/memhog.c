@@ -10,9 +10,10 @@
  *                                           -> "ok START_NS END_NS CROSS_NS" (0: no crossing)
  *       free                                unmap everything -> "ok NS"
  *       exit                                -> "ok NS", then exit
- *   evictd-memhog thrash FILE SECONDS
- *     Prints "start NS", then reads FILE over and over for SECONDS (page-cache thrash when
- *     FILE is larger than the memcg limit), then exits.
+ *   evictd-memhog thrash FILE SECONDS [keep]
+ *     Drops FILE's cached pages (unless "keep"), prints "start NS", then reads FILE over and
+ *     over for SECONDS (page-cache thrash when FILE is larger than the memcg limit), then exits.
+ *     "keep" starts with whatever is cached: a memcg left full by an earlier run stays full.
  *
  * Every NS is CLOCK_MONOTONIC in nanoseconds, the clock of the addon's event timestamps.
  */
@@ -103,7 +104,7 @@ static int serve(void) {
   return 0;
 }
 
-static int thrash(const char *path, double seconds) {
+static int thrash(const char *path, double seconds, int keep) {
   static char buf[1 << 20];
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -112,8 +113,10 @@ static int thrash(const char *path, double seconds) {
   }
   /* Pages cached by whoever wrote the file stay charged to that writer's memcg, and cache hits
    * would never fault: write back and drop them so every read charges this memcg. */
-  fdatasync(fd);
-  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (!keep) {
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  }
   uint64_t start = now_ns();
   printf("start %llu\n", (unsigned long long)start);
   fflush(stdout);
@@ -135,7 +138,9 @@ static int thrash(const char *path, double seconds) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "serve") == 0) return serve();
-  if (argc >= 4 && strcmp(argv[1], "thrash") == 0) return thrash(argv[2], atof(argv[3]));
-  fprintf(stderr, "usage: evictd-memhog serve | thrash FILE SECONDS\n");
+  if (argc >= 4 && strcmp(argv[1], "thrash") == 0) {
+    return thrash(argv[2], atof(argv[3]), argc >= 5 && strcmp(argv[4], "keep") == 0);
+  }
+  fprintf(stderr, "usage: evictd-memhog serve | thrash FILE SECONDS [keep]\n");
   return 2;
 }

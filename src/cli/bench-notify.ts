@@ -42,8 +42,8 @@ interface Plan {
   pollIdleSeconds: number;
 }
 
-const FULL: Plan = { thresholdSamples: 200, psiSamples: 6, eventSamples: 100, idleSeconds: 30, pollIdleSeconds: 10 };
-const QUICK: Plan = { thresholdSamples: 40, psiSamples: 2, eventSamples: 20, idleSeconds: 3, pollIdleSeconds: 2 };
+const FULL: Plan = { thresholdSamples: 200, psiSamples: 12, eventSamples: 100, idleSeconds: 30, pollIdleSeconds: 10 };
+const QUICK: Plan = { thresholdSamples: 40, psiSamples: 3, eventSamples: 20, idleSeconds: 3, pollIdleSeconds: 2 };
 
 interface Series {
   mechanism: string;
@@ -225,17 +225,11 @@ async function benchPsi(layout: CgroupLayout, samples: number, progress: (s: str
   let watcher: Watcher | undefined;
   try {
     if (memcg !== null) memcg.write('memory.limit_in_bytes', 64 * MiB);
-    else {
-      unified.write('memory.max', 64 * MiB);
-    }
-    const psi = watchPsi(unified.file('memory.pressure'), { kind: 'some', stallUs: 20_000, windowUs: 2_000_000 });
-    watcher = psi;
-    const events = record(psi);
-    const series: Series = { mechanism: 'psi', method: 'measured', how: `trigger "${psi.trigger}"; from the start of page-cache thrash in a full 64 MiB memcg`, latenciesUs: [] };
+    else unified.write('memory.max', 64 * MiB);
     const cgroups = memcg !== null ? [memcg.dir, unified.dir] : [unified.dir];
-    for (let i = 0; i < samples; i++) {
-      const n0 = events.length;
-      const child = spawnInCgroups(cgroups, [memhogPath, 'thrash', file, '20']);
+    const trigger = { kind: 'some' as const, stallUs: 20_000, windowUs: 2_000_000 };
+    const thrash = async (seconds: number, keep: boolean) => {
+      const child = spawnInCgroups(cgroups, [memhogPath, 'thrash', file, String(seconds), ...(keep ? ['keep'] : [])]);
       const startNs = await new Promise<bigint>((resolve, reject) => {
         let out = '';
         child.stdout.setEncoding('utf8');
@@ -246,15 +240,29 @@ async function benchPsi(layout: CgroupLayout, samples: number, progress: (s: str
         });
         child.on('exit', () => reject(new Error(`thrash exited before it started: ${out}`)));
       });
-      const e = await nextEvent(events, n0, () => true, 20_000);
-      child.kill('SIGKILL');
-      await new Promise((r) => child.on('exit', r));
-      if (e !== null) series.latenciesUs.push(usOf(e.monotonicNs - startNs));
+      return { child, startNs, exited: new Promise((r) => child.on('exit', r)) };
+    };
+    // Fill the memcg with the file's pages first, so every sample starts at the limit.
+    await (await thrash(1, false)).exited;
+    let triggerText = '';
+    const series: Series = { mechanism: 'psi', method: 'measured', how: '', latenciesUs: [] };
+    for (let i = 0; i < samples; i++) {
+      // A fresh trigger per sample: its window starts now, so earlier stalls do not count and the
+      // one-event-per-window limit does not hold the next sample back.
+      const psi = watchPsi(unified.file('memory.pressure'), trigger);
+      watcher = psi;
+      triggerText = psi.trigger;
+      const events = record(psi);
+      const run = await thrash(20, true);
+      const e = await nextEvent(events, 0, () => true, 20_000);
+      run.child.kill('SIGKILL');
+      await run.exited;
+      await psi.close();
+      if (e !== null) series.latenciesUs.push(usOf(e.monotonicNs - run.startNs));
       progress(`psi: ${i + 1}/${samples}`);
-      // One event per window at most: let the window pass and the stall stop before the next.
-      await sleep(psi.windowUs / 1000 + 500);
     }
-    return { series, trigger: psi.trigger };
+    series.how = `trigger "${triggerText}"; from the start of page-cache thrash in a 64 MiB memcg already full`;
+    return { series, trigger: triggerText };
   } finally {
     await watcher?.close();
     await unified.remove();
@@ -501,7 +509,7 @@ export async function run(argv: string[]): Promise<number> {
 
   progress(`cgroup events: ${plan.eventSamples} samples`);
   const ev = await benchEvents(layout, plan.eventSamples, progress);
-  progress(`psi: ${plan.psiSamples} samples (one per 2 s window at most)`);
+  progress(`psi: ${plan.psiSamples} samples (a fresh trigger each)`);
   const psi = await benchPsi(layout, plan.psiSamples, progress);
   progress(`idle CPU: 100 watchers for ${plan.idleSeconds} s, 100 pollers for ${plan.pollIdleSeconds} s`);
   const idle = await benchIdle(layout, plan);
