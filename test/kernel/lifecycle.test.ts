@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 import { addon, packageRoot } from '../../src/kernel/addon';
@@ -149,7 +149,7 @@ function runNode(script: string, timeoutMs: number) {
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - started };
 }
 
-test("an unref'd watcher lets the process exit; a ref'd one keeps it alive", (t) => {
+test("an unref'd watcher lets the process exit; a ref'd one keeps it alive", async (t) => {
   if (skipped(t, missingKernel())) return;
   const script = (unref: boolean) => `
     const k = require(${JSON.stringify(kernelModule)});
@@ -160,9 +160,16 @@ test("an unref'd watcher lets the process exit; a ref'd one keeps it alive", (t)
   const unrefd = runNode(script(true), 10_000);
   assert.equal(unrefd.status, 0, unrefd.stderr);
   assert.equal(unrefd.stdout.trim(), 'armed');
-  const refd = runNode(script(false), 1500);
-  assert.equal(refd.signal, 'SIGTERM', 'still running when the timeout killed it');
-  assert.equal(refd.stdout.trim(), 'armed');
+  // The ref'd one: still running a second after it armed (then killed here).
+  const child = spawn(process.execPath, ['-e', script(false)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => (d.toString().includes('armed') ? resolve() : undefined));
+    child.on('exit', (code) => reject(new Error(`exited (${code}) before it armed`)));
+  });
+  await sleep(1000);
+  assert.equal(child.exitCode, null, 'a ref\'d watcher keeps the process alive');
+  assert.equal(child.signalCode, null);
 });
 
 test('a listener that throws reaches uncaughtException; the watcher keeps working', (t) => {
