@@ -92,12 +92,14 @@ function byEvictionPriority(a: Threshold, b: Threshold): number {
   return (a.kind === 'hard' ? 0 : 1) - (b.kind === 'hard' ? 0 : 1);
 }
 
-const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
-
-/** Hard thresholds evict immediately; soft ones give min(max pod grace period, the pod's own). */
+/**
+ * Hard thresholds evict immediately; soft ones give min(max pod grace period, the pod's own),
+ * or the max alone for a pod that states no grace period of its own (as the kubelet does).
+ */
 export function evictionGracePeriod(config: PolicyConfig, threshold: Threshold, pod: ActivePod): number {
   if (threshold.gracePeriodNs === 0 || config.maxPodGracePeriodSeconds <= 0) return 0;
-  return Math.min(config.maxPodGracePeriodSeconds, pod.spec.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
+  const own = pod.spec.terminationGracePeriodSeconds;
+  return own === undefined ? config.maxPodGracePeriodSeconds : Math.min(config.maxPodGracePeriodSeconds, own);
 }
 
 /**

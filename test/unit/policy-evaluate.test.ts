@@ -92,17 +92,18 @@ test('soft eviction grace: the max pod grace period caps the pod\'s own; no max 
       steps: [{ at: '0s', node: mem('1Gi'), pods: [memPod('p', '1Gi', '1Mi', { terminationGracePeriodSeconds: tgps })] }],
     })[0].evicted[0].gracePeriodSeconds;
   assert.equal(grace(5, 30), 0); // a 0s grace period makes the threshold behave as hard (kubelet's isHardEvictionThreshold)
-  const soft = (max: number | undefined, tgps: number) =>
+  const soft = (max: number | undefined, tgps: number | undefined) =>
     run({
       config: { evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '1s' }, ...(max === undefined ? {} : { evictionMaxPodGracePeriod: max }) },
       steps: [
         { at: '0s', node: mem('1Gi'), pods: [] },
-        { at: '1s', node: mem('1Gi'), pods: [memPod('p', '1Gi', '1Mi', { terminationGracePeriodSeconds: tgps })] },
+        { at: '1s', node: mem('1Gi'), pods: [memPod('p', '1Gi', '1Mi', tgps === undefined ? {} : { terminationGracePeriodSeconds: tgps })] },
       ],
     })[1].evicted[0].gracePeriodSeconds;
   assert.equal(soft(5, 30), 5);
   assert.equal(soft(60, 30), 30);
   assert.equal(soft(undefined, 30), 0);
+  assert.equal(soft(60, undefined), 60); // no grace period of its own: the max applies
 });
 
 test('a soft threshold that clears before its grace period restarts the clock', () => {
