@@ -158,10 +158,12 @@ Napi::Value OpenKernfsFile(const Napi::CallbackInfo& info) {
   struct epoll_event ev = {};
   ev.events = EPOLLPRI;
   ev.data.fd = file_fd.get();
-  if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, file_fd.get(), &ev) < 0) throw SystemError(env, errno, "epoll_ctl", path);
+  if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, file_fd.get(), &ev) < 0)
+    throw SystemError(env, errno, "epoll_ctl", path);
   ev.events = EPOLLIN;
   ev.data.fd = inotify_fd.get();
-  if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, inotify_fd.get(), &ev) < 0) throw SystemError(env, errno, "epoll_ctl", dir);
+  if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, inotify_fd.get(), &ev) < 0)
+    throw SystemError(env, errno, "epoll_ctl", dir);
   // Removed between the open and the watch: the rmdir event is gone, but the read fails now.
   if (pread(file_fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
   int poll_fd = epoll_fd.release();

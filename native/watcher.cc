@@ -80,10 +80,9 @@ Watcher::~Watcher() {
   on_armed_.Reset();
 }
 
-Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd,
-                             const std::string& poll_path, int probe_fd,
-                             const std::string& probe_path, Napi::Function callback,
-                             int inotify_fd, const std::string& inotify_path) {
+Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd, const std::string& poll_path,
+                             int probe_fd, const std::string& probe_path, Napi::Function callback, int inotify_fd,
+                             const std::string& inotify_path) {
   auto* source = new Source();
   source->inotify_fd = inotify_fd;
   source->inotify_path = inotify_path;
@@ -176,8 +175,10 @@ void Watcher::Arm(Source* source, int control_fd, const std::string& control_pat
       [source]() {
         // Only this thread touches the source until ArmDone: the loop thread sees `arming`.
         ssize_t n = write(source->control_fd, source->arm_line.data(), source->arm_line.size());
-        if (n < 0) source->arm_error = errno;
-        else if (static_cast<size_t>(n) != source->arm_line.size()) source->arm_error = EIO;
+        if (n < 0)
+          source->arm_error = errno;
+        else if (static_cast<size_t>(n) != source->arm_line.size())
+          source->arm_error = EIO;
         CloseFd(source->control_fd);
         CloseFd(source->target_fd);
       },

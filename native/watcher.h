@@ -41,7 +41,7 @@ struct Source {
   Watcher* owner = nullptr;  // null once the JS object is gone
   SourceKind kind = SourceKind::kPsi;
   int poll_fd = -1;
-  int inotify_fd = -1;  // kKernfs only: watches the parent directory
+  int inotify_fd = -1;       // kKernfs only: watches the parent directory
   std::string inotify_path;  // the cgroup directory
   std::string inotify_name;  // its name in the parent
   // Read at every event: its contents go to JS (usage, counters), and a read that fails with
@@ -83,10 +83,9 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
 
   // Wraps fds that are already armed in a new JS Watcher (not yet polling) and takes ownership
   // of them: on failure they are closed and a JS exception is thrown.
-  static Napi::Object Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd,
-                             const std::string& poll_path, int probe_fd,
-                             const std::string& probe_path, Napi::Function callback,
-                             int inotify_fd = -1, const std::string& inotify_path = "");
+  static Napi::Object Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd, const std::string& poll_path,
+                             int probe_fd, const std::string& probe_path, Napi::Function callback, int inotify_fd = -1,
+                             const std::string& inotify_path = "");
 
   explicit Watcher(const Napi::CallbackInfo& info);
   ~Watcher() override;

@@ -70,8 +70,7 @@ static int cmd_alloc(size_t bytes, const char *usage_file, long long threshold) 
     p[off] = 1;
     if (cross_ns == 0 && cross_at >= 0 && (long long)(off + (size_t)page) >= cross_at) cross_ns = now_ns();
   }
-  printf("ok %llu %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns(),
-         (unsigned long long)cross_ns);
+  printf("ok %llu %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns(), (unsigned long long)cross_ns);
   return 0;
 }
 
