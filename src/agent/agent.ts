@@ -8,9 +8,11 @@
  */
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { cgroupDir, type CgroupLayout } from '../node/cgroups';
 import type { NodeObserver, Observation } from '../node/observer';
+import { listPodCgroups, podUidFromDirName } from '../node/pod-cgroups';
 import type { PolicyConfig } from '../policy/config';
 import { evaluate, initialState, resolvedByReclaim, type Evaluation, type Eviction, type PolicyState, type ThresholdStatus } from '../policy/evaluate';
 import { isMemorySignal } from '../policy/signals';
@@ -64,6 +66,8 @@ export interface EvictionRecord {
 }
 
 const ns = (): bigint => process.hrtime.bigint();
+/** a pod listing older than this is never used in place of a fresh one */
+const POD_LIST_MAX_AGE_MS = 30_000;
 /** how often the threshold lines follow inactive_file between passes */
 const DRIFT_TICK_MS = 1000;
 const msBetween = (a: bigint, b: bigint): number => Number(b - a) / 1e6;
@@ -116,6 +120,7 @@ export class Agent extends EventEmitter {
       this.arming.start();
       this.driftTimer = setInterval(() => this.driftTick(), DRIFT_TICK_MS);
       this.driftTimer.unref();
+      this.watchPodDirs();
     } else {
       o.metrics.mechanism.set({ mechanism: 'housekeeping-only' }, 1);
     }
@@ -123,11 +128,15 @@ export class Agent extends EventEmitter {
   }
 
   async stop(): Promise<void> {
+    for (const w of this.podDirWatchers) w.close();
+    this.podDirWatchers = [];
+    if (this.learnTimer) clearTimeout(this.learnTimer);
     if (this.driftTimer) clearInterval(this.driftTimer);
     this.driftTimer = null;
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.graceTimer = null;
     await this.controller.stop();
+    await this.refreshing;
     await this.arming?.close();
     await Promise.allSettled([...this.inFlight.values()]);
   }
@@ -164,6 +173,79 @@ export class Agent extends EventEmitter {
     return this.arming?.armed() ?? {};
   }
 
+  /**
+   * The runtime's pods for this pass. A pass woken by the kernel decides on the last listing
+   * when it still covers every pod cgroup observed now (no pod started since), and refreshes it
+   * in the background: the CRI round trip (2-10 ms while a hog saturates a core) stays out of
+   * the path from the event to the kill. Housekeeping passes, and any pass that sees a pod
+   * cgroup the listing does not know, wait for a fresh listing.
+   */
+  private async podsFor(obs: Observation, trigger: PassTrigger): Promise<RuntimePod[]> {
+    const kernelOnly = trigger.firstEventNs !== null && !trigger.sources.housekeeping && !trigger.sources.start;
+    if (kernelOnly && this.runtimeOk && this.lastPodsAt > 0 && Date.now() - this.lastPodsAt < POD_LIST_MAX_AGE_MS) {
+      const known = new Set(this.lastPods.map((p) => p.uid));
+      if ([...obs.pods.keys()].every((uid) => known.has(uid))) {
+        this.usedCachedPods = true;
+        if (!this.refreshing) {
+          this.refreshing = this.listRuntimePods()
+            .then(() => undefined)
+            .finally(() => (this.refreshing = null));
+        }
+        return this.lastPods;
+      }
+    }
+    this.usedCachedPods = false;
+    return this.listRuntimePods();
+  }
+  private usedCachedPods = false;
+  private lastPodsAt = 0;
+  private refreshing: Promise<void> | null = null;
+  private podDirWatchers: fs.FSWatcher[] = [];
+  private learnTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * inotify on the pod cgroup root (and its QoS tiers): a new pod cgroup means a new sandbox,
+   * so the pod listing is refreshed in the background right away, and a kernel-woken pass can
+   * decide on it without a CRI round trip (see podsFor). Best effort: without it, such a pass
+   * just lists fresh.
+   */
+  private watchPodDirs(): void {
+    const root = this.o.observer.podRootMemoryDir;
+    const dirs = [root];
+    try {
+      for (const e of fs.readdirSync(root, { withFileTypes: true })) {
+        if (e.isDirectory() && /(^|-)(burstable|besteffort)(\.slice)?$/.test(e.name)) dirs.push(path.join(root, e.name));
+      }
+    } catch {
+      return;
+    }
+    for (const d of dirs) {
+      try {
+        const w = fs.watch(d, { persistent: false }, (_event, name) => {
+          if (name && podUidFromDirName(String(name))) this.learnPods(5);
+        });
+        w.on('error', () => w.close());
+        this.podDirWatchers.push(w);
+      } catch (err) {
+        this.o.logger.debug({ err, dir: d }, 'no inotify on a pod cgroup dir');
+      }
+    }
+  }
+
+  /** Refreshes the pod listing until it covers the pod cgroups seen (a sandbox turns ready shortly after its cgroup appears). */
+  private learnPods(tries: number): void {
+    if (this.learnTimer) return;
+    this.learnTimer = setTimeout(() => {
+      this.learnTimer = null;
+      void this.listRuntimePods().then(() => {
+        const known = new Set(this.lastPods.map((p) => p.uid));
+        const missing = listPodCgroups(this.o.layout.memoryMount, this.o.observer.opts.podCgroupRoot).some((c) => !known.has(c.uid));
+        if (missing && tries > 1) this.learnPods(tries - 1);
+      });
+    }, 100);
+    this.learnTimer.unref();
+  }
+
   private async listRuntimePods(): Promise<RuntimePod[]> {
     try {
       // A pass must not stall on a runtime that stopped answering: a short deadline (shorter
@@ -172,6 +254,7 @@ export class Agent extends EventEmitter {
       if (!this.runtimeOk) this.o.logger.info('container runtime answers again');
       this.runtimeOk = true;
       this.lastPods = pods;
+      this.lastPodsAt = Date.now();
       return pods;
     } catch (err) {
       this.o.metrics.runtimeErrors.inc({ call: 'listPods' });
@@ -207,7 +290,9 @@ export class Agent extends EventEmitter {
     if (trigger.sources.start || trigger.sources.housekeeping) void this.refreshImageFs();
     const observedNs = ns();
     const obs = this.observe();
-    const runtimePods = await this.listRuntimePods();
+    const podsNs = ns();
+    const runtimePods = await this.podsFor(obs, trigger);
+    const podsDoneNs = ns();
     const joined = joinPods(runtimePods, obs.pods, o.pods).filter((j) => !this.inFlight.has(j.runtime.uid));
     const now = Number(ns());
     let ev = evaluate(o.policy, this.state, { now, node: obs.node, pods: joined.map((j) => j.active), layout: obs.layout });
@@ -217,6 +302,19 @@ export class Agent extends EventEmitter {
       ev = evaluate(o.policy, this.state, { now, node: obs.node, pods: joined.map((j) => j.active), layout: obs.layout });
     }
     const decisionNs = ns();
+    if (o.logger.isLevelEnabled('debug')) {
+      o.logger.debug(
+        {
+          sources: trigger.sources,
+          wakeToPassMs: trigger.firstEventNs !== null ? msBetween(trigger.firstEventNs, t0) : undefined,
+          observeMs: msBetween(observedNs, podsNs),
+          podsMs: msBetween(podsNs, podsDoneNs),
+          evaluateMs: msBetween(podsDoneNs, decisionNs),
+          cachedPods: this.usedCachedPods,
+        },
+        'pass',
+      );
+    }
     this.state = ev.state;
     this.lastEvaluation = ev;
     this.report(obs, ev);

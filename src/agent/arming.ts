@@ -109,10 +109,10 @@ export class Arming {
   /** Re-arms every line from fresh memory numbers (a pass's, or the drift tick's). */
   update(memory: MemoryReading, allocatable: MemoryReading | null): void {
     if (this.closed) return;
-    const want = new Map<LineKey, { dir: string; bytes: number; tolerance: number }>();
+    const want = new Map<LineKey, { dir: string; bytes: number; tolerance: number; usage: number }>();
     const add = (prefix: string, dir: string, m: MemoryReading, signal: 'memory.available' | 'allocatableMemory.available') => {
       const tolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
-      Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes, tolerance }));
+      Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes, tolerance, usage: m.usageBytes }));
     };
     // On a v2 root there is no memory.current to put a line on: PSI and the housekeeping cover it.
     if (!(this.o.memoryVersion === 2 && this.o.nodeIsRoot)) add('node', this.o.nodeMemoryDir, memory, 'memory.available');
@@ -124,10 +124,13 @@ export class Arming {
         void h.close();
       }
     }
-    for (const [key, { dir, bytes, tolerance }] of want) {
+    for (const [key, { dir, bytes, tolerance, usage }] of want) {
       const h = this.lines.get(key);
       if (h) {
-        if (Math.abs(h.usageBytes - bytes) > tolerance) {
+        // Also move a line that usage has passed while the signal is not met (inactive_file
+        // grew): left there it would only fire on the way down, and the crossing would be missed.
+        const behind = h.usageBytes < usage && bytes > usage;
+        if (behind || Math.abs(h.usageBytes - bytes) > tolerance) {
           try {
             h.rearm(bytes);
             this.rearms++;

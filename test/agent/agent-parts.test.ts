@@ -148,7 +148,12 @@ test("arming: the kubelet's line (capacity - threshold + inactive_file), moved o
   // by 30 MiB: both lines follow.
   a.update(reading(1024 * MiB, 300 * MiB, 70 * MiB), null);
   assert.deepEqual(rearms.sort((x, y) => x - y), [(1024 - 200 + 70) * MiB, (1024 - 100 + 70) * MiB]);
+  // usage passed the hard line (964 MiB) but inactive_file grew by 1.5 MiB, under the
+  // tolerance: the signal is not met, and the line must move above usage or the crossing is missed.
+  rearms.length = 0;
+  a.update(reading(1024 * MiB, 995 * MiB, 71.5 * MiB), null);
+  assert.ok(rearms.includes((1024 - 100 + 71.5) * MiB), `rearms ${rearms.map((b) => b / MiB)}`);
   // the pod cgroup root gets its allocatable lines.
-  a.update(reading(1024 * MiB, 300 * MiB, 70 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
+  a.update(reading(1024 * MiB, 995 * MiB, 71.5 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
   assert.ok(created.some((c) => c.dir === '/n/kubepods' && c.bytes === (512 - 100 + 10) * MiB));
 });

@@ -88,3 +88,28 @@ test('dry run: the decision is logged, nothing is stopped', async (t) => {
   assert.match(logTail(a.logFile, 400), /would evict pod \(dry run\)/);
   assert.doesNotMatch(logTail(a.logFile, 400), /"msg":"evicted pod"/);
 });
+
+test('a soft threshold waits for its grace period, then evicts with a grace period (no fast kill)', async (t) => {
+  if (skipped(t, missingE2e())) return;
+  const lab = await newLab('soft', { memoryLimitBytes: 512 * MiB });
+  labs.push(lab);
+  const a = await startAgent(lab, {
+    flags: { evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=1500ms', evictionMaxPodGracePeriod: '5', evictionHard: 'memory.available<20Mi' },
+  });
+  agents.push(a);
+  await waitFor('the first pass', () => a.agent.controller.stats.passes > 0);
+  // 360 MiB held: below the soft line (512 - 200 = 312 MiB of working set), far from the hard one.
+  const hogPod = await lab.runPod({ name: 'hog', qos: 'BestEffort', containers: [hog(400, 360)] });
+  const metAt = await waitFor('the soft threshold to be met', () => (a.agent.lastEvaluation?.thresholdsMet.some((s) => s.kind === 'soft') ? Date.now() : 0), 10_000);
+  const rec = await waitFor('the eviction', () => a.evictions.find((e) => e.ok), 15_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${logTail(a.logFile)}`);
+  });
+  const waited = Date.now() - metAt;
+  assert.equal(rec.pod.uid, hogPod.uid);
+  assert.equal(rec.action, 'stop', 'soft evictions stop through the runtime with a grace period');
+  assert.equal(rec.gracePeriodSeconds, 5);
+  assert.equal(rec.threshold?.kind, 'soft');
+  assert.ok(waited >= 1000, `evicted ${waited} ms after the threshold was met`);
+  // The hog handles SIGTERM itself: it exits well within its grace period.
+  assert.ok(lab.podLog(hogPod, 'hog').some((l) => / term$/.test(l)), 'the hog got SIGTERM first');
+});

@@ -1,0 +1,56 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { skipped } from '../support/environment';
+import type { NodeLab } from '../../src/agent/node-lab';
+import { AgentProcess, runRamp } from '../../src/agent/ramp-lab';
+import { MiB, criClient, missingE2e, newLab, releaseHarness, sleeper } from './agent-harness';
+
+const labs: NodeLab[] = [];
+const procs: AgentProcess[] = [];
+after(async () => {
+  for (const p of procs) await p.stop().catch(() => undefined);
+  for (const l of labs) await l.destroy().catch(() => undefined);
+  await releaseHarness();
+});
+
+const get = (url: string) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    http
+      .get(url, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      })
+      .on('error', reject);
+  });
+
+test('evictd run as users run it: a ramp is evicted before the OOM killer; /metrics, /healthz; SIGTERM exits 0', async (t) => {
+  if (skipped(t, missingE2e())) return;
+  const { endpoint } = await criClient();
+  const lab = await newLab('process', { memoryLimitBytes: 384 * MiB });
+  labs.push(lab);
+  const kept = await lab.runPod({ name: 'kept', namespace: 'demo', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
+  const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi' });
+  procs.push(agent);
+  assert.ok(agent.metricsAddress, 'the starting line names the metrics address');
+  const r = await runRamp(lab, agent, { name: 'hog', rateMiBs: 500, targetMiB: 448 });
+  assert.equal(r.outcome, 'evicted', JSON.stringify({ ...r, labPod: undefined }));
+  assert.equal(r.oomKills, 0);
+  assert.equal(r.signal, 'memory.available');
+  assert.ok(r.reactionMs !== undefined && r.reactionMs > 0);
+  assert.equal(await lab.sandboxReady(kept), true);
+  const metrics = await get(`http://${agent.metricsAddress}/metrics`);
+  assert.equal(metrics.status, 200);
+  assert.match(metrics.body, /evictd_evictions_total\{signal="memory.available"\} 1/);
+  assert.match(metrics.body, /evictd_notifications_total\{source="memcg-threshold"\} \d+/);
+  assert.match(metrics.body, /evictd_event_to_decision_seconds_count\{source="memcg-threshold"\} 1/);
+  assert.match(metrics.body, /evictd_notification_mechanism\{mechanism="native"\} 1/);
+  assert.equal((await get(`http://${agent.metricsAddress}/healthz`)).status, 200);
+  const starting = agent.lines.find((l) => l.msg === 'evictd starting')!;
+  assert.equal(starting.cgroupRoot, lab.root);
+  assert.ok(['v1', 'v2', 'hybrid'].includes(String(starting.cgroups)));
+  const evicted = agent.lines.find((l) => l.msg === 'evicted pod')!;
+  for (const k of ['threshold', 'observation', 'reasons', 'signal', 'pod']) assert.ok(k in evicted, `the eviction log line has ${k}`);
+  assert.equal(await agent.stop(), 0);
+});
