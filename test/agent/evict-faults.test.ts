@@ -164,3 +164,41 @@ test('an event storm on the real agent: one pass at a time, bounded memory, ever
   const counted = [...text.matchAll(/source="(?:memcg-threshold|psi)"\} (\d+)/g)].reduce((s, m) => s + Number(m[1]), 0);
   assert.equal(counted, sent);
 });
+
+test('a failed stop moves on to the next candidate', async (t) => {
+  if (skipped(t, missingE2e())) return;
+  const lab = await newLab('failstop', { memoryLimitBytes: 384 * MiB });
+  labs.push(lab);
+  const first = await lab.runPod({ name: 'big', qos: 'BestEffort', containers: [hog(400, 200)] });
+  await waitFor('the first hog to hold its memory', () => lab.podLog(first, 'hog').some((l) => / 200$/.test(l)), 10_000);
+  let refused = 0;
+  // The runtime refuses to stop the first candidate (as when a stop times out): the agent must
+  // evict the next one in the same pass rather than give up.
+  const wrap = (r: CriRuntime): RuntimePort => ({
+    listPods: (d?: number) => r.listPods(d),
+    stopPod: async (p, g) => {
+      if (p.uid === first.uid) {
+        refused++;
+        throw new Error('injected: StopPodSandbox deadline exceeded');
+      }
+      return r.stopPod(p, g);
+    },
+    reclaim: (fn) => r.reclaim(fn),
+    imageFsInfo: () => r.imageFsInfo(),
+    close: () => r.close(),
+  });
+  const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, fastKill: false, wrap });
+  agents.push(a);
+  const second = await lab.runPod({ name: 'small', qos: 'BestEffort', containers: [hog(200, 100)] });
+  const rec = await waitFor('an eviction', () => a.evictions.find((e) => e.ok), 20_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${logTail(a.logFile)}`);
+  });
+  assert.ok(refused >= 1);
+  const failed = a.evictions.find((e) => !e.ok)!;
+  assert.equal(failed.pod.uid, first.uid);
+  assert.match(failed.error ?? '', /injected/);
+  assert.equal(rec.pod.uid, second.uid);
+  assert.equal(a.evictions.indexOf(failed) < a.evictions.indexOf(rec), true);
+  const failures = await a.metrics.registry.getSingleMetricAsString('evictd_eviction_failures_total');
+  assert.match(failures, /signal="memory.available",step="stop"\} [1-9]/);
+});
