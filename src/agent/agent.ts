@@ -464,7 +464,7 @@ export class Agent extends EventEmitter {
       return rec;
     }
     const podPath = j.cgroup?.path;
-    const beforeBytes = j.cgroup?.usage.memoryUsageBytes ?? 0;
+    const beforeBytes = j.cgroup?.usage.memoryWorkingSetBytes ?? 0;
     if (podPath && !fs.existsSync(cgroupDir(o.layout.memoryMount, podPath))) {
       // The pod ended between the observation and now (its cgroup is gone): what the eviction
       // wanted has happened. Re-evaluate on fresh numbers rather than evict the next pod.

@@ -10,7 +10,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { cgroupDir, cgroupPids, readCgroupNumber } from '../node/cgroups';
+import { cgroupDir, cgroupPids } from '../node/cgroups';
+import { readCgroupMemory, readMeminfo, type MemoryReading } from '../node/memory';
 
 export interface KillResult {
   method: 'cgroup.kill' | 'signal' | 'none';
@@ -43,22 +44,30 @@ export function killPodProcesses(unifiedMount: string | null, memoryMount: strin
 }
 
 /**
- * Waits until the pod's memory is really back: its memory cgroup usage fell to `fraction` of
- * `beforeBytes` (or below 1 MiB), or the cgroup is gone; gives up after `timeoutMs`.
- * Polls every 2 ms: this runs only right after an eviction, for at most the bound.
+ * Waits until the pod's memory is really back: its working set (usage - inactive_file) fell
+ * to `fraction` of `beforeBytes` (or below 1 MiB), or its cgroup is gone, or no process is
+ * left and usage stopped falling (page cache charged to a dead pod is not freed by waiting);
+ * gives up after `timeoutMs`. Polls every 2 ms: this runs only right after an eviction, for at
+ * most the bound.
  */
 export async function waitMemoryReleased(memoryMount: string, memoryVersion: 1 | 2, podPath: string, beforeBytes: number, timeoutMs: number, fraction = 0.1): Promise<{ released: boolean; ms: number }> {
-  const file = path.join(cgroupDir(memoryMount, podPath), memoryVersion === 1 ? 'memory.usage_in_bytes' : 'memory.current');
+  const dir = cgroupDir(memoryMount, podPath);
   const target = Math.max(beforeBytes * fraction, 1024 * 1024);
+  const machine = readMeminfo();
   const t0 = performance.now();
+  let lastUsage = Infinity;
+  let stable = 0;
   for (;;) {
-    let usage: number | null;
+    let m: MemoryReading | null;
     try {
-      usage = readCgroupNumber(file);
+      m = readCgroupMemory(dir, memoryVersion, { machine });
     } catch {
-      usage = null;
+      m = null;
     }
-    if (usage === null || usage <= target) return { released: true, ms: performance.now() - t0 };
+    if (m === null || m.workingSetBytes <= target) return { released: true, ms: performance.now() - t0 };
+    stable = m.usageBytes >= lastUsage ? stable + 1 : 0;
+    lastUsage = m.usageBytes;
+    if (stable >= 5 && cgroupPids(dir).length === 0) return { released: true, ms: performance.now() - t0 };
     if (performance.now() - t0 >= timeoutMs) return { released: false, ms: performance.now() - t0 };
     await new Promise((r) => setTimeout(r, 2));
   }
