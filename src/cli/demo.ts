@@ -132,12 +132,18 @@ export const demo: Command = async (argv) => {
     const cpu0 = agent.cpuSeconds();
     await new Promise((r) => setTimeout(r, 10_000));
     const idleCpuPercent = ((agent.cpuSeconds() - cpu0) / 10) * 100;
-    const oomKills = NodeLab.oomKills() - oomBefore;
+    // Kernel OOM kills on this node: the hogs' (their cgroups' counters or containerd's
+    // OOMKilled reason) and the protected pods'. The machine-wide count is printed besides,
+    // since other work on the machine can move it.
+    let oomKills = results.reduce((n, r) => n + r.oomKills, 0);
+    for (const p of [guaranteed, burstable]) if (await lab.containerOomKilled(p, 'app')) oomKills++;
+    const machineOomKills = NodeLab.oomKills() - oomBefore;
     const reactions = results.flatMap((r) => (r.reactionMs !== undefined ? [r.reactionMs] : []));
     const freed = results.flatMap((r) => (r.freedMs !== undefined ? [r.freedMs] : []));
     const summary = {
       evicted: results.filter((r) => r.outcome === 'evicted').map((r) => r.pod.split('/')[1]),
       oomKills,
+      machineOomKills,
       reactionP50Ms: round(percentile(reactions, 50), 2),
       reactionP99Ms: round(percentile(reactions, 99), 2),
       freedP50Ms: round(percentile(freed, 50), 1),
