@@ -11,7 +11,7 @@ import { CriRuntime } from '../../src/agent/adapters/cri-runtime';
 import { kernelNotifications } from '../../src/agent/adapters/kernel-notifications';
 import { AgentMetrics } from '../../src/agent/metrics';
 import { NodeLab, type NodeLabOptions } from '../../src/agent/node-lab';
-import type { RuntimePort } from '../../src/agent/ports';
+import type { EvictionReporter, PodSpecSource, RuntimePort } from '../../src/agent/ports';
 import { CriClient, ensureHarness, harnessMissing, type Harness } from '../../src/cri';
 import { NodeObserver } from '../../src/node/observer';
 import { compileConfig, configFromFlags, type EvictionFlags } from '../../src/policy/config';
@@ -65,7 +65,16 @@ export interface TestAgent {
 
 export async function startAgent(
   lab: NodeLab,
-  o: { flags: EvictionFlags; dryRun?: boolean; fastKill?: boolean; housekeepingIntervalMs?: number; nodefsPath?: string; wrap?: (r: CriRuntime) => RuntimePort },
+  o: {
+    flags: EvictionFlags;
+    dryRun?: boolean;
+    fastKill?: boolean;
+    housekeepingIntervalMs?: number;
+    nodefsPath?: string;
+    wrap?: (r: CriRuntime) => RuntimePort;
+    pods?: PodSpecSource;
+    reporter?: EvictionReporter;
+  },
 ): Promise<TestAgent> {
   const { endpoint } = await criClient();
   const runtime = CriRuntime.connect(endpoint, 2000);
@@ -77,6 +86,8 @@ export async function startAgent(
     layout: lab.layout,
     observer: new NodeObserver({ layout: lab.layout, cgroupRoot: lab.root, podCgroupRoot: lab.podRoot, nodefsPath: o.nodefsPath ?? '/' }),
     runtime: o.wrap ? o.wrap(runtime) : runtime,
+    ...(o.pods ? { pods: o.pods } : {}),
+    ...(o.reporter ? { reporter: o.reporter } : {}),
     notifications: kernelNotifications(logger),
     logger,
     metrics,
