@@ -128,6 +128,7 @@ export class Agent extends EventEmitter {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const w of this.podDirWatchers) w.close();
     this.podDirWatchers = [];
     if (this.learnTimer) clearTimeout(this.learnTimer);
@@ -198,6 +199,7 @@ export class Agent extends EventEmitter {
     return this.listRuntimePods();
   }
   private usedCachedPods = false;
+  private stopped = false;
   private lastPodsAt = 0;
   private refreshing: Promise<void> | null = null;
   private podDirWatchers: fs.FSWatcher[] = [];
@@ -234,7 +236,7 @@ export class Agent extends EventEmitter {
 
   /** Refreshes the pod listing until it covers the pod cgroups seen (a sandbox turns ready shortly after its cgroup appears). */
   private learnPods(tries: number): void {
-    if (this.learnTimer) return;
+    if (this.learnTimer || this.stopped) return;
     this.learnTimer = setTimeout(() => {
       this.learnTimer = null;
       void this.listRuntimePods().then(() => {
