@@ -90,6 +90,14 @@ export class NodeLab {
         fs.mkdirSync(d);
         this.made.push(d);
       }
+      // cgroup v2: children get memory.* and pids.* files only where the parent delegates them.
+      if (this.layout.memoryVersion === 2 && h === this.layout.memoryMount) {
+        try {
+          fs.writeFileSync(path.join(d, 'cgroup.subtree_control'), '+memory +pids');
+        } catch {
+          // controllers not available to delegate: the limits below will say so
+        }
+      }
     }
   }
 
