@@ -172,7 +172,7 @@ interface Line {
  */
 function openLine(layout: CgroupLayout): Line {
   if (layout.memcgV1 !== null) {
-    const cg = ScratchCgroup.create(layout.memcgV1, 'bench', 1);
+    const cg = ScratchCgroup.create(layout.memcgV1, 'notify', 1);
     const bytes = Number(cg.read('memory.usage_in_bytes')) + 8 * MiB;
     const watcher = watchMemcgThreshold(cg.dir, bytes);
     const usage = (e: KernelEvent) => e.counters?.usage_in_bytes;
@@ -189,7 +189,7 @@ function openLine(layout: CgroupLayout): Line {
       countersBefore: () => ({}),
     };
   }
-  const cg = ScratchCgroup.create(layout.cgroup2 as string, 'bench', 2);
+  const cg = ScratchCgroup.create(layout.cgroup2 as string, 'notify', 2);
   const bytes = Math.round(Number(cg.read('memory.current')) + 15.5 * MiB);
   cg.write('memory.high', bytes);
   const watcher = watchCgroupEvents(cg.file('memory.events'));
@@ -279,8 +279,8 @@ async function benchPsi(layout: CgroupLayout, samples: number, progress: (s: str
   const dir = os.tmpdir();
   if (onRamFilesystem(dir)) return { skipped: `${dir} is tmpfs: page-cache thrash needs a disk filesystem` };
   const file = thrashFile(dir, 256 * MiB);
-  const unified = ScratchCgroup.create(layout.cgroup2, 'bench', 2);
-  const memcg = layout.memcgV1 !== null ? ScratchCgroup.create(layout.memcgV1, 'bench', 1) : null;
+  const unified = ScratchCgroup.create(layout.cgroup2, 'notify', 2);
+  const memcg = layout.memcgV1 !== null ? ScratchCgroup.create(layout.memcgV1, 'notify', 1) : null;
   let watcher: Watcher | undefined;
   try {
     if (memcg !== null) memcg.write('memory.limit_in_bytes', 64 * MiB);
@@ -332,7 +332,7 @@ async function benchPsi(layout: CgroupLayout, samples: number, progress: (s: str
 /** cgroup.events: the kernfs notification when the workload exits and its cgroup empties. */
 async function benchEvents(layout: CgroupLayout, samples: number, progress: (s: string) => void): Promise<Series | { skipped: string }> {
   if (layout.cgroup2 === null) return { skipped: 'no cgroup2 mount' };
-  const cg = ScratchCgroup.create(layout.cgroup2, 'bench', 2);
+  const cg = ScratchCgroup.create(layout.cgroup2, 'notify', 2);
   let watcher: Watcher | undefined;
   try {
     const w = watchCgroupEvents(cg.file('cgroup.events'));
@@ -377,8 +377,8 @@ async function cpuOver(seconds: number): Promise<number> {
 
 /** Idle CPU of this process with 100 armed watchers, then with 100 pollers at 100 ms. */
 async function benchIdle(layout: CgroupLayout, plan: Plan): Promise<IdleResult> {
-  const memcg = layout.memcgV1 !== null ? ScratchCgroup.create(layout.memcgV1, 'bench', 1) : null;
-  const unified = layout.cgroup2 !== null ? ScratchCgroup.create(layout.cgroup2, 'bench', 2) : null;
+  const memcg = layout.memcgV1 !== null ? ScratchCgroup.create(layout.memcgV1, 'notify', 1) : null;
+  const unified = layout.cgroup2 !== null ? ScratchCgroup.create(layout.cgroup2, 'notify', 2) : null;
   const watchers: Watcher[] = [];
   try {
     for (let i = 0; watchers.length < 100; i++) {
@@ -533,6 +533,9 @@ export async function run(argv: string[]): Promise<number> {
     throw new UsageError('bench notify: no memory controller found (neither cgroup v1 memory nor cgroup2 with memory)');
   }
 
+  // Interrupted: exit through process.exit so the scratch cgroups are removed ('exit' hook).
+  process.once('SIGINT', () => process.exit(130));
+  process.once('SIGTERM', () => process.exit(143));
   const started = Date.now();
   const loadAtStart = os.loadavg();
   progress(`${layout.memcgV1 !== null ? 'memcg-threshold' : 'memory-events'} and poll-100ms: ${plan.thresholdSamples} crossings`);

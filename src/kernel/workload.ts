@@ -8,6 +8,33 @@ import { memhogPath } from './addon';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 let scratchSeq = 0;
+const live = new Set<ScratchCgroup>();
+let exitHook = false;
+
+/**
+ * Last resort at process exit (a test or bench that failed or was interrupted): kill what is
+ * left in our own scratch cgroups and remove them, synchronously.
+ */
+function removeLeftovers(): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (const cg of live) {
+    for (let attempt = 0; attempt < 100 && fs.existsSync(cg.dir); attempt++) {
+      for (const pid of cg.pids()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      try {
+        fs.rmdirSync(cg.dir);
+      } catch {
+        Atomics.wait(pause, 0, 0, 10);
+      }
+    }
+  }
+  live.clear();
+}
 
 /** A cgroup this process created and must remove (v1 memory controller or cgroup2). */
 export class ScratchCgroup {
@@ -20,7 +47,11 @@ export class ScratchCgroup {
   static create(root: string, tag: string, version: 1 | 2): ScratchCgroup {
     const dir = path.join(root, `evictd-${tag}-${process.pid}-${++scratchSeq}`);
     fs.mkdirSync(dir);
-    return new ScratchCgroup(dir, version);
+    const cg = new ScratchCgroup(dir, version);
+    if (!exitHook) process.once('exit', removeLeftovers);
+    exitHook = true;
+    live.add(cg);
+    return cg;
   }
 
   file(name: string): string {
@@ -52,6 +83,11 @@ export class ScratchCgroup {
 
   /** Kills what is left inside, waits until it is empty, and removes it. Idempotent. */
   async remove(): Promise<void> {
+    await this.removeNow();
+    live.delete(this);
+  }
+
+  private async removeNow(): Promise<void> {
     if (!fs.existsSync(this.dir)) return;
     for (let attempt = 0; attempt < 500; attempt++) {
       const pids = this.pids();
