@@ -313,6 +313,9 @@ export class Agent extends EventEmitter {
           podsMs: msBetween(podsNs, podsDoneNs),
           evaluateMs: msBetween(podsDoneNs, decisionNs),
           cachedPods: this.usedCachedPods,
+          memoryAvailable: obs.node.memory?.availableBytes,
+          pods: joined.length,
+          thresholdsMet: ev.thresholdsMet.length,
         },
         'pass',
       );

@@ -184,7 +184,8 @@ function lineBytes(quantity: string, capacity: number): number {
  * One ramp: a BestEffort hog pod ramps at `rateMiBs` to `targetMiB` (past the node's limit)
  * and is either evicted by the agent or OOM-killed by the kernel.
  */
-export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: string; rateMiBs: number; targetMiB: number; namespace?: string }): Promise<RampResult> {
+export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: string; rateMiBs: number; targetMiB: number; namespace?: string; startDelayMs?: number }): Promise<RampResult> {
+  if (o.startDelayMs) await new Promise((r) => setTimeout(r, o.startDelayMs));
   const pod: LabPod = await lab.runPod({ name: o.name, namespace: o.namespace ?? 'demo', qos: 'BestEffort', containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: [String(o.rateMiBs), String(o.targetMiB), '0'] }] });
   const podKey = `${pod.namespace}/${pod.name}`;
   const rampMs = (o.targetMiB / o.rateMiBs) * 1000;
@@ -199,9 +200,11 @@ export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: stri
     if (started && !alive) break;
     await new Promise((r) => setTimeout(r, 20));
   }
-  // Give the agent's eviction line (written after its release wait) a moment to arrive.
-  const line = await Promise.race([evicted, new Promise<null>((r) => setTimeout(() => r(null), 4000))]);
-  const oomKills = Math.max(oomKillsUnder(lab.memoryDir(pod.cgroupPath), lab.layout.memoryVersion), (await lab.containerOomKilled(pod, 'hog')) ? 1 : 0);
+  // Give the agent's eviction line (written after its release wait) a moment to arrive; not
+  // long when containerd already says the kernel OOM-killed the hog.
+  const oomReason = await lab.containerOomKilled(pod, 'hog');
+  const line = await Promise.race([evicted, new Promise<null>((r) => setTimeout(() => r(null), oomReason ? 300 : 4000))]);
+  const oomKills = Math.max(oomKillsUnder(lab.memoryDir(pod.cgroupPath), lab.layout.memoryVersion), oomReason || (await lab.containerOomKilled(pod, 'hog')) ? 1 : 0);
   const steps = hogSteps(lab.podLog(pod, 'hog'));
   const result: RampResult = { pod: podKey, labPod: pod, rateMiBs: o.rateMiBs, oomKills, outcome: line && oomKills === 0 ? 'evicted' : oomKills > 0 ? 'oom-killed' : 'survived' };
   if (line) {

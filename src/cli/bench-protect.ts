@@ -22,19 +22,22 @@ const USAGE = `usage: evictd bench protect [--json] [--quick] [--trials N] [--ra
 
   --trials N     ramps per rate and driver (default 3; --quick: 1)
   --rates LIST   hog ramp rates in MiB/s (default 100,500,1000,2000)
+  --drivers LIST which of evictd,poll-100ms,poll-1s,poll-10s to run (default all)
   --svg FILE     where to write the picture (default ./evictd-bench-protect.svg)
   --json         print the results as one JSON object (last line)`;
 
 interface Driver {
   name: string;
   args: string[];
+  /** the polling period, for the random start offset of each ramp */
+  periodMs?: number;
 }
 
 const DRIVERS: Driver[] = [
   { name: 'evictd', args: [] },
-  { name: 'poll-100ms', args: ['--notifications', 'none', '--housekeeping-interval', '100ms'] },
-  { name: 'poll-1s', args: ['--notifications', 'none', '--housekeeping-interval', '1s'] },
-  { name: 'poll-10s', args: ['--notifications', 'none', '--housekeeping-interval', '10s'] },
+  { name: 'poll-100ms', args: ['--notifications', 'none', '--housekeeping-interval', '100ms'], periodMs: 100 },
+  { name: 'poll-1s', args: ['--notifications', 'none', '--housekeeping-interval', '1s'], periodMs: 1000 },
+  { name: 'poll-10s', args: ['--notifications', 'none', '--housekeeping-interval', '10s'], periodMs: 10_000 },
 ];
 
 interface Options {
@@ -43,10 +46,11 @@ interface Options {
   rates: number[];
   svg: string;
   nodeMiB: number;
+  drivers: Driver[];
 }
 
 function parse(argv: string[]): Options | null {
-  const o: Options = { json: false, trials: 3, rates: [100, 500, 1000, 2000], svg: path.resolve('evictd-bench-protect.svg'), nodeMiB: 384 };
+  const o: Options = { json: false, trials: 3, rates: [100, 500, 1000, 2000], svg: path.resolve('evictd-bench-protect.svg'), nodeMiB: 384, drivers: DRIVERS };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
@@ -66,6 +70,12 @@ function parse(argv: string[]): Options | null {
       const v = value();
       o.rates = v.split(',').map((x) => Number(x.trim()));
       if (o.rates.some((r) => !Number.isInteger(r) || r <= 0 || r > 10_000)) throw badValue('--rates', v, 'must be whole MiB/s values between 1 and 10000, comma separated');
+    } else if (flag === '--drivers') {
+      const v = value();
+      const names = v.split(',').map((x) => x.trim());
+      const unknown = names.find((n) => !DRIVERS.some((d) => d.name === n));
+      if (unknown !== undefined) throw badValue('--drivers', v, `unknown driver ${JSON.stringify(unknown)} (one of ${DRIVERS.map((d) => d.name).join(', ')})`);
+      o.drivers = DRIVERS.filter((d) => names.includes(d.name));
     } else if (flag === '--svg') o.svg = path.resolve(value());
     else throw new UsageError(`bench protect: unknown flag ${JSON.stringify(a)}`);
   }
@@ -127,14 +137,17 @@ export async function run(argv: string[]): Promise<number> {
       annotations: { 'evictd.io/requests': 'memory=32Mi,cpu=100m', 'evictd.io/limits': 'memory=32Mi,cpu=100m' },
     });
     log(`bench protect: node ${o.nodeMiB} MiB, hard memory.available<64Mi, hog ramps to ${targetMiB} MiB at ${o.rates.join(', ')} MiB/s, ${o.trials} trial(s) each`);
-    for (const d of DRIVERS) {
+    for (const d of o.drivers) {
       const agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: 'memory.available<64Mi', extraArgs: d.args });
       all[d.name] = [];
       try {
         for (const rate of o.rates) {
           const rs: RampResult[] = [];
           for (let t = 0; t < o.trials; t++) {
-            const r = await runRamp(lab, agent, { name: `hog-${d.name}-${rate}-${t}`, rateMiBs: rate, targetMiB, namespace: 'bench' });
+            // Each ramp starts at a random phase of the poller's period: trials of near-constant
+            // length would otherwise alias with the period and always hit (or miss) the same way.
+            const startDelayMs = d.periodMs ? Math.floor(Math.random() * d.periodMs) : 0;
+            const r = await runRamp(lab, agent, { name: `hog-${d.name}-${rate}-${t}`, rateMiBs: rate, targetMiB, namespace: 'bench', startDelayMs });
             rs.push(r);
             await lab.removePod(r.labPod);
           }
