@@ -16,7 +16,7 @@ import { listPodCgroups, podUidFromDirName } from '../node/pod-cgroups';
 import type { PolicyConfig } from '../policy/config';
 import { evaluate, initialState, resolvedByReclaim, type Evaluation, type Eviction, type PolicyState, type ThresholdStatus } from '../policy/evaluate';
 import { isMemorySignal } from '../policy/signals';
-import type { ContainerUsage, PodRef, Signal } from '../policy/types';
+import type { ContainerUsage, NodeCondition, PodRef, Signal } from '../policy/types';
 import { joinPods, type JoinedPod } from './active-pods';
 import { Arming } from './arming';
 import { Controller, type PassResult, type PassTrigger } from './controller';
@@ -168,6 +168,11 @@ export class Agent extends EventEmitter {
     } catch (err) {
       this.o.logger.debug({ err }, 'drift tick failed');
     }
+  }
+
+  /** The node conditions of the last pass (for admission). */
+  conditions(): NodeCondition[] {
+    return this.lastEvaluation ? [...this.lastEvaluation.conditions] : [];
   }
 
   armedLines(): Record<string, number> {

@@ -46,6 +46,7 @@ const FLAGS: FlagDef[] = [
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
   { name: 'notifications', arg: 'MODE', help: 'kernel (notifications, polling fallback where missing) or none (housekeeping only)', def: 'kernel' },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
+  { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
   { name: 'log-level', arg: 'LEVEL', help: 'debug, info, warn or error', def: 'info' },
   { name: 'pod-source', arg: 'SOURCE', help: 'api, kubelet or runtime (runtime: sandboxes only)', def: 'api with --kubeconfig or in a cluster, else runtime' },
   { name: 'kubeconfig', arg: 'FILE', help: 'kubeconfig for the API server (default: in-cluster service account)' },
@@ -126,6 +127,7 @@ export interface RunSettings {
   psi: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
   notifications: 'kernel' | 'none';
   metrics: { host: string; port: number };
+  admission: { host: string; port: number } | null;
   logLevel: string;
   podSource: 'api' | 'kubelet' | 'runtime';
 }
@@ -199,6 +201,9 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   const metricsText = str('metrics-address') ?? '127.0.0.1:9741';
   const metrics = parseListenAddress(metricsText);
   if (!metrics) throw badValue('--metrics-address', metricsText, 'expected HOST:PORT, e.g. 127.0.0.1:9741');
+  const admissionText = str('admission-address');
+  const admission = admissionText === undefined ? null : parseListenAddress(admissionText);
+  if (admissionText !== undefined && !admission) throw badValue('--admission-address', admissionText, 'expected HOST:PORT, e.g. 127.0.0.1:9742');
   const logLevel = str('log-level') ?? 'info';
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) throw badValue('--log-level', logLevel, 'must be debug, info, warn or error');
   const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST) || str('kubeconfig') !== undefined;
@@ -217,6 +222,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     psi,
     notifications,
     metrics,
+    admission,
     logLevel,
     podSource: podSource as RunSettings['podSource'],
   };
@@ -255,6 +261,8 @@ export async function run(argv: string[]): Promise<number> {
     await parts.source.start();
     pods = parts.source;
     reporter = parts.reporter;
+    const { registerKubeMetrics } = require('../kube/metrics') as typeof import('../kube/metrics');
+    registerKubeMetrics(metrics.registry, { source: parts.source, ...(parts.reporter ? { reporter: parts.reporter } : {}) });
     closeKube = () => {
       parts.source.stop();
       parts.close();
@@ -279,6 +287,18 @@ export async function run(argv: string[]): Promise<number> {
   const server = await startMetricsServer(s.metrics, metrics.registry, () => agent.health()).catch((err: NodeJS.ErrnoException) => {
     throw badValue('--metrics-address', `${s.metrics.host}:${s.metrics.port}`, err.code ?? err.message);
   });
+  let closeAdmission = async (): Promise<void> => {};
+  if (s.admission) {
+    const { startAdmissionServer } = require('../kube/admission-server') as typeof import('../kube/admission-server');
+    const { admit } = require('../policy/admission') as typeof import('../policy/admission');
+    const a = await startAdmissionServer({ decide: admit, conditions: () => agent.conditions(), log: logger, host: s.admission.host, port: s.admission.port }).catch(
+      (err: NodeJS.ErrnoException) => {
+        throw badValue('--admission-address', `${s.admission!.host}:${s.admission!.port}`, err.code ?? err.message);
+      },
+    );
+    logger.info({ address: `${a.host}:${a.port}` }, 'admission endpoint: POST /admit');
+    closeAdmission = () => a.close();
+  }
   logger.info(
     {
       cgroups: layout.mode,
@@ -306,6 +326,7 @@ export async function run(argv: string[]): Promise<number> {
   });
   await agent.stop();
   await server.close();
+  await closeAdmission();
   closeKube();
   runtime.close();
   logger.info({ passes: agent.controller.stats.passes, notifications: agent.controller.stats.notifications }, 'stopped');

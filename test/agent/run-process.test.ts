@@ -25,13 +25,24 @@ const get = (url: string) =>
       .on('error', reject);
   });
 
-test('evictd run as users run it: a ramp is evicted before the OOM killer; /metrics, /healthz; SIGTERM exits 0', async (t) => {
+const post = (url: string, body: unknown) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+
+test('evictd run as users run it: a ramp is evicted before the OOM killer; /metrics, /healthz, /admit; SIGTERM exits 0', async (t) => {
   if (skipped(t, missingE2e())) return;
   const { endpoint } = await criClient();
   const lab = await newLab('process', { memoryLimitBytes: 384 * MiB });
   labs.push(lab);
   const kept = await lab.runPod({ name: 'kept', namespace: 'demo', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
-  const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi' });
+  const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi', extraArgs: ['--admission-address', '127.0.0.1:0'] });
   procs.push(agent);
   assert.ok(agent.metricsAddress, 'the starting line names the metrics address');
   const r = await runRamp(lab, agent, { name: 'hog', rateMiBs: 500, targetMiB: 448 });
@@ -52,5 +63,14 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   assert.ok(['v1', 'v2', 'hybrid'].includes(String(starting.cgroups)));
   const evicted = agent.lines.find((l) => l.msg === 'evicted pod')!;
   for (const k of ['threshold', 'observation', 'reasons', 'signal', 'pod']) assert.ok(k in evicted, `the eviction log line has ${k}`);
+  // Admission under the condition the eviction left (MemoryPressure, held for the transition
+  // period): a BestEffort pod is refused, a Burstable one admitted.
+  const admission = agent.lines.find((l) => l.msg === 'admission endpoint: POST /admit')!;
+  const pod = (name: string, resources: object) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'demo', uid: `u-${name}` }, spec: { containers: [{ name: 'c', resources }] } });
+  const be = await post(`http://${String(admission.address)}/admit`, pod('be', {}));
+  assert.equal(be.status, 200, be.body);
+  assert.equal(JSON.parse(be.body).admit, false, be.body);
+  const bu = await post(`http://${String(admission.address)}/admit`, pod('bu', { requests: { memory: '10Mi' } }));
+  assert.equal(JSON.parse(bu.body).admit, true, bu.body);
   assert.equal(await agent.stop(), 0);
 });
