@@ -560,7 +560,7 @@ export class Agent extends EventEmitter {
         (timings) => {
           rec.at.stopDone = String(ns());
           o.metrics.decisionToStop.observe({ action: 'stop' }, msBetween(decisionNs, ns()) / 1000);
-          o.logger.info({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, timings }, 'pod sandbox stopped');
+          o.logger.info({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, timings, stopDone: rec.at.stopDone }, 'pod sandbox stopped');
           this.emit('stopped', rec);
         },
         (err: unknown) => {

@@ -231,7 +231,9 @@ export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: stri
         result.reactionMs = Number(sent - cross) / 1e6;
         result.decisionMs = Number(decision - cross) / 1e6;
         if (at.released) result.freedMs = Number(BigInt(at.released) - cross) / 1e6;
-        if (at.stopDone) result.stoppedMs = Number(BigInt(at.stopDone) - cross) / 1e6;
+        // After a fast kill the runtime's stop completes in the background: its own line says when.
+        const stopped = at.stopDone ?? (await agent.waitFor((l) => l.msg === 'pod sandbox stopped' && l.pod === podKey, 3000).catch(() => null))?.stopDone;
+        if (typeof stopped === 'string') result.stoppedMs = Number(BigInt(stopped) - cross) / 1e6;
       }
       if (at.event) result.eventReactionMs = Number(BigInt(at.killSent ?? at.stopSent!) - BigInt(at.event)) / 1e6;
     }

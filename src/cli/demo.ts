@@ -118,6 +118,7 @@ export const demo: Command = async (argv) => {
             `  ${f(r.decisionMs).padStart(11)}  decision: evict ${r.pod} (${(r.reasons ?? []).join('; ')})`,
             `  ${f(r.reactionMs).padStart(11)}  ${r.action === 'fast-kill' ? 'kill sent (cgroup.kill), StopPodSandbox follows' : 'StopPodSandbox sent'}`,
             `  ${f(r.freedMs).padStart(11)}  memory freed`,
+            ...(r.stoppedMs !== undefined ? [`  ${f(r.stoppedMs).padStart(11)}  StopPodSandbox done`] : []),
           ].join('\n'),
         );
       } else {
