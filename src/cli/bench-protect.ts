@@ -22,7 +22,8 @@ const USAGE = `usage: evictd bench protect [--json] [--quick] [--trials N] [--ra
 
   --trials N     ramps per rate and driver (default 3; --quick: 1)
   --rates LIST   hog ramp rates in MiB/s (default 100,500,1000,2000)
-  --drivers LIST which of evictd,poll-100ms,poll-1s,poll-10s to run (default all)
+  --drivers LIST which of evictd,poll-100ms,poll-1s,poll-10s to run (default all four);
+                 also evictd-no-fast-kill (StopPodSandbox alone) for comparison
   --svg FILE     where to write the picture (default ./evictd-bench-protect.svg)
   --json         print the results as one JSON object (last line)`;
 
@@ -32,6 +33,9 @@ interface Driver {
   /** the polling period, for the random start offset of each ramp */
   periodMs?: number;
 }
+
+/** Not run by default: evictd without the fast kill (StopPodSandbox alone), for comparison. */
+const EXTRA_DRIVERS: Driver[] = [{ name: 'evictd-no-fast-kill', args: ['--fast-kill=false'] }];
 
 const DRIVERS: Driver[] = [
   { name: 'evictd', args: [] },
@@ -73,9 +77,10 @@ function parse(argv: string[]): Options | null {
     } else if (flag === '--drivers') {
       const v = value();
       const names = v.split(',').map((x) => x.trim());
-      const unknown = names.find((n) => !DRIVERS.some((d) => d.name === n));
-      if (unknown !== undefined) throw badValue('--drivers', v, `unknown driver ${JSON.stringify(unknown)} (one of ${DRIVERS.map((d) => d.name).join(', ')})`);
-      o.drivers = DRIVERS.filter((d) => names.includes(d.name));
+      const all = [...DRIVERS, ...EXTRA_DRIVERS];
+      const unknown = names.find((n) => !all.some((d) => d.name === n));
+      if (unknown !== undefined) throw badValue('--drivers', v, `unknown driver ${JSON.stringify(unknown)} (one of ${all.map((d) => d.name).join(', ')})`);
+      o.drivers = all.filter((d) => names.includes(d.name));
     } else if (flag === '--svg') o.svg = path.resolve(value());
     else throw new UsageError(`bench protect: unknown flag ${JSON.stringify(a)}`);
   }
@@ -171,11 +176,14 @@ export async function run(argv: string[]): Promise<number> {
     await harness.release().catch(() => undefined);
   }
 
-  const byDriver = DRIVERS.map((d) => {
+  const byDriver = o.drivers.map((d) => {
     const rs = all[d.name] ?? [];
     const reactions = rs.flatMap((r) => (r.outcome === 'evicted' && r.reactionMs !== undefined ? [r.reactionMs] : []));
+    const freed = rs.flatMap((r) => (r.outcome === 'evicted' && r.freedMs !== undefined ? [r.freedMs] : []));
     return {
       driver: d.name,
+      freedP50Ms: round(percentile(freed, 50), 1),
+      freedP99Ms: round(percentile(freed, 99), 1),
       trials: rs.length,
       evicted: rs.filter((r) => r.outcome === 'evicted').length,
       oomKills: rs.reduce((s, r) => s + r.oomKills, 0),
@@ -184,21 +192,21 @@ export async function run(argv: string[]): Promise<number> {
       idleCpuPercent: idle[d.name] ?? null,
     };
   });
-  fs.writeFileSync(o.svg, svg(cells, o.rates));
-  const table = renderTable(cells, o.rates);
+  fs.writeFileSync(o.svg, svg(cells, o.rates, o.drivers));
+  const table = renderTable(cells, o.rates, o.drivers);
   log('\n' + table);
-  log('\nper driver: ' + byDriver.map((b) => `${b.driver} evicted ${b.evicted}/${b.trials}, kernel OOM kills ${b.oomKills}, reaction p50 ${b.reactionP50Ms ?? '-'} ms p99 ${b.reactionP99Ms ?? '-'} ms, idle CPU ${b.idleCpuPercent}%`).join('\n            '));
+  log('\nper driver: ' + byDriver.map((b) => `${b.driver} evicted ${b.evicted}/${b.trials}, kernel OOM kills ${b.oomKills}, reaction p50 ${b.reactionP50Ms ?? '-'} ms p99 ${b.reactionP99Ms ?? '-'} ms, memory back p50 ${b.freedP50Ms ?? '-'} ms p99 ${b.freedP99Ms ?? '-'} ms, idle CPU ${b.idleCpuPercent}%`).join('\n            '));
   log(`picture: ${o.svg}   (${round((Date.now() - t0) / 1000, 0)} s)`);
   const result = { bench: 'protect', nodeMiB: o.nodeMiB, threshold: 'memory.available<64Mi', rates: o.rates, trials: o.trials, cells, byDriver, svg: o.svg };
   if (o.json) process.stdout.write(JSON.stringify(result) + '\n');
   return 0;
 }
 
-function renderTable(cells: Cell[], rates: number[]): string {
-  const head = ['rate MiB/s', ...DRIVERS.map((d) => d.name)];
+function renderTable(cells: Cell[], rates: number[], drivers: Driver[]): string {
+  const head = ['rate MiB/s', ...drivers.map((d) => d.name)];
   const rows = rates.map((rate) => [
     String(rate),
-    ...DRIVERS.map((d) => {
+    ...drivers.map((d) => {
       const c = cells.find((x) => x.driver === d.name && x.rateMiBs === rate);
       if (!c) return '-';
       const lat = c.reactionP50Ms !== null ? ` ${c.reactionP50Ms}/${c.reactionP99Ms} ms` : '';
@@ -215,17 +223,17 @@ function renderTable(cells: Cell[], rates: number[]): string {
   ].join('\n');
 }
 
-const COLORS: Record<string, string> = { evictd: '#1b9e77', 'poll-100ms': '#7570b3', 'poll-1s': '#d95f02', 'poll-10s': '#e7298a' };
+const COLORS: Record<string, string> = { evictd: '#1b9e77', 'poll-100ms': '#7570b3', 'poll-1s': '#d95f02', 'poll-10s': '#e7298a', 'evictd-no-fast-kill': '#66a61e' };
 
 /** Two panels of grouped bars: share evicted before OOM, and reaction p50 (log scale). */
-function svg(cells: Cell[], rates: number[]): string {
+function svg(cells: Cell[], rates: number[], drivers: Driver[]): string {
   const W = 900;
   const H = 360;
   const panelW = 400;
   const top = 50;
   const plotH = 230;
   const groupW = panelW / rates.length;
-  const barW = (groupW - 16) / DRIVERS.length;
+  const barW = (groupW - 16) / drivers.length;
   const parts: string[] = [];
   const text = (x: number, y: number, s: string, extra = '', size = 12) =>
     parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" font-family="sans-serif" font-size="${size}" ${extra}>${s}</text>`);
@@ -238,7 +246,7 @@ function svg(cells: Cell[], rates: number[]): string {
     }
     rates.forEach((rate, gi) => {
       const gx = x0 + gi * groupW + 8;
-      DRIVERS.forEach((d, di) => {
+      drivers.forEach((d, di) => {
         const c = cells.find((x) => x.driver === d.name && x.rateMiBs === rate);
         const v = c ? scale(c) : null;
         const x = gx + di * barW;
@@ -249,7 +257,7 @@ function svg(cells: Cell[], rates: number[]): string {
         const h = Math.max(1, v * plotH);
         parts.push(`<rect x="${x.toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[d.name]}"><title>${d.name} ${rate} MiB/s: ${label(c!)}</title></rect>`);
       });
-      text(gx + (barW * DRIVERS.length) / 2, top + plotH + 16, `${rate} MiB/s`, 'text-anchor="middle"');
+      text(gx + (barW * drivers.length) / 2, top + plotH + 16, `${rate} MiB/s`, 'text-anchor="middle"');
     });
     parts.push(`<line x1="${x0}" y1="${top + plotH}" x2="${x0 + panelW}" y2="${top + plotH}" stroke="#333"/>`);
   };
@@ -271,7 +279,7 @@ function svg(cells: Cell[], rates: number[]): string {
     (c) => (c.reactionP50Ms === null ? null : logScale(c.reactionP50Ms)),
     (c) => `p50 ${c.reactionP50Ms} ms, p99 ${c.reactionP99Ms} ms`,
   );
-  DRIVERS.forEach((d, i) => {
+  drivers.forEach((d, i) => {
     const x = 60 + i * 150;
     parts.push(`<rect x="${x}" y="${H - 30}" width="12" height="12" fill="${COLORS[d.name]}"/>`);
     text(x + 18, H - 20, d.name);
