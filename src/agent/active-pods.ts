@@ -86,7 +86,10 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
     // (a runtime shared by several nodes, as in the tests, lists the others' pods too; and a
     // pod without a cgroup yet has no usage to rank it by).
     if (!cgroup) continue;
-    const fromSource = source?.get(rp.uid);
+    // A spec without containers comes from a runtime-only fallback (a real pod has at least
+    // one): the sandbox and the cgroup path say more (QoS, pod memory limit), so use ours.
+    const got = source?.get(rp.uid);
+    const fromSource = got && got.containers.length > 0 ? got : undefined;
     const spec = fromSource ?? specFromSandbox(rp, cgroup);
     const active: ActivePod = { spec };
     if (cgroup) {

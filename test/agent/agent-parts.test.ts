@@ -64,6 +64,10 @@ test('joinPods: only ready pods with a cgroup under this node, usage from the cg
     ],
   );
   assert.equal(joined[0]!.active.spec.priority, 7);
+  // A container-less spec (a runtime-only fallback's) gives way to the cgroup-derived one.
+  const bare = { ...fromApi, containers: [] };
+  const j2 = joinPods([sandbox('a')], cgroups, { get: () => bare });
+  assert.equal(j2[0]!.specSource, 'runtime');
   assert.equal(joined[1]!.active.usage!.containers[0]!.memoryBytes, 70 * MiB);
   assert.equal(joined[1]!.active.usage!.processes, 2);
 });
