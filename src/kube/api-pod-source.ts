@@ -13,11 +13,9 @@
  *   keeps serving its last contents, and `healthy` turns false so the agent can say it runs
  *   on stale or runtime-only data.
  */
-import { EventEmitter } from 'node:events';
 import { ApiError, type KubeClient, type WatchEvent } from './client';
 import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
-import { backoffMs, type Logger, PodCache, type PodSource, silentLogger, sleep } from './pod-source';
-import type { PodSpec } from '../policy/types';
+import { backoffMs, CachedPodSource, type Logger, sleep } from './pod-source';
 
 export interface ApiPodSourceOptions {
   client: KubeClient;
@@ -50,38 +48,16 @@ interface V1PodList {
 
 class Gone extends Error {}
 
-export class ApiPodSource extends EventEmitter implements PodSource {
+export class ApiPodSource extends CachedPodSource {
   readonly kind = 'api' as const;
   readonly stats: PodSourceStats = { lists: 0, relistsAfterGone: 0, watches: 0, watchEvents: 0, failures: 0 };
-  private readonly cache = new PodCache(this);
-  private readonly log: Logger;
-  private abort = new AbortController();
   private resourceVersion: string | undefined;
   private consistentRelist = false;
-  private healthyNow = false;
-  private running?: Promise<void>;
   /** consecutive failures since the last list, opened watch or clean watch end */
   private attempt = 0;
 
   constructor(private readonly opts: ApiPodSourceOptions) {
-    super();
-    this.log = opts.log ?? silentLogger;
-  }
-
-  get healthy(): boolean {
-    return this.healthyNow;
-  }
-
-  get(uid: string): PodSpec | undefined {
-    return this.cache.get(uid)?.spec;
-  }
-
-  info(uid: string): KubePod | undefined {
-    return this.cache.get(uid);
-  }
-
-  list(): PodSpec[] {
-    return this.cache.active();
+    super(opts.log);
   }
 
   start(): Promise<void> {

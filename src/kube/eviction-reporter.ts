@@ -19,16 +19,10 @@
  */
 import { ApiError, type KubeClient } from './client';
 import { backoffMs, type Logger, silentLogger, sleep } from './pod-source';
-import type { PodRef } from '../policy/types';
+import type { Eviction as PolicyEviction } from '../policy/evaluate';
 
-/** An eviction as the policy reports it. */
-export interface Eviction {
-  pod: PodRef;
-  signal: string;
-  gracePeriodSeconds: number;
-  message: string;
-  annotations: Record<string, string>;
-}
+/** An eviction as the policy reports it (the ranking reasons are for logs, not the API). */
+export type Eviction = Omit<PolicyEviction, 'reasons'>;
 
 export const EVICTED_REASON = 'Evicted';
 export const THRESHOLD_MET_REASON = 'EvictionThresholdMet';

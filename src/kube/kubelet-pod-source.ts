@@ -4,12 +4,10 @@
  * so it is polled; each poll is diffed against the cache. Authorization on the kubelet side is
  * `nodes/proxy` (see deploy/rbac.yaml, commented out by default: it is a broad permission).
  */
-import { EventEmitter } from 'node:events';
 import type { KubeClient } from './client';
 import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
-import { backoffMs, type Logger, PodCache, type PodSource, silentLogger, sleep } from './pod-source';
+import { backoffMs, CachedPodSource, type Logger, sleep } from './pod-source';
 import type { PodSourceStats } from './api-pod-source';
-import type { PodSpec } from '../policy/types';
 
 export interface KubeletPodSourceOptions {
   /** a client whose server is the kubelet (e.g. https://127.0.0.1:10250) */
@@ -19,34 +17,12 @@ export interface KubeletPodSourceOptions {
   maxBackoffMs?: number;
 }
 
-export class KubeletPodSource extends EventEmitter implements PodSource {
+export class KubeletPodSource extends CachedPodSource {
   readonly kind = 'kubelet' as const;
   readonly stats: PodSourceStats = { lists: 0, relistsAfterGone: 0, watches: 0, watchEvents: 0, failures: 0 };
-  private readonly cache = new PodCache(this);
-  private readonly log: Logger;
-  private abort = new AbortController();
-  private healthyNow = false;
-  private running?: Promise<void>;
 
   constructor(private readonly opts: KubeletPodSourceOptions) {
-    super();
-    this.log = opts.log ?? silentLogger;
-  }
-
-  get healthy(): boolean {
-    return this.healthyNow;
-  }
-
-  get(uid: string): PodSpec | undefined {
-    return this.cache.get(uid)?.spec;
-  }
-
-  info(uid: string): KubePod | undefined {
-    return this.cache.get(uid);
-  }
-
-  list(): PodSpec[] {
-    return this.cache.active();
+    super(opts.log);
   }
 
   start(): Promise<void> {

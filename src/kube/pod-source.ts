@@ -117,3 +117,40 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
     signal.addEventListener('abort', done);
   });
 }
+
+/**
+ * What every source shares: the cache that get()/list()/info() read, the health flag, and the
+ * abort controller and promise of its background loop. Subclasses implement start() and stop().
+ */
+export abstract class CachedPodSource extends EventEmitter implements PodSource {
+  abstract readonly kind: PodSourceKind;
+  protected readonly cache = new PodCache(this);
+  protected readonly log: Logger;
+  protected abort = new AbortController();
+  protected healthyNow = false;
+  protected running?: Promise<void>;
+
+  constructor(log: Logger | undefined) {
+    super();
+    this.log = log ?? silentLogger;
+  }
+
+  get healthy(): boolean {
+    return this.healthyNow;
+  }
+
+  get(uid: string): PodSpec | undefined {
+    return this.cache.get(uid)?.spec;
+  }
+
+  info(uid: string): KubePod | undefined {
+    return this.cache.get(uid);
+  }
+
+  list(): PodSpec[] {
+    return this.cache.active();
+  }
+
+  abstract start(): Promise<void>;
+  abstract stop(): void;
+}

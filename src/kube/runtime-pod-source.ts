@@ -4,10 +4,9 @@
  * a pod's annotations onto its sandbox and labels it io.kubernetes.pod.{name,namespace,uid}, so
  * static pods are still recognized; priority, requests and limits are not on the sandbox.
  */
-import { EventEmitter } from 'node:events';
 import type { KubePod } from './pod-spec';
 import { isCritical, SYSTEM_CRITICAL_PRIORITY } from '../policy/pods';
-import { backoffMs, type Logger, PodCache, type PodSource, silentLogger, sleep } from './pod-source';
+import { backoffMs, CachedPodSource, type Logger, sleep } from './pod-source';
 import type { PodSpec } from '../policy/types';
 
 /** A CRI PodSandbox as grpc-js/proto-loader decodes it (only the fields used here). */
@@ -57,33 +56,11 @@ export interface RuntimePodSourceOptions extends RuntimePodSpecOptions {
   intervalMs?: number;
 }
 
-export class RuntimePodSource extends EventEmitter implements PodSource {
+export class RuntimePodSource extends CachedPodSource {
   readonly kind = 'runtime' as const;
-  private readonly cache = new PodCache(this);
-  private readonly log: Logger;
-  private abort = new AbortController();
-  private healthyNow = false;
-  private running?: Promise<void>;
 
   constructor(private readonly opts: RuntimePodSourceOptions) {
-    super();
-    this.log = opts.log ?? silentLogger;
-  }
-
-  get healthy(): boolean {
-    return this.healthyNow;
-  }
-
-  get(uid: string): PodSpec | undefined {
-    return this.cache.get(uid)?.spec;
-  }
-
-  info(uid: string): KubePod | undefined {
-    return this.cache.get(uid);
-  }
-
-  list(): PodSpec[] {
-    return this.cache.active();
+    super(opts.log);
   }
 
   start(): Promise<void> {
