@@ -83,7 +83,7 @@ export async function run(argv: string[]): Promise<number> {
     for (const r of rows) process.stdout.write(JSON.stringify({ bench: 'policy', ...r }) + '\n');
   } else {
     const baselineMs = 10_000;
-    process.stdout.write('evictd bench policy: one evaluate() pass under hard memory pressure (ranks every pod, builds every message)\n\n');
+    process.stdout.write('evictd bench policy: one evaluate() pass under hard memory pressure (every pod ranked, every candidate prepared; messages built when read)\n\n');
     process.stdout.write('  pods   passes   p50 ms   p99 ms   max ms   target   verdict   p99 share of the kubelet\'s 10 s interval\n');
     for (const r of rows) {
       const ok = r.p99_ms < r.target_ms ? 'ok' : 'OVER';

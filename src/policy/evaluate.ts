@@ -6,7 +6,7 @@
  */
 import type { PolicyConfig, Threshold, ThresholdKind } from './config';
 import { evictionMessage } from './messages';
-import { isCritical } from './pods';
+import { podFacts } from './pods';
 import { rankFor, type RankedPod } from './ranking';
 import { nodeReclaimFunctions } from './reclaim';
 import { SIGNAL_RESOURCE, isMemorySignal } from './signals';
@@ -102,25 +102,37 @@ export function evictionGracePeriod(config: PolicyConfig, threshold: Threshold, 
   return own === undefined ? config.maxPodGracePeriodSeconds : Math.min(config.maxPodGracePeriodSeconds, own);
 }
 
+/** What every candidate of one plan shares. */
+interface PlanContext {
+  config: PolicyConfig;
+  threshold: Threshold;
+  resource: string;
+  ordered: readonly Threshold[];
+  obs: Observations;
+}
+
 /**
- * An Eviction whose message, annotations and reasons are computed on first read (a class with
- * prototype getters stays cheap to allocate by the thousand).
+ * An Eviction computed on first read: a plan ranks every pod, but the agent reads one or two
+ * candidates, so at 10,000 pods each candidate is just two references until someone looks.
  */
 class LazyEviction implements Eviction {
-  readonly pod: PodRef;
   private text: { message: string; annotations: Record<string, string> } | undefined;
   constructor(
-    readonly signal: Signal,
-    readonly gracePeriodSeconds: number,
-    private readonly resource: string,
+    private readonly ctx: PlanContext,
     private readonly ranked: RankedPod,
-    private readonly ordered: readonly Threshold[],
-    private readonly obs: Observations,
-  ) {
-    this.pod = ref(ranked.pod);
+  ) {}
+  get pod(): PodRef {
+    return ref(this.ranked.pod);
+  }
+  get signal(): Signal {
+    return this.ctx.threshold.signal;
+  }
+  get gracePeriodSeconds(): number {
+    return evictionGracePeriod(this.ctx.config, this.ctx.threshold, this.ranked.pod);
   }
   private get built() {
-    return (this.text ??= evictionMessage(this.resource, this.ranked.pod.spec, this.ranked.pod.usage, this.ordered, this.obs));
+    const { resource, ordered, obs } = this.ctx;
+    return (this.text ??= evictionMessage(resource, this.ranked.pod.spec, this.ranked.pod.usage, ordered, obs));
   }
   get message(): string {
     return this.built.message;
@@ -173,7 +185,9 @@ export function evaluate(config: PolicyConfig, state: PolicyState, input: PassIn
 
   const result: Evaluation = { state: newState, thresholdsMet: thresholdStatus, conditions, localStorageEvictions: [], reclaim: null, plan: null };
 
-  const violations = localStorageViolations(pods, layout);
+  // One lookup of each pod's derived facts per pass, shared by every step below.
+  const facts = pods.map((p) => podFacts(p.spec));
+  const violations = localStorageViolations(pods, layout, facts);
   if (violations.length > 0) {
     result.localStorageEvictions = violations.map((v) => ({
       pod: ref(v.pod),
@@ -196,9 +210,11 @@ export function evaluate(config: PolicyConfig, state: PolicyState, input: PassIn
   // Messages and reasons are built only for the candidates someone looks at: at 10,000 pods,
   // formatting them all would cost more than the ranking itself.
   const candidates: Eviction[] = [];
-  for (const ranked of rankFor(threshold.signal, layout, pods)) {
-    if (isCritical(ranked.pod.spec)) continue; // the kubelet refuses to evict these and tries the next
-    candidates.push(new LazyEviction(threshold.signal, evictionGracePeriod(config, threshold, ranked.pod), resource, ranked, ordered, obs));
+  const ctx: PlanContext = { config, threshold, resource, ordered, obs };
+  const critical = new Set(pods.filter((_, i) => facts[i].critical));
+  for (const ranked of rankFor(threshold.signal, layout, pods, facts)) {
+    if (critical.has(ranked.pod)) continue; // the kubelet refuses to evict these and tries the next
+    candidates.push(new LazyEviction(ctx, ranked));
   }
   result.plan = { signal: threshold.signal, resource, hard: threshold.gracePeriodNs === 0, candidates };
   return result;

@@ -26,14 +26,10 @@ function sum(containers: readonly ContainerSpec[], pick: (c: ContainerSpec) => Q
  * kubelet's podRequest / GetResourceRequestQuantity compute it. In bytes (or units).
  */
 export function podRequest(pod: PodSpec, resource: string): number {
-  // Specs are immutable once observed, and the ranking reads the same requests every pass.
-  let cache = requestCache.get(pod);
-  if (!cache) requestCache.set(pod, (cache = new Map()));
-  let v = cache.get(resource);
-  if (v === undefined) cache.set(resource, (v = computePodRequest(pod, resource)));
-  return v;
+  if (resource === 'memory') return podFacts(pod).memoryRequest;
+  if (resource === 'ephemeral-storage') return podFacts(pod).storageRequest;
+  return computePodRequest(pod, resource);
 }
-const requestCache = new WeakMap<PodSpec, Map<string, number>>();
 
 function computePodRequest(pod: PodSpec, resource: string): number {
   const apps = sum(pod.containers, (c) => containerRequest(c, resource));
@@ -44,12 +40,8 @@ function computePodRequest(pod: PodSpec, resource: string): number {
 
 /** PodLimits for one resource, or undefined when no container sets it. */
 export function podLimit(pod: PodSpec, resource: string): Quantity | undefined {
-  let cache = limitCache.get(pod);
-  if (!cache) limitCache.set(pod, (cache = new Map()));
-  if (!cache.has(resource)) cache.set(resource, computePodLimit(pod, resource));
-  return cache.get(resource);
+  return resource === 'ephemeral-storage' ? podFacts(pod).storageLimit : computePodLimit(pod, resource);
 }
-const limitCache = new WeakMap<PodSpec, Map<string, Quantity | undefined>>();
 
 function computePodLimit(pod: PodSpec, resource: string): Quantity | undefined {
   let total: Quantity | undefined;
@@ -62,6 +54,51 @@ function computePodLimit(pod: PodSpec, resource: string): Quantity | undefined {
     if (l && (!total || l.cmp(total) > 0)) total = l;
   }
   return total;
+}
+
+/** What every pass asks of a spec, derived once: specs are immutable once observed. */
+export interface PodFacts {
+  memoryRequest: number;
+  storageRequest: number;
+  /** the pod-level ephemeral-storage limit (sum of the containers'), if any container sets one */
+  storageLimit?: Quantity;
+  /** containers with a non-zero ephemeral-storage limit */
+  containerStorageLimits: Map<string, Quantity>;
+  /** emptyDir volumes with a positive sizeLimit */
+  emptyDirLimits: Map<string, Quantity>;
+  /** memory-backed emptyDirs: not on any disk */
+  memoryVolumes: Set<string>;
+  critical: boolean;
+}
+
+const factsCache = new WeakMap<PodSpec, PodFacts>();
+
+export function podFacts(pod: PodSpec): PodFacts {
+  let f = factsCache.get(pod);
+  if (f) return f;
+  const containerStorageLimits = new Map<string, Quantity>();
+  for (const c of pod.containers) {
+    const l = c.limits['ephemeral-storage'];
+    if (l && l.value() !== 0) containerStorageLimits.set(c.name, l);
+  }
+  const emptyDirLimits = new Map<string, Quantity>();
+  const memoryVolumes = new Set<string>();
+  for (const v of pod.volumes) {
+    const limit = v.emptyDir?.sizeLimit;
+    if (limit && limit.sign() === 1) emptyDirLimits.set(v.name, limit);
+    if (v.emptyDir?.medium === 'Memory') memoryVolumes.add(v.name);
+  }
+  f = {
+    memoryRequest: computePodRequest(pod, 'memory'),
+    storageRequest: computePodRequest(pod, 'ephemeral-storage'),
+    storageLimit: computePodLimit(pod, 'ephemeral-storage'),
+    containerStorageLimits,
+    emptyDirLimits,
+    memoryVolumes,
+    critical: computeCritical(pod),
+  };
+  factsCache.set(pod, f);
+  return f;
 }
 
 /** Kubernetes' GetPodQOS (cpu and memory only; requests defaulted to limits). */
@@ -91,6 +128,10 @@ export function qosClass(pod: PodSpec): QosClass {
 
 /** Static (source other than the API), mirror, or system-critical priority: never evicted. */
 export function isCritical(pod: PodSpec): boolean {
+  return podFacts(pod).critical;
+}
+
+function computeCritical(pod: PodSpec): boolean {
   const source = pod.annotations[CONFIG_SOURCE_ANNOTATION];
   if (source !== undefined && source !== 'api') return true;
   if (CONFIG_MIRROR_ANNOTATION in pod.annotations) return true;
