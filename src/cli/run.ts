@@ -14,6 +14,7 @@ import { AgentMetrics } from '../agent/metrics';
 import type { EvictionReporter, PodSpecSource } from '../agent/ports';
 import { cgroupDir, detectCgroups } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
+import { setRealtimePriority } from '../kernel/scheduling';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionFlags, type PolicyConfig } from '../policy/config';
 import { DurationError, parseDuration } from '../policy/duration';
 import { badValue, UsageError } from './errors';
@@ -45,6 +46,7 @@ const FLAGS: FlagDef[] = [
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
   { name: 'notifications', arg: 'MODE', help: 'kernel (notifications, polling fallback where missing) or none (housekeeping only)', def: 'kernel' },
+  { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE)', def: '0' },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
   { name: 'log-level', arg: 'LEVEL', help: 'debug, info, warn or error', def: 'info' },
@@ -130,6 +132,7 @@ export interface RunSettings {
   admission: { host: string; port: number } | null;
   logLevel: string;
   podSource: 'api' | 'kubelet' | 'runtime';
+  realtimePriority: number;
 }
 
 /** Turns flags into settings; every problem is a UsageError naming the flag and value. */
@@ -204,6 +207,9 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   const admissionText = str('admission-address');
   const admission = admissionText === undefined ? null : parseListenAddress(admissionText);
   if (admissionText !== undefined && !admission) throw badValue('--admission-address', admissionText, 'expected HOST:PORT, e.g. 127.0.0.1:9742');
+  const rtText = str('realtime-priority') ?? '0';
+  const realtimePriority = Number(rtText);
+  if (!/^\d+$/.test(rtText) || realtimePriority > 99) throw badValue('--realtime-priority', rtText, 'must be a whole number from 0 to 99');
   const logLevel = str('log-level') ?? 'info';
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) throw badValue('--log-level', logLevel, 'must be debug, info, warn or error');
   const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST) || str('kubeconfig') !== undefined;
@@ -225,6 +231,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     admission,
     logLevel,
     podSource: podSource as RunSettings['podSource'],
+    realtimePriority,
   };
 }
 
@@ -239,6 +246,15 @@ export async function run(argv: string[]): Promise<number> {
   const layout = detectCgroups();
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
   if (!fs.existsSync(nodeDir)) throw badValue('--cgroup-root', s.cgroupRoot, `no such memory cgroup (${nodeDir})`);
+
+  if (s.realtimePriority > 0) {
+    // Before anything is armed: every watcher callback and decision runs on this thread.
+    try {
+      setRealtimePriority(s.realtimePriority);
+    } catch (err) {
+      throw badValue('--realtime-priority', s.realtimePriority, `cannot set SCHED_FIFO: ${(err as Error).message}`);
+    }
+  }
 
   const metrics = new AgentMetrics({ processMetrics: true });
   const observer = new NodeObserver({ layout, cgroupRoot: s.cgroupRoot, podCgroupRoot: s.podCgroupRoot, nodefsPath: s.nodefsPath });
@@ -311,6 +327,7 @@ export async function run(argv: string[]): Promise<number> {
       fastKill: s.fastKill,
       housekeepingIntervalMs: s.housekeepingIntervalMs,
       podSource: s.podSource,
+      realtimePriority: s.realtimePriority,
       thresholds: s.policy.thresholds.map((t) => `${t.signal}<${t.value.text} (${t.kind})`),
     },
     'evictd starting',

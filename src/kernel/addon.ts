@@ -25,6 +25,8 @@ export interface NativeAddon {
   openKernfsFile(path: string, cb: NativeCallback): NativeWatcher;
   monotonicNs(): bigint;
   liveSources(): number;
+  /** SCHED_FIFO at `priority` for the calling (main) thread, SCHED_OTHER for 0; children reset on fork */
+  setRealtimePriority(priority: number): void;
 }
 
 /** The package root (dist/src/kernel/ -> ../../..), where node-gyp leaves build/Release. */

@@ -9,3 +9,4 @@ export { pollMemoryUsage, pollCounters, usageFile } from './polling';
 export { watchUsageThreshold, watchEventsFile, type FallbackLog, type SelectOptions } from './select';
 export { detectCgroupLayout, type CgroupLayout } from './layout';
 export { parseCounters } from './counters';
+export { setRealtimePriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';

@@ -42,7 +42,7 @@ function daemonSetArgs(): string[] {
 }
 
 describe('deploy/', () => {
-  test('DaemonSet: host PID, cgroup and runtime-socket mounts, only KILL, requests and limits, system-node-critical', () => {
+  test('DaemonSet: host PID, cgroup and runtime-socket mounts, only KILL and SYS_NICE (--realtime-priority), requests and limits, system-node-critical', () => {
     const [ds] = docs('daemonset.yaml');
     assert.equal(ds.kind, 'DaemonSet');
     const pod = ds.spec.template.spec;
@@ -50,7 +50,7 @@ describe('deploy/', () => {
     assert.equal(pod.priorityClassName, 'system-node-critical');
     assert.equal(pod.serviceAccountName, 'evictd');
     const c = pod.containers[0];
-    assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['KILL'] });
+    assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['KILL', 'SYS_NICE'] });
     assert.equal(c.securityContext.privileged, false);
     assert.equal(c.securityContext.allowPrivilegeEscalation, false);
     assert.ok(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory);
