@@ -106,3 +106,11 @@ test('evictd run --help and a bad flag through the real binary', () => {
   assert.equal(bad.stderr.trim().split('\n').length, 1);
   assert.doesNotMatch(bad.stderr, /\n\s+at /);
 });
+
+test('--realtime-priority: off by default, 1-99 accepted, anything else refused by name', () => {
+  assert.equal(settingsFromFlags(parseFlags([])).realtimePriority, 0);
+  assert.equal(settingsFromFlags(parseFlags(['--realtime-priority=10'])).realtimePriority, 10);
+  for (const bad of ['100', '-1', 'high', '1.5']) {
+    assert.throws(() => settingsFromFlags(parseFlags([`--realtime-priority=${bad}`])), (e: unknown) => e instanceof UsageError && e.message.includes('--realtime-priority') && e.message.includes(bad));
+  }
+});
