@@ -17,6 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import { walkCgroups } from '../node/cgroups';
 import { Quantity } from '../policy/quantity';
 import { hogSteps, type LabPod, type NodeLab } from './node-lab';
 
@@ -158,17 +159,9 @@ function oomKillsUnder(dir: string, version: 1 | 2): number {
   };
   if (version === 2) return read(dir);
   let total = 0;
-  const walk = (d: string): void => {
+  walkCgroups(dir, (d) => {
     total += read(d);
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) if (e.isDirectory()) walk(path.join(d, e.name));
-  };
-  walk(dir);
+  });
   return total;
 }
 

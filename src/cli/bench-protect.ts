@@ -14,6 +14,7 @@ import { AgentProcess, percentile, round, runRamp, type RampResult } from '../ag
 import { NodeLab } from '../agent/node-lab';
 import { CriClient, ensureHarness, harnessMissing } from '../cri';
 import { badValue, UsageError } from './errors';
+import { eachFlag, parseRates } from './flags';
 
 const MiB = 1024 * 1024;
 const IDLE_WINDOW_S = 10;
@@ -55,26 +56,16 @@ interface Options {
 
 function parse(argv: string[]): Options | null {
   const o: Options = { json: false, trials: 3, rates: [100, 500, 1000, 2000], svg: path.resolve('evictd-bench-protect.svg'), nodeMiB: 384, drivers: DRIVERS };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined) throw new UsageError(`${flag}: needs a value`);
-      return v;
-    };
-    if (flag === '--help' || flag === '-h') return null;
-    else if (flag === '--json') o.json = true;
+  if (argv.includes('--help') || argv.includes('-h')) return null;
+  eachFlag(argv, (flag, value, raw) => {
+    if (flag === '--json') o.json = true;
     else if (flag === '--quick') o.trials = 1;
     else if (flag === '--trials') {
       const v = value();
       o.trials = Number(v);
       if (!Number.isInteger(o.trials) || o.trials < 1 || o.trials > 100) throw badValue('--trials', v, 'must be a whole number from 1 to 100');
-    } else if (flag === '--rates') {
-      const v = value();
-      o.rates = v.split(',').map((x) => Number(x.trim()));
-      if (o.rates.some((r) => !Number.isInteger(r) || r <= 0 || r > 10_000)) throw badValue('--rates', v, 'must be whole MiB/s values between 1 and 10000, comma separated');
-    } else if (flag === '--drivers') {
+    } else if (flag === '--rates') o.rates = parseRates('--rates', value());
+    else if (flag === '--drivers') {
       const v = value();
       const names = v.split(',').map((x) => x.trim());
       const all = [...DRIVERS, ...EXTRA_DRIVERS];
@@ -82,8 +73,8 @@ function parse(argv: string[]): Options | null {
       if (unknown !== undefined) throw badValue('--drivers', v, `unknown driver ${JSON.stringify(unknown)} (one of ${all.map((d) => d.name).join(', ')})`);
       o.drivers = all.filter((d) => names.includes(d.name));
     } else if (flag === '--svg') o.svg = path.resolve(value());
-    else throw new UsageError(`bench protect: unknown flag ${JSON.stringify(a)}`);
-  }
+    else throw new UsageError(`bench protect: unknown flag ${JSON.stringify(raw)}`);
+  });
   return o;
 }
 

@@ -9,6 +9,7 @@ import { AgentProcess, percentile, round, runRamp, type RampResult } from '../ag
 import { NodeLab } from '../agent/node-lab';
 import { CriClient, ensureHarness, harnessMissing } from '../cri';
 import { badValue, UsageError } from './errors';
+import { eachFlag, parseRates } from './flags';
 import type { Command } from './main';
 import path from 'node:path';
 
@@ -31,29 +32,19 @@ interface DemoOptions {
 
 function parse(argv: string[]): DemoOptions | null {
   const o: DemoOptions = { json: false, rates: [200, 500, 1000, 2000, 2000], nodeMiB: 512, threshold: '100Mi' };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined) throw new UsageError(`${flag}: needs a value`);
-      return v;
-    };
-    if (flag === '--help' || flag === '-h') return null;
-    else if (flag === '--json') o.json = true;
-    else if (flag === '--rates') {
-      const v = value();
-      o.rates = v.split(',').map((x) => Number(x.trim()));
-      if (o.rates.length === 0 || o.rates.some((r) => !Number.isInteger(r) || r <= 0 || r > 10_000)) throw badValue('--rates', v, 'must be whole MiB/s values between 1 and 10000, comma separated');
-    } else if (flag === '--node-memory') {
+  if (argv.includes('--help') || argv.includes('-h')) return null;
+  eachFlag(argv, (flag, value, raw) => {
+    if (flag === '--json') o.json = true;
+    else if (flag === '--rates') o.rates = parseRates('--rates', value());
+    else if (flag === '--node-memory') {
       const v = value();
       o.nodeMiB = Number(v);
       if (!Number.isInteger(o.nodeMiB) || o.nodeMiB < 256 || o.nodeMiB > 8192) throw badValue('--node-memory', v, 'must be a whole number of MiB between 256 and 8192');
     } else if (flag === '--threshold') {
       o.threshold = value();
       if (!/^\d+(Mi|Gi|M|G|Ki)?$/.test(o.threshold)) throw badValue('--threshold', o.threshold, 'must be a quantity such as 100Mi');
-    } else throw new UsageError(`demo: unknown flag ${JSON.stringify(a)} (see evictd demo --help)`);
-  }
+    } else throw new UsageError(`demo: unknown flag ${JSON.stringify(raw)} (see evictd demo --help)`);
+  });
   return o;
 }
 

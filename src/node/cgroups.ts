@@ -130,21 +130,25 @@ export function parseKeyValues(text: string): Record<string, number> {
   return out;
 }
 
+/** Visits a cgroup and its descendants, parents first; `visit` returning false skips a subtree. */
+export function walkCgroups(dir: string, visit: (dir: string) => boolean | void): void {
+  if (visit(dir) === false) return;
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) if (e.isDirectory()) walkCgroups(path.join(dir, e.name), visit);
+}
+
 /** The pids in a cgroup and all its descendants (v1 and v2 both list them in cgroup.procs). */
 export function cgroupPids(dir: string): number[] {
   const pids: number[] = [];
-  const walk = (d: string): void => {
+  walkCgroups(dir, (d) => {
     const text = readCgroupFile(path.join(d, 'cgroup.procs'));
-    if (text === null) return;
+    if (text === null) return false; // gone: so are its children
     for (const l of text.split('\n')) if (l) pids.push(Number(l));
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) if (e.isDirectory()) walk(path.join(d, e.name));
-  };
-  walk(dir);
+  });
   return pids;
 }
