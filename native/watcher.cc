@@ -240,15 +240,37 @@ void Watcher::Closed(bool tearing_down) {
   Napi::ObjectWrap<Watcher>::Unref();
 }
 
+// Whether this environment may run JS now. While a worker is being terminated its loop can
+// still deliver a poll, but every N-API call that may run JS fails; with C++ exceptions on, a
+// failing call aborts the process while it builds its Napi::Error (napi_define_properties
+// fails too). So probe with the raw C API, which only returns a status: a property set on a
+// fresh object is such a call, and has no effect.
+bool Watcher::CanRunJs(napi_env env) {
+  // Its own handle scope: callers may be libuv callbacks, which run outside any.
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return false;
+  napi_value object;
+  napi_value value;
+  bool ok = napi_create_object(env, &object) == napi_ok && napi_get_boolean(env, true, &value) == napi_ok &&
+            napi_set_named_property(env, object, "probe", value) == napi_ok;
+  napi_close_handle_scope(env, scope);
+  return ok;
+}
+
 void Watcher::CallJs(Napi::FunctionReference& fn, const std::vector<napi_value>& args) {
-  try {
-    // MakeCallback (not Call) so async hooks see the callback and microtasks (promise
-    // reactions in listeners) run when it returns, as for any libuv-driven callback.
-    fn.MakeCallback(Value(), args, *async_context_);
-  } catch (const Napi::Error& e) {
-    // A listener threw: surface it as an uncaught exception, as Node does for its handles.
-    napi_fatal_exception(Env(), e.Value());
-  }
+  napi_env env = Env();
+  if (fn.IsEmpty() || !CanRunJs(env)) return;
+  // MakeCallback (not Call) so async hooks see the callback and microtasks (promise reactions
+  // in listeners) run when it returns, as for any libuv-driven callback. The raw C call, so a
+  // termination that starts between the probe and here is a status, not an abort.
+  napi_value result;
+  napi_status status = napi_make_callback(env, *async_context_, Value(), fn.Value(), args.size(), args.data(), &result);
+  if (status == napi_ok) return;
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) != napi_ok || !pending) return;  // shutting down
+  // A listener threw: surface it as an uncaught exception, as Node does for its handles.
+  napi_value exception;
+  if (napi_get_and_clear_last_exception(env, &exception) == napi_ok) napi_fatal_exception(env, exception);
 }
 
 void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
@@ -326,6 +348,7 @@ void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
 
 void Watcher::DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* text, size_t text_len) {
   Napi::Env env = Env();
+  if (!CanRunJs(env)) return;  // a terminating worker: nobody left to tell
   Napi::HandleScope scope(env);
   std::vector<napi_value> args = {
       env.Null(),
@@ -339,6 +362,7 @@ void Watcher::DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* t
 
 void Watcher::DispatchError(int err, const char* syscall, const std::string& path) {
   Napi::Env env = Env();
+  if (!CanRunJs(env)) return;  // SystemError sets properties: that would abort while terminating
   Napi::HandleScope scope(env);
   Napi::Error error = SystemError(env, err, syscall, path);
   CallJs(callback_, {error.Value()});

@@ -109,6 +109,7 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
 
   void DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* text, size_t text_len);
   void DispatchError(int err, const char* syscall, const std::string& path);
+  static bool CanRunJs(napi_env env);
   void CallJs(Napi::FunctionReference& fn, const std::vector<napi_value>& args);
   void Closed(bool tearing_down);
 
