@@ -75,18 +75,6 @@ export class ApiPodSource extends CachedPodSource {
     return first;
   }
 
-  stop(): void {
-    this.abort.abort();
-    this.running = undefined;
-  }
-
-  /** Resolves when the loop has exited after stop() (tests). */
-  async stopped(): Promise<void> {
-    const r = this.running;
-    this.stop();
-    await r;
-  }
-
   private setHealthy(ok: boolean, reason: string): void {
     if (ok === this.healthyNow) return;
     this.healthyNow = ok;

@@ -33,17 +33,6 @@ export class KubeletPodSource extends CachedPodSource {
     return first.then(() => undefined);
   }
 
-  stop(): void {
-    this.abort.abort();
-    this.running = undefined;
-  }
-
-  async stopped(): Promise<void> {
-    const r = this.running;
-    this.stop();
-    await r;
-  }
-
   /** One poll now (the agent may call it when a new sandbox appears that the cache lacks). */
   async refresh(): Promise<boolean> {
     return this.pollOnce(this.abort.signal);

@@ -152,5 +152,17 @@ export abstract class CachedPodSource extends EventEmitter implements PodSource 
   }
 
   abstract start(): Promise<void>;
-  abstract stop(): void;
+
+  /** Ends the background loop; get() and list() keep answering from the cache. */
+  stop(): void {
+    this.abort.abort();
+    this.running = undefined;
+  }
+
+  /** Resolves when the loop has exited after stop() (tests). */
+  async stopped(): Promise<void> {
+    const r = this.running;
+    this.stop();
+    await r;
+  }
 }

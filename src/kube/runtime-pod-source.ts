@@ -71,17 +71,6 @@ export class RuntimePodSource extends CachedPodSource {
     return first.then(() => undefined);
   }
 
-  stop(): void {
-    this.abort.abort();
-    this.running = undefined;
-  }
-
-  async stopped(): Promise<void> {
-    const r = this.running;
-    this.stop();
-    await r;
-  }
-
   /** Re-reads the sandboxes now; false when the runtime did not answer. */
   async refresh(): Promise<boolean> {
     try {
