@@ -1,41 +1,14 @@
 // Faults on a real containerd: nothing at the endpoint, methods containerd 1.6 lacks, a call
 // past its deadline, and the runtime killed in the middle of a call and started again.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { CriClient, CriError, ensureHarness, evictPod, harnessMissing } from '../../src/cri';
-import type { Harness } from '../../src/cri';
+import { CriClient, CriError, evictPod } from '../../src/cri';
 import { skipped } from '../support/environment';
-import { createPod, removeRunPods, stubborn, waitFor } from './pods';
+import { createPod, stubborn, waitFor, usePrivateHarness } from './pods';
 
 const FAULTS_DIR = '/run/evictd-harness-faults';
-let harness: Harness | undefined;
-let client: CriClient;
-let setupError: string | null = harnessMissing();
-
-before(async () => {
-  if (setupError) return;
-  try {
-    // A private containerd: these tests kill it, which must not hit anyone else's harness.
-    harness = await ensureHarness(FAULTS_DIR);
-    client = CriClient.connect(harness.endpoint, { timeoutMs: 10_000 });
-  } catch (e) {
-    setupError = `containerd harness could not start: ${(e as Error).message}`;
-  }
-});
-
-after(async () => {
-  if (client) {
-    await removeRunPods(client);
-    client.close();
-  }
-  await harness?.release();
-});
-
-function h(): Harness {
-  assert.ok(harness, 'harness up');
-  return harness;
-}
+const e2e = usePrivateHarness(FAULTS_DIR);
 
 async function rejection(p: Promise<unknown>): Promise<CriError> {
   const e = await p.then(
@@ -47,7 +20,7 @@ async function rejection(p: Promise<unknown>): Promise<CriError> {
 }
 
 test('nothing listening at the endpoint: a clear UNAVAILABLE after retries', async (t) => {
-  if (skipped(t, setupError)) return;
+  if (skipped(t, e2e.setupError)) return;
   const sock = path.join(FAULTS_DIR, 'nobody-here.sock');
   const c = CriClient.connect(`unix://${sock}`, { timeoutMs: 500 });
   try {
@@ -62,65 +35,65 @@ test('nothing listening at the endpoint: a clear UNAVAILABLE after retries', asy
 });
 
 test('methods containerd 1.6 lacks answer UNIMPLEMENTED as a typed error', async (t) => {
-  if (skipped(t, setupError)) return;
-  const e = await rejection(client.runtimeConfig());
+  if (skipped(t, e2e.setupError)) return;
+  const e = await rejection(e2e.client.runtimeConfig());
   assert.equal(e.code, 'UNIMPLEMENTED');
   assert.equal(e.rpc, 'RuntimeConfig');
   assert.equal(e.attempts, 1);
 });
 
 test('a call past its deadline fails with DEADLINE_EXCEEDED; an eviction of that pod reports the failed step', async (t) => {
-  if (skipped(t, setupError)) return;
-  const pod = await createPod(client, 'deadline', [stubborn('stubborn')], FAULTS_DIR);
+  if (skipped(t, e2e.setupError)) return;
+  const pod = await createPod(e2e.client, 'deadline', [stubborn('stubborn')], FAULTS_DIR);
   const id = pod.containers.stubborn as string;
   // 30 s of grace for a process that ignores SIGTERM, but only 500 ms of patience.
-  const e = await rejection(client.stopContainer(id, 30, { deadlineMs: 500 }));
+  const e = await rejection(e2e.client.stopContainer(id, 30, { deadlineMs: 500 }));
   assert.equal(e.code, 'DEADLINE_EXCEEDED');
   assert.equal(e.rpc, 'StopContainer');
-  const r = await evictPod(client, pod.sandboxId, 30, { stopDeadlineMs: 500 });
+  const r = await evictPod(e2e.client, pod.sandboxId, 30, { stopDeadlineMs: 500 });
   assert.equal(r.ok, false);
   assert.equal(r.failedStep, 'stopContainer');
   assert.equal(r.error?.code, 'DEADLINE_EXCEEDED');
   // The runtime is still fine, and an immediate stop finishes the job.
-  const done = await evictPod(client, pod.sandboxId, 0);
+  const done = await evictPod(e2e.client, pod.sandboxId, 0);
   assert.equal(done.ok, true, done.error?.message);
 });
 
 test('containerd killed during a StopContainer and started again: the call is retried and completes', async (t) => {
-  if (skipped(t, setupError)) return;
-  const pod = await createPod(client, 'restart', [stubborn('stubborn')], FAULTS_DIR);
+  if (skipped(t, e2e.setupError)) return;
+  const pod = await createPod(e2e.client, 'restart', [stubborn('stubborn')], FAULTS_DIR);
   const id = pod.containers.stubborn as string;
-  const pid = h().containerdPid();
+  const pid = e2e.harness().containerdPid();
   assert.ok(pid, 'the harness containerd is running');
   // Grace 3 s: the first StopContainer is still waiting when containerd dies under it.
-  const stopping = client.stopContainer(id, 3, { deadlineMs: 20_000 });
+  const stopping = e2e.client.stopContainer(id, 3, { deadlineMs: 20_000 });
   await new Promise((r) => setTimeout(r, 500));
   process.kill(pid, 'SIGKILL');
-  await waitFor('containerd to exit', async () => h().containerdPid() === null, 5000, 20);
-  const up = await h().run(['up']);
+  await waitFor('containerd to exit', async () => e2e.harness().containerdPid() === null, 5000, 20);
+  const up = await e2e.harness().run(['up']);
   assert.equal(up.code, 0, up.stderr);
-  assert.notEqual(h().containerdPid(), pid, 'a new containerd');
+  assert.notEqual(e2e.harness().containerdPid(), pid, 'a new containerd');
   await stopping;
-  const st = (await client.containerStatus(id)).status;
+  const st = (await e2e.client.containerStatus(id)).status;
   assert.equal(st?.state, 'CONTAINER_EXITED');
   assert.equal(st?.exitCode, 137);
-  const r = await evictPod(client, pod.sandboxId, 0);
+  const r = await evictPod(e2e.client, pod.sandboxId, 0);
   assert.equal(r.ok, true, r.error?.message);
 });
 
 test('containerd killed during a call and not restarted: the call fails within its deadline, typed', async (t) => {
-  if (skipped(t, setupError)) return;
-  const pod = await createPod(client, 'down', [stubborn('stubborn')], FAULTS_DIR);
-  const pid = h().containerdPid();
+  if (skipped(t, e2e.setupError)) return;
+  const pod = await createPod(e2e.client, 'down', [stubborn('stubborn')], FAULTS_DIR);
+  const pid = e2e.harness().containerdPid();
   assert.ok(pid);
-  const stopping = client.stopContainer(pod.containers.stubborn as string, 5, { deadlineMs: 2000 });
+  const stopping = e2e.client.stopContainer(pod.containers.stubborn as string, 5, { deadlineMs: 2000 });
   await new Promise((r) => setTimeout(r, 300));
   process.kill(pid, 'SIGKILL');
   const e = await rejection(stopping);
   assert.ok(e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED', e.message);
   assert.equal(e.rpc, 'StopContainer');
-  const up = await h().run(['up']);
+  const up = await e2e.harness().run(['up']);
   assert.equal(up.code, 0, up.stderr);
-  const r = await evictPod(client, pod.sandboxId, 0);
+  const r = await evictPod(e2e.client, pod.sandboxId, 0);
   assert.equal(r.ok, true, r.error?.message);
 });

@@ -3,8 +3,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { containerConfig, CriClient, HARNESS_CGROUP, HARNESS_DIR, sandboxConfig } from '../../src/cri';
-import type { ContainerSpec, PodSpec } from '../../src/cri';
+import { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { containerConfig, CriClient, ensureHarness, HARNESS_CGROUP, HARNESS_DIR, harnessMissing, sandboxConfig } from '../../src/cri';
+import type { ContainerSpec, Harness, PodSpec } from '../../src/cri';
 
 export const RUN_LABEL = 'evictd.test/run';
 export const runId = randomUUID().slice(0, 8);
@@ -69,3 +71,43 @@ export const stubborn = (name: string): ContainerSpec => ({
   image: 'localhost/evictd/busybox:1',
   command: ['/bin/sh', '-c', 'trap "" TERM; while true; do sleep 1; done'],
 });
+
+/**
+ * A suite's own harness instance in `dir` (its tests kill containerd or reclaim images, which
+ * must not reach anyone else's harness): brought up before the suite, its pods removed and the
+ * instance released after. `setupError` names what is missing when it could not start.
+ */
+export function usePrivateHarness(dir: string) {
+  let harness: Harness | undefined;
+  let client: CriClient | undefined;
+  let setupError: string | null = harnessMissing();
+  before(async () => {
+    if (setupError) return;
+    try {
+      harness = await ensureHarness(dir);
+      client = CriClient.connect(harness.endpoint, { timeoutMs: 10_000 });
+    } catch (e) {
+      setupError = `containerd harness could not start: ${(e as Error).message}`;
+    }
+  });
+  after(async () => {
+    if (client) {
+      await removeRunPods(client);
+      client.close();
+    }
+    await harness?.release();
+  });
+  return {
+    get setupError(): string | null {
+      return setupError;
+    },
+    get client(): CriClient {
+      assert.ok(client, 'CRI client connected');
+      return client;
+    },
+    harness(): Harness {
+      assert.ok(harness, 'harness up');
+      return harness;
+    },
+  };
+}
