@@ -4,6 +4,7 @@
  * an in-process Agent wired to the real runtime, the real cgroups and the real kernel addon.
  */
 import fs from 'node:fs';
+import { after } from 'node:test';
 import path from 'node:path';
 import pino from 'pino';
 import { Agent, type EvictionRecord } from '../../src/agent/agent';
@@ -142,4 +143,16 @@ export function logTail(file: string, n = 30): string {
   } catch {
     return '';
   }
+}
+
+/** The labs and agents a suite starts: stopped and destroyed, then the harness released, after it. */
+export function suiteCleanup(): { labs: NodeLab[]; agents: TestAgent[] } {
+  const labs: NodeLab[] = [];
+  const agents: TestAgent[] = [];
+  after(async () => {
+    for (const a of agents) await a.stop().catch(() => undefined);
+    for (const l of labs) await l.destroy().catch(() => undefined);
+    await releaseHarness();
+  });
+  return { labs, agents };
 }

@@ -1,21 +1,14 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { skipped } from '../support/environment';
-import type { NodeLab } from '../../src/agent/node-lab';
 import type { RuntimePod, RuntimePort } from '../../src/agent/ports';
 import type { CriRuntime } from '../../src/agent/adapters/cri-runtime';
-import { MiB, containerdPid, criClient, hog, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, waitFor, type TestAgent } from './agent-harness';
+import { MiB, containerdPid, criClient, hog, logTail, missingE2e, newLab, suiteCleanup, sleeper, startAgent, waitFor } from './agent-harness';
 
-const labs: NodeLab[] = [];
-const agents: TestAgent[] = [];
-after(async () => {
-  for (const a of agents) await a.stop().catch(() => undefined);
-  for (const l of labs) await l.destroy().catch(() => undefined);
-  await releaseHarness();
-});
+const { labs, agents } = suiteCleanup();
 
 test('pid.available: the pod that forks the most is evicted, the quiet one stays', async (t) => {
   if (skipped(t, missingE2e())) return;

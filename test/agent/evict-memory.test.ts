@@ -1,17 +1,10 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { skipped } from '../support/environment';
-import type { NodeLab } from '../../src/agent/node-lab';
-import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, waitFor, type TestAgent } from './agent-harness';
+import { MiB, hog, logTail, missingE2e, newLab, suiteCleanup, sleeper, startAgent, waitFor } from './agent-harness';
 
-const labs: NodeLab[] = [];
-const agents: TestAgent[] = [];
-after(async () => {
-  for (const a of agents) await a.stop().catch(() => undefined);
-  for (const l of labs) await l.destroy().catch(() => undefined);
-  await releaseHarness();
-});
+const { labs, agents } = suiteCleanup();
 
 test('memory.available: the BestEffort hog is evicted (fast kill), Guaranteed and Burstable survive', async (t) => {
   if (skipped(t, missingE2e())) return;
