@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { containerConfig, CriClient, ensureHarness, evictPod, HARNESS_CGROUP, IMAGES, sandboxConfig } from '../cri';
 import type { Harness, PodSpec } from '../cri';
-import { badValue, UsageError } from './errors';
+import { badValue, UsageError } from '../errors';
 
 const MiB = 1024 * 1024;
 const HOG_MIB = 64;

@@ -33,7 +33,7 @@ import { setRealtimePriority } from '../kernel/scheduling';
 
 /** The SCHED_FIFO priority of the -rt row (and the one the deploy files give evictd run). */
 const RT_PRIORITY = 10;
-import { badValue, UsageError } from './errors';
+import { badValue, UsageError } from '../errors';
 
 const MiB = 1024 * 1024;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -8,7 +8,7 @@ import { compileConfig } from '../policy/config';
 import { evaluate, initialState } from '../policy/evaluate';
 import { Quantity } from '../policy/quantity';
 import type { ActivePod, NodeStats } from '../policy/types';
-import { UsageError } from './errors';
+import { UsageError } from '../errors';
 
 const TARGETS_MS: Record<number, number> = { 110: 1, 1000: 5, 10000: 20 };
 

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { AgentProcess, percentile, round, runRamp, type RampResult } from '../agent/ramp-lab';
 import { NodeLab } from '../agent/node-lab';
 import { CriClient, ensureHarness, harnessMissing } from '../cri';
-import { badValue, UsageError } from './errors';
+import { badValue, UsageError } from '../errors';
 import { eachFlag, parseRates } from './flags';
 
 const MiB = 1024 * 1024;

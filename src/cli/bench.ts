@@ -1,4 +1,4 @@
-import { UsageError } from './errors';
+import { UsageError } from '../errors';
 import type { Command } from './main';
 
 // Each benchmark lives in its own file and exports `run`.

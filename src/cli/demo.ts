@@ -8,7 +8,7 @@
 import { AgentProcess, percentile, round, runRamp, type RampResult } from '../agent/ramp-lab';
 import { NodeLab } from '../agent/node-lab';
 import { CriClient, ensureHarness, harnessMissing } from '../cri';
-import { badValue, UsageError } from './errors';
+import { badValue, UsageError } from '../errors';
 import { eachFlag, parseRates } from './flags';
 import type { Command } from './main';
 import path from 'node:path';

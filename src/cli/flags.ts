@@ -1,5 +1,5 @@
 /** Small helpers for the subcommands that read their flags by hand. */
-import { badValue, UsageError } from './errors';
+import { badValue, UsageError } from '../errors';
 
 /**
  * Calls `on(flag, value)` for each argument, with `--flag=value` and `--flag value` both

@@ -1,5 +1,5 @@
 import { ConfigError } from '../policy/config';
-import { UsageError } from './errors';
+import { UsageError } from '../errors';
 
 /** A subcommand: gets the arguments after its name, resolves to the exit status. */
 export type Command = (argv: string[]) => Promise<number>;

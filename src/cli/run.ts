@@ -17,7 +17,7 @@ import { NodeObserver } from '../node/observer';
 import { setRealtimePriority } from '../kernel/scheduling';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionFlags, type PolicyConfig } from '../policy/config';
 import { DurationError, parseDuration } from '../policy/duration';
-import { badValue, UsageError } from './errors';
+import { badValue, UsageError } from '../errors';
 
 interface FlagDef {
   name: string;

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { readScenario } from '../sim/scenario';
 import { simulate as run } from '../sim/run';
-import { UsageError } from './errors';
+import { UsageError } from '../errors';
 import type { Command } from './main';
 
 const HELP = `usage: evictd simulate FILE|-

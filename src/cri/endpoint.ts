@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { badValue } from '../cli/errors';
+import { badValue } from '../errors';
 
 /**
  * Parses a runtime endpoint as the kubelet's --container-runtime-endpoint takes it:

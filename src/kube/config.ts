@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { badValue, UsageError } from '../cli/errors';
+import { badValue, UsageError } from '../errors';
 
 export interface KubeConfig {
   /** https://host:port, no trailing slash */

@@ -3,7 +3,7 @@
  * the eviction reporter. Bad flags throw UsageError naming the flag.
  */
 import os from 'node:os';
-import { badValue } from '../cli/errors';
+import { badValue } from '../errors';
 import { ApiPodSource } from './api-pod-source';
 import { KubeClient } from './client';
 import { inClusterConfig, loadKubeconfig, type KubeConfig } from './config';

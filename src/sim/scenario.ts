@@ -2,7 +2,7 @@
  * Reads a simulate scenario (../shared/spec/simulate.md) into typed steps. Every problem is a
  * UsageError naming the field path and the value.
  */
-import { badValue } from '../cli/errors';
+import { badValue } from '../errors';
 import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from '../policy/config';
 import { DurationError, parseDuration } from '../policy/duration';
 import { Quantity, QuantityError } from '../policy/quantity';

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseFlags, settingsFromFlags } from '../../src/cli/run';
-import { UsageError } from '../../src/cli/errors';
+import { UsageError } from '../../src/errors';
 
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { CriClient, CriError, evictPod } from '../../src/cri';
 import { runtimeV1 } from '../../src/cri/client';
-import { UsageError } from '../../src/cli/errors';
+import { UsageError } from '../../src/errors';
 
 type Handler = (call: grpc.ServerUnaryCall<Record<string, unknown>, unknown>, cb: grpc.sendUnaryData<unknown>) => void;
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { UsageError } from '../../src/cli/errors';
+import { UsageError } from '../../src/errors';
 import { inClusterConfig, loadKubeconfig } from '../../src/kube/config';
 import { resolveNodeName } from '../../src/kube/setup';
 
