@@ -1,12 +1,12 @@
 import { UsageError } from '../errors';
-import type { Command } from './main';
+import type { Command } from './command';
 
-// Each benchmark lives in its own file and exports `run`.
+// Each benchmark lives in its own file under src/lab/bench/ and exports `run`.
 const benches: Record<string, { summary: string; load: () => Command }> = {
-  policy: { summary: 'time of one decision pass at 110, 1000, 10000 pods', load: () => require('./bench-policy').run },
-  notify: { summary: 'kernel notification latency per mechanism vs polling', load: () => require('./bench-notify').run },
-  cri: { summary: 'CRI call and whole-eviction latency on a real containerd', load: () => require('./bench-cri').run },
-  protect: { summary: 'OOM-kill avoidance across memory ramp rates vs polling', load: () => require('./bench-protect').run },
+  policy: { summary: 'time of one decision pass at 110, 1000, 10000 pods', load: () => require('../lab/bench/policy').run },
+  notify: { summary: 'kernel notification latency per mechanism vs polling', load: () => require('../lab/bench/notify').run },
+  cri: { summary: 'CRI call and whole-eviction latency on a real containerd', load: () => require('../lab/bench/cri').run },
+  protect: { summary: 'OOM-kill avoidance across memory ramp rates vs polling', load: () => require('../lab/bench/protect').run },
 };
 
 export const bench: Command = async (argv) => {

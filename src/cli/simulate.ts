@@ -4,7 +4,7 @@ import YAML from 'yaml';
 import { readScenario } from '../sim/scenario';
 import { simulate as run } from '../sim/run';
 import { UsageError } from '../errors';
-import type { Command } from './main';
+import type { Command } from './command';
 
 const HELP = `usage: evictd simulate FILE|-
 

@@ -9,5 +9,3 @@ export type { FsSample, ReclaimContainersResult, ReclaimImagesOptions, ReclaimIm
 export { containerConfig, sandboxConfig } from './pod-spec';
 export type { ContainerSpec, PodSpec } from './pod-spec';
 export type * from './types';
-export { ensureHarness, harnessMissing, runHarness, HARNESS_CGROUP, HARNESS_DIR, HARNESS_ENDPOINT, IMAGES } from './harness';
-export type { Harness } from './harness';

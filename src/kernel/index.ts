@@ -7,6 +7,5 @@ export { watchPsi, hasCapSysResource, psiWindowInForce, type PsiTrigger } from '
 export { watchCgroupEvents } from './cgroup-events';
 export { pollMemoryUsage, pollCounters, usageFile } from './polling';
 export { watchUsageThreshold, watchEventsFile, type FallbackLog, type SelectOptions } from './select';
-export { detectCgroupLayout, type CgroupLayout } from './layout';
 export { parseCounters } from './counters';
 export { setRealtimePriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';

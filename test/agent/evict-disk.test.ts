@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { skipped } from '../support/environment';
-import type { NodeLab } from '../../src/agent/node-lab';
+import type { NodeLab } from '../../src/lab/node-lab';
 import { MiB, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, waitFor, type TestAgent } from './agent-harness';
 
 // nodefs is a 64 MiB tmpfs holding the pods' logs (as /var/lib/kubelet holds them on a node).

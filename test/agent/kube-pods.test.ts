@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { skipped } from '../support/environment';
-import type { NodeLab } from '../../src/agent/node-lab';
+import type { NodeLab } from '../../src/lab/node-lab';
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
 import { FakeApiServer, makePod } from '../kube/fake-api-server';
 import { MiB, criClient, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, waitFor, type TestAgent } from './agent-harness';

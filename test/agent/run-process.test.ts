@@ -2,8 +2,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { skipped } from '../support/environment';
-import type { NodeLab } from '../../src/agent/node-lab';
-import { AgentProcess, runRamp } from '../../src/agent/ramp-lab';
+import type { NodeLab } from '../../src/lab/node-lab';
+import { AgentProcess, runRamp } from '../../src/lab/ramp-lab';
 import { MiB, criClient, missingE2e, newLab, releaseHarness, sleeper } from './agent-harness';
 
 const labs: NodeLab[] = [];

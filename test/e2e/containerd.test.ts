@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { evictPod, IMAGES, reclaimContainers, reclaimImages } from '../../src/cri';
+import { evictPod, reclaimContainers, reclaimImages } from '../../src/cri';
+import { IMAGES } from '../../src/lab/harness';
 import { memcgV1Root, skipped } from '../support/environment';
 import { createPod, podLog, RUN_LABEL, runId, stubborn, waitFor, usePrivateHarness } from './pods';
 import type { TestPod } from './pods';

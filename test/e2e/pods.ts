@@ -5,8 +5,9 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { containerConfig, CriClient, ensureHarness, HARNESS_CGROUP, HARNESS_DIR, harnessMissing, sandboxConfig } from '../../src/cri';
-import type { ContainerSpec, Harness, PodSpec } from '../../src/cri';
+import { containerConfig, CriClient, sandboxConfig } from '../../src/cri';
+import type { ContainerSpec, PodSpec } from '../../src/cri';
+import { ensureHarness, HARNESS_CGROUP, HARNESS_DIR, harnessMissing, type Harness } from '../../src/lab/harness';
 
 export const RUN_LABEL = 'evictd.test/run';
 export const runId = randomUUID().slice(0, 8);

@@ -7,7 +7,7 @@ import { watchCgroupEvents } from '../../src/kernel/cgroup-events';
 import { watchMemcgThreshold, watchOom, watchPressureLevel } from '../../src/kernel/memcg';
 import { watchPsi } from '../../src/kernel/psi';
 import type { KernelError, Watcher } from '../../src/kernel/types';
-import { Memhog, ScratchCgroup } from '../../src/kernel/workload';
+import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { skipped } from '../support/environment';
 import { MiB, missingKernel, openFds, Recorder, sleep, v1Root, v2Root } from './support';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
 import { watchMemcgThreshold } from '../../src/kernel/memcg';
-import { Memhog, ScratchCgroup } from '../../src/kernel/workload';
+import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { skipped } from '../support/environment';
 import { MiB, missingKernel, Recorder, sleep, v1Root } from './support';
 

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { watchCgroupEvents } from '../../src/kernel/cgroup-events';
 import { watchOom } from '../../src/kernel/memcg';
 import { parseCounters } from '../../src/kernel/counters';
-import { Memhog, ScratchCgroup } from '../../src/kernel/workload';
+import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { skipped } from '../support/environment';
 import { MiB, missingKernel, Recorder, v1Root, v2Root } from './support';
 

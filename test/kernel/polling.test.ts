@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { watchUsageThreshold } from '../../src/kernel/select';
 import { parseCounters } from '../../src/kernel/counters';
 import { pollCounters, pollMemoryUsage } from '../../src/kernel/polling';
-import { Memhog, ScratchCgroup } from '../../src/kernel/workload';
+import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { memcgV1Root, missingRoot, skipped } from '../support/environment';
 import { MiB, Recorder, v1Root, v2Root } from './support';
 

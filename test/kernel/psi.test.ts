@@ -6,7 +6,7 @@ import { watchPressureLevel } from '../../src/kernel/memcg';
 import { hasCapSysResource, psiWindowInForce, watchPsi } from '../../src/kernel/psi';
 import type { KernelError } from '../../src/kernel/types';
 import { memhogPath } from '../../src/kernel/addon';
-import { onRamFilesystem, ScratchCgroup, spawnInCgroups, thrashFile } from '../../src/kernel/workload';
+import { onRamFilesystem, ScratchCgroup, spawnInCgroups, thrashFile } from '../../src/lab/workload';
 import { skipped } from '../support/environment';
 import { MiB, missingKernel, Recorder, v1Root, v2Root } from './support';
 

@@ -6,9 +6,9 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { containerConfig, CriClient, ensureHarness, evictPod, HARNESS_CGROUP, IMAGES, sandboxConfig } from '../cri';
-import type { Harness, PodSpec } from '../cri';
-import { badValue, UsageError } from '../errors';
+import { containerConfig, CriClient, evictPod, sandboxConfig, type PodSpec } from '../../cri';
+import { ensureHarness, HARNESS_CGROUP, IMAGES, type Harness } from '../harness';
+import { badValue, UsageError } from '../../errors';
 
 const MiB = 1024 * 1024;
 const HOG_MIB = 64;

@@ -4,11 +4,12 @@
  * many passes, under hard memory pressure so every pass ranks every pod.
  */
 import { parseArgs } from 'node:util';
-import { compileConfig } from '../policy/config';
-import { evaluate, initialState } from '../policy/evaluate';
-import { Quantity } from '../policy/quantity';
-import type { ActivePod, NodeStats } from '../policy/types';
-import { UsageError } from '../errors';
+import { compileConfig } from '../../policy/config';
+import { evaluate, initialState } from '../../policy/evaluate';
+import { Quantity } from '../../policy/quantity';
+import type { ActivePod, NodeStats } from '../../policy/types';
+import { UsageError } from '../../errors';
+import { nearestRank } from '../stats';
 
 const TARGETS_MS: Record<number, number> = { 110: 1, 1000: 5, 10000: 20 };
 
@@ -36,9 +37,6 @@ export function syntheticPods(n: number, seed = 1): ActivePod[] {
   return pods;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 export async function run(argv: string[]): Promise<number> {
   let values;
@@ -77,7 +75,7 @@ export async function run(argv: string[]): Promise<number> {
       candidates = ev.plan?.candidates.length ?? 0;
     }
     times.sort((a, b) => a - b);
-    rows.push({ pods: n, passes, p50_ms: percentile(times, 50), p99_ms: percentile(times, 99), max_ms: times[times.length - 1], target_ms: TARGETS_MS[n], candidates });
+    rows.push({ pods: n, passes, p50_ms: nearestRank(times, 50), p99_ms: nearestRank(times, 99), max_ms: times[times.length - 1], target_ms: TARGETS_MS[n], candidates });
   }
   if (values.json) {
     for (const r of rows) process.stdout.write(JSON.stringify({ bench: 'policy', ...r }) + '\n');

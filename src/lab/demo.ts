@@ -5,12 +5,13 @@
  * times (faster each time) and prints each ramp's timeline: threshold crossed, decision, kill
  * sent, memory freed. Tears everything down at the end (also on Ctrl-C).
  */
-import { AgentProcess, percentile, round, runRamp, type RampResult } from '../agent/ramp-lab';
-import { NodeLab } from '../agent/node-lab';
-import { CriClient, ensureHarness, harnessMissing } from '../cri';
+import { AgentProcess, runRamp, type RampResult } from './ramp-lab';
+import { percentile, round } from './stats';
+import { NodeLab } from './node-lab';
+import { CriClient } from '../cri';
+import { ensureHarness, harnessMissing } from './harness';
 import { badValue, UsageError } from '../errors';
 import { eachFlag, parseRates } from './flags';
-import type { Command } from './main';
 import path from 'node:path';
 
 const MiB = 1024 * 1024;
@@ -48,7 +49,7 @@ function parse(argv: string[]): DemoOptions | null {
   return o;
 }
 
-export const demo: Command = async (argv) => {
+export async function demo(argv: string[]): Promise<number> {
   const o = parse(argv);
   if (!o) {
     process.stdout.write(USAGE + '\n');
@@ -163,4 +164,4 @@ export const demo: Command = async (argv) => {
     client.close();
     await harness.release().catch(() => undefined);
   }
-};
+}

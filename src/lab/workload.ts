@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { memhogPath } from './addon';
+import { memhogPath } from '../kernel/addon';
 
 // Real workloads in real cgroups for the kernel tests and `evictd bench notify`: scratch cgroups
 // that are always removed, and a client for native/tools/memhog.c.

@@ -10,11 +10,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { AgentProcess, percentile, round, runRamp, type RampResult } from '../agent/ramp-lab';
-import { NodeLab } from '../agent/node-lab';
-import { CriClient, ensureHarness, harnessMissing } from '../cri';
-import { badValue, UsageError } from '../errors';
-import { eachFlag, parseRates } from './flags';
+import { AgentProcess, runRamp, type RampResult } from '../ramp-lab';
+import { percentile, round } from '../stats';
+import { NodeLab } from '../node-lab';
+import { CriClient } from '../../cri';
+import { ensureHarness, harnessMissing } from '../harness';
+import { badValue, UsageError } from '../../errors';
+import { eachFlag, parseRates } from '../flags';
 
 const MiB = 1024 * 1024;
 const IDLE_WINDOW_S = 10;

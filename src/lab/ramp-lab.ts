@@ -234,15 +234,3 @@ export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: stri
   return result;
 }
 
-export function percentile(values: number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const s = [...values].sort((a, b) => a - b);
-  // nearest rank
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-}
-
-export function round(x: number | null | undefined, digits = 1): number | null {
-  if (x === null || x === undefined || !Number.isFinite(x)) return null;
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}
