@@ -3,6 +3,8 @@
  * two agents in one process, as in tests, do not collide).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Evaluation } from '../policy/evaluate';
+import type { NodeStats } from '../policy/types';
 
 // Latency buckets from 100 µs to 30 s: evictd's reactions are in milliseconds, the pollers'
 // it is compared with in seconds.
@@ -69,5 +71,16 @@ export class AgentMetrics {
     // The event-loop-lag histogram samples on a timer (10 ms by default): at that rate it alone
     // costs about 0.5% of a core, against an idle target of under 1%. One sample a second.
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'evictd_', eventLoopMonitoringPrecision: 1000 });
+  }
+
+  /** The gauges a pass sets: conditions, thresholds met, and the observed signals. */
+  observePass(node: NodeStats, ev: Evaluation): void {
+    for (const c of ['MemoryPressure', 'DiskPressure', 'PIDPressure'] as const) this.nodeCondition.set({ condition: c }, ev.conditions.includes(c) ? 1 : 0);
+    this.thresholdMet.reset();
+    for (const t of ev.thresholdsMet) this.thresholdMet.set({ signal: t.signal, kind: t.kind }, 1);
+    if (node.memory) this.observation.set({ signal: 'memory.available' }, node.memory.availableBytes);
+    if (node.allocatableMemory) this.observation.set({ signal: 'allocatableMemory.available' }, node.allocatableMemory.availableBytes);
+    if (node.nodefs?.availableBytes !== undefined) this.observation.set({ signal: 'nodefs.available' }, node.nodefs.availableBytes);
+    if (node.pid) this.observation.set({ signal: 'pid.available' }, node.pid.maxPID - node.pid.running);
   }
 }

@@ -156,8 +156,23 @@ function status(t: Threshold, obs: Observations, gracePeriodMet: boolean): Thres
   return { signal: t.signal, kind: t.kind, quantity: t.value.text, gracePeriodMet, observed: obs[t.signal]! };
 }
 
-export function evaluate(config: PolicyConfig, state: PolicyState, input: PassInput): Evaluation {
-  const { now, layout, pods } = input;
+/** The thresholds and conditions of one pass: everything `evaluate` decides before it looks at pods. */
+export interface Assessment {
+  state: PolicyState;
+  thresholdsMet: ThresholdStatus[];
+  conditions: NodeCondition[];
+  /** met thresholds whose grace period is over, in the order they are reclaimed */
+  due: readonly Threshold[];
+  obs: Observations;
+}
+
+/**
+ * The first half of a pass, on node numbers alone. The agent calls it, reads what only the met
+ * signals need (per-container disk usage when a disk threshold is met: a runtime call per
+ * container), then finishes the same pass with `planEvictions`. `evaluate` is the two in one.
+ */
+export function assess(config: PolicyConfig, state: PolicyState, input: Omit<PassInput, 'pods'>): Assessment {
+  const { now, layout } = input;
   const all = thresholdsForLayout(config.thresholds, layout);
   const obs = makeObservations(input.node);
 
@@ -183,7 +198,12 @@ export function evaluate(config: PolicyConfig, state: PolicyState, input: PassIn
     .map((t) => status(t, obs, graceMet.includes(t)))
     .sort((a, b) => (a.signal < b.signal ? -1 : a.signal > b.signal ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
 
-  const result: Evaluation = { state: newState, thresholdsMet: thresholdStatus, conditions, localStorageEvictions: [], reclaim: null, plan: null };
+  return { state: newState, thresholdsMet: thresholdStatus, conditions, due: [...graceMet].sort(byEvictionPriority), obs };
+}
+
+/** The second half of a pass: local-storage limits, node-level reclaim and the ranked plan. */
+export function planEvictions(config: PolicyConfig, a: Assessment, pods: readonly ActivePod[], layout: FilesystemLayout): Evaluation {
+  const result: Evaluation = { state: a.state, thresholdsMet: a.thresholdsMet, conditions: a.conditions, localStorageEvictions: [], reclaim: null, plan: null };
 
   // One lookup of each pod's derived facts per pass, shared by every step below.
   const facts = pods.map((p) => podFacts(p.spec));
@@ -200,8 +220,8 @@ export function evaluate(config: PolicyConfig, state: PolicyState, input: PassIn
     return result;
   }
 
-  if (graceMet.length === 0) return result;
-  const ordered = [...graceMet].sort(byEvictionPriority);
+  if (a.due.length === 0) return result;
+  const ordered = a.due;
   const threshold = ordered[0];
   const resource = SIGNAL_RESOURCE[threshold.signal];
   result.reclaim = { signal: threshold.signal, resource, functions: nodeReclaimFunctions(threshold.signal, layout) };
@@ -210,7 +230,7 @@ export function evaluate(config: PolicyConfig, state: PolicyState, input: PassIn
   // Messages and reasons are built only for the candidates someone looks at: at 10,000 pods,
   // formatting them all would cost more than the ranking itself.
   const candidates: Eviction[] = [];
-  const ctx: PlanContext = { config, threshold, resource, ordered, obs };
+  const ctx: PlanContext = { config, threshold, resource, ordered, obs: a.obs };
   const critical = new Set(pods.filter((_, i) => facts[i].critical));
   for (const ranked of rankFor(threshold.signal, layout, pods, facts)) {
     if (critical.has(ranked.pod)) continue; // the kubelet refuses to evict these and tries the next
@@ -218,6 +238,10 @@ export function evaluate(config: PolicyConfig, state: PolicyState, input: PassIn
   }
   result.plan = { signal: threshold.signal, resource, hard: threshold.gracePeriodNs === 0, candidates };
   return result;
+}
+
+export function evaluate(config: PolicyConfig, state: PolicyState, input: PassInput): Evaluation {
+  return planEvictions(config, assess(config, state, input), input.pods, input.layout);
 }
 
 /**

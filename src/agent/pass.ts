@@ -1,0 +1,139 @@
+/**
+ * One pass, start to end: observe (fresh cgroup, statfs and /proc numbers), list the runtime's
+ * pods, join them with their specs and cgroups, evaluate the policy once, then hand the result to
+ * the actuator. It owns the policy's state between passes and the last evaluation (which the
+ * agent's admission and grace-period timer read).
+ *
+ * Runs on the main JS thread, one pass at a time (the controller guarantees it).
+ */
+import type { Logger } from 'pino';
+import type { NodeObserver, Observation } from '../node/observer';
+import type { PolicyConfig } from '../policy/config';
+import { assess, initialState, planEvictions, type Evaluation, type PolicyState } from '../policy/evaluate';
+import { isMemorySignal } from '../policy/signals';
+import type { ContainerUsage } from '../policy/types';
+import type { Actuator } from './actuator';
+import { joinPods, type JoinedPod } from './active-pods';
+import type { PassResult, PassTrigger } from './controller';
+import type { AgentMetrics } from './metrics';
+import type { PodListing } from './pod-listing';
+import type { PodSpecSource, RuntimePort } from './ports';
+
+export interface PassOptions {
+  policy: PolicyConfig;
+  observer: NodeObserver;
+  runtime: RuntimePort;
+  pods?: PodSpecSource;
+  logger: Logger;
+  metrics: AgentMetrics;
+  listing: PodListing;
+  actuator: Actuator;
+  /** the evaluation is known (before acting): the agent schedules its grace-period timer */
+  onEvaluation(ev: Evaluation): void;
+  /** after acting, with the pass's observation: the agent moves its notification lines */
+  afterAct(obs: Observation): void;
+}
+
+const ns = (): bigint => process.hrtime.bigint();
+const msBetween = (a: bigint, b: bigint): number => Number(b - a) / 1e6;
+
+export class PassRunner {
+  private state: PolicyState = initialState();
+  private imagefsPath: string | undefined;
+  private lastConditions = '';
+  lastEvaluation: Evaluation | null = null;
+
+  constructor(private readonly o: PassOptions) {}
+
+  /** A fresh observation (the image filesystem as last reported by the runtime). */
+  observe(): Observation {
+    return this.o.observer.observe(this.imagefsPath);
+  }
+
+  async run(trigger: PassTrigger): Promise<PassResult> {
+    const o = this.o;
+    const t0 = ns();
+    o.metrics.passes.inc();
+    // In the background: the mountpoint only decides the filesystem layout, it may lag a pass.
+    if (trigger.sources.start || trigger.sources.housekeeping) void this.refreshImageFs();
+    const observedNs = ns();
+    const obs = this.observe();
+    const podsNs = ns();
+    const runtimePods = await o.listing.forPass(obs, trigger);
+    const podsDoneNs = ns();
+    const joined = joinPods(runtimePods, obs.pods, o.pods).filter((j) => !o.actuator.isInFlight(j.runtime.uid));
+    const input = { now: Number(ns()), node: obs.node, layout: obs.layout };
+    const assessed = assess(o.policy, this.state, input);
+    // A disk threshold is met: rank on the pods' disk usage, read only now (it costs a runtime
+    // call per container), before the one ranking of this pass.
+    if (assessed.thresholdsMet.some((t) => !isMemorySignal(t.signal) && t.signal !== 'pid.available')) await this.addDiskUsage(joined);
+    const ev = planEvictions(o.policy, assessed, joined.map((j) => j.active), obs.layout);
+    const decisionNs = ns();
+    if (o.logger.isLevelEnabled('debug')) {
+      o.logger.debug(
+        {
+          sources: trigger.sources,
+          wakeToPassMs: trigger.firstEventNs !== null ? msBetween(trigger.firstEventNs, t0) : undefined,
+          observeMs: msBetween(observedNs, podsNs),
+          podsMs: msBetween(podsNs, podsDoneNs),
+          evaluateMs: msBetween(podsDoneNs, decisionNs),
+          cachedPods: o.listing.usedCache,
+          memoryAvailable: obs.node.memory?.availableBytes,
+          pods: joined.length,
+          thresholdsMet: ev.thresholdsMet.length,
+        },
+        'pass',
+      );
+    }
+    this.state = ev.state;
+    this.lastEvaluation = ev;
+    o.metrics.observePass(obs.node, ev);
+    this.logConditions(ev);
+    o.onEvaluation(ev);
+    try {
+      return await o.actuator.act(ev, joined, { trigger, observedNs, decisionNs });
+    } finally {
+      // After acting: moving a line can block for an RCU grace period (see arming.ts), which
+      // must not sit between a decision and its kill.
+      o.afterAct(obs);
+      o.metrics.passDuration.observe(msBetween(t0, ns()) / 1000);
+    }
+  }
+
+  /** One log line when the node conditions change. */
+  private logConditions(ev: Evaluation): void {
+    const key = ev.conditions.join(',');
+    if (key === this.lastConditions) return;
+    this.o.logger.info({ conditions: ev.conditions, thresholdsMet: ev.thresholdsMet }, 'node conditions changed');
+    this.lastConditions = key;
+  }
+
+  private async refreshImageFs(): Promise<void> {
+    try {
+      this.imagefsPath = (await this.o.runtime.imageFsInfo())?.mountpoint || undefined;
+    } catch (err) {
+      this.o.metrics.runtimeErrors.inc({ call: 'imageFsInfo' });
+      this.o.logger.debug({ err }, 'ImageFsInfo failed');
+    }
+  }
+
+  /** Adds writable-layer and log usage to the pods; without it (the runtime cannot tell) the ranking goes on. */
+  private async addDiskUsage(joined: JoinedPod[]): Promise<void> {
+    if (!this.o.runtime.containerDiskUsage) return;
+    let usage: Map<string, ContainerUsage[]>;
+    try {
+      usage = await this.o.runtime.containerDiskUsage();
+    } catch (err) {
+      this.o.metrics.runtimeErrors.inc({ call: 'containerDiskUsage' });
+      this.o.logger.warn({ err }, 'container disk usage unavailable; ranking without it');
+      return;
+    }
+    for (const j of joined) {
+      const disk = usage.get(j.runtime.uid);
+      if (!disk) continue;
+      const u = (j.active.usage ??= { containers: [], volumes: [] });
+      // The pod-level memory entry stays; disk entries are per container.
+      u.containers = [...u.containers.filter((c) => c.memoryBytes !== undefined).map((c) => ({ name: c.name, memoryBytes: c.memoryBytes! })), ...disk];
+    }
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The runtime's pod listing, as the agent's passes see it: the last ListPodSandbox answer, when
+ * a pass may decide on it without a fresh round trip, and the inotify watch on the pod cgroup
+ * root that refreshes it when a pod starts. It also owns the runtime's health as the agent
+ * reports it (answering or not, the last problem), because the listing is the call that finds
+ * out first.
+ *
+ * Runs on the main JS thread; the only background work is a refresh that a pass never waits for.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Observation } from '../node/observer';
+import { listPodCgroups, podUidFromDirName } from '../node/pod-cgroups';
+import type { PassTrigger } from './controller';
+import type { AgentMetrics } from './metrics';
+import type { RuntimePod, RuntimePort } from './ports';
+
+/** a pod listing older than this is never used in place of a fresh one */
+const POD_LIST_MAX_AGE_MS = 30_000;
+/** a dead runtime is logged once, then at most this often */
+const RUNTIME_ERROR_LOG_MS = 30_000;
+
+export interface PodListingOptions {
+  runtime: RuntimePort;
+  logger: Logger;
+  metrics: AgentMetrics;
+  /** the memory mount and the pod cgroup root, to see which pod cgroups exist */
+  memoryMount: string;
+  podCgroupRoot: string;
+  /** the pod cgroup root's directory in the memory hierarchy (watched with inotify) */
+  podRootMemoryDir: string;
+}
+
+export class PodListing {
+  private pods: RuntimePod[] = [];
+  private listedAt = 0;
+  private refreshing: Promise<void> | null = null;
+  private watchers: fs.FSWatcher[] = [];
+  private learnTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private errorLoggedAt = 0;
+  /** the runtime answered the last listing */
+  runtimeOk = true;
+  /** why the runtime is unhealthy, when it is */
+  problem = '';
+  /** the last forPass() decided on the cached listing */
+  usedCache = false;
+
+  constructor(private readonly o: PodListingOptions) {}
+
+  /**
+   * The runtime's pods for this pass. A pass woken by the kernel decides on the last listing
+   * when it still covers every pod cgroup observed now (no pod started since), and refreshes it
+   * in the background: the CRI round trip (2-10 ms while a hog saturates a core) stays out of
+   * the path from the event to the kill. Housekeeping passes, and any pass that sees a pod
+   * cgroup the listing does not know, wait for a fresh listing.
+   */
+  async forPass(obs: Observation, trigger: PassTrigger): Promise<RuntimePod[]> {
+    const kernelOnly = trigger.firstEventNs !== null && !trigger.sources.housekeeping && !trigger.sources.start;
+    if (kernelOnly && this.runtimeOk && this.listedAt > 0 && Date.now() - this.listedAt < POD_LIST_MAX_AGE_MS) {
+      const known = new Set(this.pods.map((p) => p.uid));
+      if ([...obs.pods.keys()].every((uid) => known.has(uid))) {
+        this.usedCache = true;
+        this.refreshing ??= this.list()
+          .then(() => undefined)
+          .finally(() => (this.refreshing = null));
+        return this.pods;
+      }
+    }
+    this.usedCache = false;
+    return this.list();
+  }
+
+  /** A fresh listing, or the last known pods when the runtime does not answer. */
+  async list(): Promise<RuntimePod[]> {
+    const o = this.o;
+    try {
+      // A pass must not stall on a runtime that stopped answering: a short deadline (shorter
+      // still while it is known to be down), then the last known pods.
+      const pods = await o.runtime.listPods(this.runtimeOk ? 1000 : 250);
+      if (!this.runtimeOk) o.logger.info('container runtime answers again');
+      this.runtimeOk = true;
+      this.problem = '';
+      this.pods = pods;
+      this.listedAt = Date.now();
+      return pods;
+    } catch (err) {
+      o.metrics.runtimeErrors.inc({ call: 'listPods' });
+      this.problem = `container runtime: ${err instanceof Error ? err.message : String(err)}`;
+      // The first failure, then at most one line per interval: a dead runtime must not flood logs.
+      if (this.runtimeOk || Date.now() - this.errorLoggedAt > RUNTIME_ERROR_LOG_MS) {
+        o.logger.warn({ err }, 'container runtime does not answer; deciding on the last known pods');
+        this.errorLoggedAt = Date.now();
+      }
+      this.runtimeOk = false;
+      return this.pods;
+    }
+  }
+
+  /**
+   * inotify on the pod cgroup root (and its QoS tiers): a new pod cgroup means a new sandbox,
+   * so the listing is refreshed in the background right away, and a kernel-woken pass can
+   * decide on it without a CRI round trip (see forPass). Best effort: without it, such a pass
+   * just lists fresh.
+   */
+  watchPodDirs(): void {
+    const root = this.o.podRootMemoryDir;
+    const dirs = [root];
+    try {
+      for (const e of fs.readdirSync(root, { withFileTypes: true })) {
+        if (e.isDirectory() && /(^|-)(burstable|besteffort)(\.slice)?$/.test(e.name)) dirs.push(path.join(root, e.name));
+      }
+    } catch {
+      return;
+    }
+    for (const d of dirs) {
+      try {
+        const w = fs.watch(d, { persistent: false }, (_event, name) => {
+          if (name && podUidFromDirName(String(name))) this.learn(5);
+        });
+        w.on('error', () => w.close());
+        this.watchers.push(w);
+      } catch (err) {
+        this.o.logger.debug({ err, dir: d }, 'no inotify on a pod cgroup dir');
+      }
+    }
+  }
+
+  /** Refreshes the listing until it covers the pod cgroups seen (a sandbox turns ready shortly after its cgroup appears). */
+  private learn(tries: number): void {
+    if (this.learnTimer || this.closed) return;
+    this.learnTimer = setTimeout(() => {
+      this.learnTimer = null;
+      void this.list().then(() => {
+        const known = new Set(this.pods.map((p) => p.uid));
+        const missing = listPodCgroups(this.o.memoryMount, this.o.podCgroupRoot).some((c) => !known.has(c.uid));
+        if (missing && tries > 1) this.learn(tries - 1);
+      });
+    }, 100);
+    this.learnTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.watchers) w.close();
+    this.watchers = [];
+    if (this.learnTimer) clearTimeout(this.learnTimer);
+    this.learnTimer = null;
+    await this.refreshing;
+  }
+}
