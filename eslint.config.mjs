@@ -1,6 +1,11 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// The house rule of src/: production rooms never import the lab (demo, benches) or the CLI.
+// scripts/check-imports.mjs checks the same on the resolved graph, with lazy require()s and
+// type-only imports, and refuses import cycles.
+const PRODUCTION_ROOMS = ['policy', 'kernel', 'node', 'cri', 'kube', 'agent', 'sim'];
+
 export default tseslint.config(
   { ignores: ['dist/', 'build/', 'node_modules/', 'bin/', '**/*.js', '**/*.mjs'] },
   js.configs.recommended,
@@ -13,4 +18,18 @@ export default tseslint.config(
       '@typescript-eslint/no-require-imports': 'off',
     },
   },
+  ...PRODUCTION_ROOMS.map((room) => ({
+    files: [`src/${room}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/lab', '**/lab/**'], message: `src/${room} is production: it never imports the lab (src/lab/).` },
+            { group: ['**/cli', '**/cli/**'], message: `src/${room} is production: it never imports the CLI (src/cli/).` },
+          ],
+        },
+      ],
+    },
+  })),
 );

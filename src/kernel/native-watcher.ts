@@ -141,11 +141,24 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
         return;
       }
       const event: KernelEvent = { source: this.source, kind: this.kind, count: count ?? 1, monotonicNs: monotonicNs ?? 0n };
-      if (text !== undefined) event.counters = parseCounters(text, this.singleCounter);
+      if (text !== undefined) lazyCounters(event, text, this.singleCounter);
       this.emit('event', event);
     }, onArmed);
     if (!this.refed) native.unref();
     if (!this.paused) native.start();
     return native;
   }
+}
+
+/**
+ * The probe file's text becomes `counters` only when someone reads them: the agent wakes on the
+ * event alone and decides on numbers it reads itself, so on its hot path nothing is parsed.
+ */
+function lazyCounters(event: KernelEvent, text: string, single: string | undefined): void {
+  let parsed: Record<string, number> | undefined;
+  Object.defineProperty(event, 'counters', {
+    enumerable: true,
+    configurable: true,
+    get: () => (parsed ??= parseCounters(text, single)),
+  });
 }

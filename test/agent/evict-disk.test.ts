@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
-import { MiB, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, waitFor, type TestAgent } from './agent-harness';
+import { MiB, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, type TestAgent } from './agent-harness';
+import { waitFor } from '../support/wait';
 
 // nodefs is a 64 MiB tmpfs holding the pods' logs (as /var/lib/kubelet holds them on a node).
 const mountPoint = `/run/evictd-agent-nodefs-${process.pid}`;

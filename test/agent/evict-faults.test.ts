@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { skipped } from '../support/environment';
 import type { RuntimePod, RuntimePort } from '../../src/agent/ports';
 import type { CriRuntime } from '../../src/agent/adapters/cri-runtime';
-import { MiB, containerdPid, criClient, hog, logTail, missingE2e, newLab, suiteCleanup, sleeper, startAgent, waitFor } from './agent-harness';
+import { MiB, containerdPid, criClient, hog, logTail, missingE2e, newLab, suiteCleanup, sleeper, startAgent } from './agent-harness';
+import { waitFor } from '../support/wait';
 
 const { labs, agents } = suiteCleanup();
 

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { skipped } from '../support/environment';
-import { MiB, hog, logTail, missingE2e, newLab, suiteCleanup, sleeper, startAgent, waitFor } from './agent-harness';
+import { MiB, hog, logTail, missingE2e, newLab, suiteCleanup, sleeper, startAgent } from './agent-harness';
+import { waitFor } from '../support/wait';
 
 const { labs, agents } = suiteCleanup();
 

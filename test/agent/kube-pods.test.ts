@@ -7,7 +7,8 @@ import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
 import { FakeApiServer, makePod } from '../kube/fake-api-server';
-import { MiB, criClient, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, waitFor, type TestAgent } from './agent-harness';
+import { MiB, criClient, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, type TestAgent } from './agent-harness';
+import { waitFor } from '../support/wait';
 
 const labs: NodeLab[] = [];
 const agents: TestAgent[] = [];

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { CriClient, CriError, evictPod } from '../../src/cri';
 import { skipped } from '../support/environment';
-import { createPod, stubborn, waitFor, usePrivateHarness } from './pods';
+import { createPod, stubborn, usePrivateHarness } from './pods';
+import { waitFor } from '../support/wait';
 
 const FAULTS_DIR = '/run/evictd-harness-faults';
 const e2e = usePrivateHarness(FAULTS_DIR);

@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import { evictPod, reclaimContainers, reclaimImages } from '../../src/cri';
 import { IMAGES } from '../../src/lab/harness';
 import { memcgV1Root, skipped } from '../support/environment';
-import { createPod, podLog, RUN_LABEL, runId, stubborn, waitFor, usePrivateHarness } from './pods';
+import { createPod, podLog, RUN_LABEL, runId, stubborn, usePrivateHarness } from './pods';
+import { waitFor } from '../support/wait';
 import type { TestPod } from './pods';
 
 const MiB = 1024 * 1024;

@@ -56,15 +56,6 @@ export function podLog(pod: TestPod, container: string): string {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, everyMs = 100): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 /** A container that ignores SIGTERM (its shell is PID 1 and traps it), so only SIGKILL stops it. */
 export const stubborn = (name: string): ContainerSpec => ({

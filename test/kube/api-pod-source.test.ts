@@ -4,7 +4,8 @@ import { ApiPodSource } from '../../src/kube/api-pod-source';
 import type { KubeClient } from '../../src/kube/client';
 import type { PodChange } from '../../src/kube/pod-source';
 import { FakeApiServer, makePod } from './fake-api-server';
-import { client, MemoryLogger, waitFor } from './helpers';
+import { client, MemoryLogger } from './helpers';
+import { waitFor } from '../support/wait';
 
 describe('ApiPodSource against a local API server', () => {
   let api: FakeApiServer;

@@ -15,7 +15,8 @@ import { parseFlags, settingsFromFlags } from '../../src/cli/run';
 import { ApiPodSource } from '../../src/kube/api-pod-source';
 import { EvictionReporter } from '../../src/kube/eviction-reporter';
 import { FakeApiServer, makePod } from './fake-api-server';
-import { client, waitFor } from './helpers';
+import { client } from './helpers';
+import { waitFor } from '../support/wait';
 
 const deployDir = path.resolve(__dirname, '../../../deploy');
 

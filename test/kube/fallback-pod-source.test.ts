@@ -8,7 +8,8 @@ import { KubeletPodSource } from '../../src/kube/kubelet-pod-source';
 import { registerKubeMetrics } from '../../src/kube/metrics';
 import { RuntimePodSource, type RuntimeSandbox } from '../../src/kube/runtime-pod-source';
 import { FakeApiServer, makePod } from './fake-api-server';
-import { client, MemoryLogger, waitFor } from './helpers';
+import { client, MemoryLogger } from './helpers';
+import { waitFor } from '../support/wait';
 
 describe('fallback to runtime-only pod specs', () => {
   let api: FakeApiServer;

@@ -1,14 +1,6 @@
 import { KubeClient } from '../../src/kube/client';
 import type { Logger } from '../../src/kube/pod-source';
 
-/** Polls until cond() holds; fails with `what` after timeoutMs. */
-export async function waitFor(what: string, cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 export function client(url: string, timeoutMs = 1000): KubeClient {
   return new KubeClient({ server: url, token: 'test-token' }, { timeoutMs });

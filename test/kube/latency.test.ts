@@ -13,7 +13,8 @@ import { EvictionReporter } from '../../src/kube/eviction-reporter';
 import { KubeletPodSource } from '../../src/kube/kubelet-pod-source';
 import type { PodChange } from '../../src/kube/pod-source';
 import { FakeApiServer, makePod } from './fake-api-server';
-import { client, waitFor } from './helpers';
+import { client } from './helpers';
+import { waitFor } from '../support/wait';
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -6,11 +6,12 @@ import { joinPods, specFromSandbox } from '../../src/agent/active-pods';
 import { Arming } from '../../src/agent/arming';
 import { parseListenAddress, startMetricsServer } from '../../src/agent/http-server';
 import { AgentMetrics } from '../../src/agent/metrics';
-import type { NotificationPort, RuntimePod, ThresholdHandle, WatchCallbacks } from '../../src/agent/ports';
+import type { RuntimePod } from '../../src/agent/ports';
 import type { MemoryReading } from '../../src/node/memory';
 import type { ObservedPodCgroup } from '../../src/node/observer';
 import { compileConfig, configFromFlags } from '../../src/policy/config';
 import { isCritical, qosClass } from '../../src/policy/pods';
+import { FakeNotifications } from '../support/fake-notifications';
 
 const MiB = 1024 * 1024;
 
@@ -107,29 +108,6 @@ test('/metrics and /healthz on a real socket', async () => {
   }
 });
 
-/** A NotificationPort that records lines (the real one is exercised by the e2e tests). */
-function recordingPort() {
-  const created: { dir: string; bytes: number }[] = [];
-  const rearms: number[] = [];
-  const port: NotificationPort = {
-    mechanism: 'polling',
-    watchMemoryUsage(dir: string, bytes: number, _cb: WatchCallbacks): ThresholdHandle {
-      created.push({ dir, bytes });
-      const h = {
-        usageBytes: bytes,
-        rearm(b: number) {
-          rearms.push(b);
-          h.usageBytes = b;
-        },
-        close: async () => {},
-      };
-      return h;
-    },
-    watchPsi: () => ({ windowUs: 2_000_000, close: async () => {} }),
-    watchFile: () => ({ close: async () => {} }),
-  };
-  return { port, created, rearms };
-}
 
 const reading = (capacity: number, usage: number, inactive: number): MemoryReading => ({
   capacityBytes: capacity,
@@ -142,7 +120,8 @@ const reading = (capacity: number, usage: number, inactive: number): MemoryReadi
 
 test("arming: the kubelet's line (capacity - threshold + inactive_file), moved only past the tolerance", () => {
   const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=1m' }));
-  const { port, created, rearms } = recordingPort();
+  const port = new FakeNotifications();
+  const { created, rearms } = port;
   const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 1, nodeIsRoot: false });
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), null);
   assert.deepEqual(created.map((c) => c.bytes).sort((x, y) => x - y), [(1024 - 200 + 40) * MiB, (1024 - 100 + 40) * MiB]);

@@ -1,0 +1,13 @@
+/**
+ * Polls `fn` until it returns something truthy, and returns that; fails naming `what` after
+ * `timeoutMs`. The one wait of every suite: a condition, never a fixed sleep.
+ */
+export async function waitFor<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 20_000, everyMs = 10): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
