@@ -26,6 +26,11 @@ export function parseListenAddress(text: string): { host: string; port: number }
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
 }
 
+/** True for a wildcard host ("0.0.0.0", "::", or ":PORT"'s empty host): every interface of the node. */
+export function bindsAllInterfaces(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '' || host === '[::]';
+}
+
 export async function startMetricsServer(listen: { host: string; port: number }, registry: Registry, health: () => Health): Promise<MetricsServer> {
   const server = http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];

@@ -9,7 +9,7 @@ import YAML from 'yaml';
 import { Agent } from '../agent/agent';
 import { CriRuntime } from '../agent/adapters/cri-runtime';
 import { kernelNotifications } from '../agent/adapters/kernel-notifications';
-import { parseListenAddress, startMetricsServer } from '../agent/http-server';
+import { bindsAllInterfaces, parseListenAddress, startMetricsServer } from '../agent/http-server';
 import { AgentMetrics } from '../agent/metrics';
 import type { EvictionReporter, PodSpecSource } from '../agent/ports';
 import { cgroupDir, detectCgroups } from '../node/cgroups';
@@ -303,6 +303,11 @@ export async function run(argv: string[]): Promise<number> {
   const server = await startMetricsServer(s.metrics, metrics.registry, () => agent.health()).catch((err: NodeJS.ErrnoException) => {
     throw badValue('--metrics-address', `${s.metrics.host}:${s.metrics.port}`, err.code ?? err.message);
   });
+  // Metrics and health say what the node is under and why pods went: on a node's network, keep
+  // them on loopback (the default) unless a scraper must reach them.
+  for (const [flag, addr] of [['--metrics-address', s.metrics], ['--admission-address', s.admission]] as const) {
+    if (addr && bindsAllInterfaces(addr.host)) logger.warn({ flag, address: `${addr.host}:${addr.port}` }, `${flag} listens on every interface of the node, not only loopback`);
+  }
   let closeAdmission = async (): Promise<void> => {};
   if (s.admission) {
     const { startAdmissionServer } = require('../kube/admission-server') as typeof import('../kube/admission-server');

@@ -4,7 +4,7 @@ import http from 'node:http';
 import pino from 'pino';
 import { joinPods, specFromSandbox } from '../../src/agent/active-pods';
 import { Arming } from '../../src/agent/arming';
-import { parseListenAddress, startMetricsServer } from '../../src/agent/http-server';
+import { bindsAllInterfaces, parseListenAddress, startMetricsServer } from '../../src/agent/http-server';
 import { AgentMetrics } from '../../src/agent/metrics';
 import type { RuntimePod } from '../../src/agent/ports';
 import type { MemoryReading } from '../../src/node/memory';
@@ -79,6 +79,11 @@ test('metrics address parsing', () => {
   assert.deepEqual(parseListenAddress('[::1]:80'), { host: '::1', port: 80 });
   assert.equal(parseListenAddress('9741'), null);
   assert.equal(parseListenAddress('a:99999'), null);
+  // ':PORT' is every interface: `evictd run` warns about it (the default is loopback)
+  assert.equal(bindsAllInterfaces(parseListenAddress(':9741')!.host), true);
+  assert.equal(bindsAllInterfaces(parseListenAddress('[::]:9741')!.host), true);
+  assert.equal(bindsAllInterfaces(parseListenAddress('127.0.0.1:9741')!.host), false);
+  assert.equal(bindsAllInterfaces(parseListenAddress('[::1]:9741')!.host), false);
 });
 
 test('/metrics and /healthz on a real socket', async () => {
