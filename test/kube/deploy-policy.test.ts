@@ -6,22 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import path from 'node:path';
 import { describe, test } from 'node:test';
 import { isCelError, run } from '@bufbuild/cel';
-import YAML from 'yaml';
+import { deployDir, docs, type Doc } from './manifests';
 
-const deployDir = path.resolve(__dirname, '../../../deploy');
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Doc = any;
-
-function docs(file: string): Doc[] {
-  return YAML.parseAllDocuments(fs.readFileSync(path.join(deployDir, file), 'utf8')).map((d) => {
-    assert.equal(d.errors.length, 0, `${file}: ${d.errors.map((e) => e.message).join('; ')}`);
-    return d.toJS();
-  });
-}
 
 const manifests = () => fs.readdirSync(deployDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
 const all = () => manifests().flatMap((f) => docs(f).map((d) => ({ file: f, doc: d })));

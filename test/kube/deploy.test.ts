@@ -10,25 +10,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import YAML from 'yaml';
 import { parseFlags, settingsFromFlags } from '../../src/cli/run';
 import { ApiPodSource } from '../../src/kube/api-pod-source';
 import { EvictionReporter } from '../../src/kube/eviction-reporter';
 import { FakeApiServer, makePod } from './fake-api-server';
 import { client } from './helpers';
 import { waitFor } from '../support/wait';
+import { deployDir, docs, type Doc } from './manifests';
 
-const deployDir = path.resolve(__dirname, '../../../deploy');
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Doc = any;
-
-function docs(file: string): Doc[] {
-  return YAML.parseAllDocuments(fs.readFileSync(path.join(deployDir, file), 'utf8')).map((d) => {
-    assert.equal(d.errors.length, 0, `${file}: ${d.errors.map((e) => e.message).join('; ')}`);
-    return d.toJS();
-  });
-}
 
 /** The DaemonSet's args with the config path pointed at the ConfigMap's file, written to a temp dir. */
 function daemonSetArgs(): string[] {
