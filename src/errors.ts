@@ -9,7 +9,54 @@ export class UsageError extends Error {
   }
 }
 
+/** Longest value text a one-line message quotes; the rest is elided. */
+const MAX_VALUE_CHARS = 80;
+
+/**
+ * A user's value as it goes into a one-line message: JSON for plain data, never throwing.
+ * YAML aliases can make a value contain itself (`a: &x {b: *x}`), which JSON.stringify refuses
+ * with a TypeError; a cycle prints as "[circular]". Long values are cut, and no newline survives.
+ */
+export function formatValue(value: unknown): string {
+  const out: string[] = [];
+  let length = 0;
+  const emit = (s: string) => {
+    out.push(s);
+    length += s.length;
+  };
+  const ancestors: object[] = [];
+  const walk = (v: unknown): void => {
+    if (length > MAX_VALUE_CHARS) return; // enough to name the value; stop walking big ones
+    if (v === null || typeof v === 'boolean' || typeof v === 'string') return emit(JSON.stringify(v));
+    if (typeof v === 'number') return emit(Number.isFinite(v) ? JSON.stringify(v) : String(v));
+    if (typeof v === 'bigint') return emit(v.toString());
+    if (typeof v !== 'object') return emit(String(v));
+    if (ancestors.includes(v)) return emit('"[circular]"');
+    ancestors.push(v);
+    if (Array.isArray(v)) {
+      emit('[');
+      v.forEach((x, i) => {
+        if (i > 0) emit(',');
+        walk(x);
+      });
+      emit(']');
+    } else {
+      emit('{');
+      Object.entries(v).forEach(([k, x], i) => {
+        if (i > 0) emit(',');
+        emit(`${JSON.stringify(k)}:`);
+        walk(x);
+      });
+      emit('}');
+    }
+    ancestors.pop();
+  };
+  walk(value);
+  const text = out.join('').replace(/[\r\n\u2028\u2029]+/g, ' ');
+  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 3)}...` : text;
+}
+
 /** Builds the standard "field: value: problem" one-liner. */
 export function badValue(field: string, value: unknown, problem: string): UsageError {
-  return new UsageError(`${field}: ${JSON.stringify(value)}: ${problem}`);
+  return new UsageError(`${field}: ${formatValue(value)}: ${problem}`);
 }

@@ -16,8 +16,17 @@ import { cgroupDir, detectCgroups } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
 import { setRealtimePriority } from '../kernel/scheduling';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionFlags, type PolicyConfig } from '../policy/config';
-import { DurationError, parseDuration } from '../policy/duration';
+import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { badValue, UsageError } from '../errors';
+
+/** pino's levels, all accepted (silent turns logging off). */
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/**
+ * Kubelet map flags merge when repeated (cliflag map values keep adding keys), so a second
+ * --eviction-hard adds to the first instead of replacing it.
+ */
+const MAP_FLAGS = new Set(['eviction-hard', 'eviction-soft', 'eviction-soft-grace-period', 'eviction-minimum-reclaim']);
 
 interface FlagDef {
   name: string;
@@ -49,7 +58,7 @@ const FLAGS: FlagDef[] = [
   { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE)', def: '0' },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
-  { name: 'log-level', arg: 'LEVEL', help: 'debug, info, warn or error', def: 'info' },
+  { name: 'log-level', arg: 'LEVEL', help: `one of ${LOG_LEVELS.join(', ')}`, def: 'info' },
   { name: 'pod-source', arg: 'SOURCE', help: 'api, kubelet or runtime (runtime: sandboxes only)', def: 'api with --kubeconfig or in a cluster, else runtime' },
   { name: 'kubeconfig', arg: 'FILE', help: 'kubeconfig for the API server (default: in-cluster service account)' },
   { name: 'node-name', arg: 'NAME', help: 'this node name (default $NODE_NAME or the host name)' },
@@ -94,20 +103,28 @@ export function parseFlags(argv: string[]): ParsedFlags {
       if (i + 1 >= argv.length) throw new UsageError(`--${def.name}: needs a value (${def.arg})`);
       v = argv[++i]!;
     }
-    out[def.name] = v;
+    const before = out[def.name];
+    out[def.name] = MAP_FLAGS.has(def.name) && typeof before === 'string' ? `${before},${v}` : v;
   }
   return out;
 }
 
+/** The longest delay a Node timer takes (2^31-1 ms); longer ones fire at once, with a warning. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A duration that feeds a timer: positive, and at most MAX_TIMER_MS (refused beyond, never wrapped). */
 function durationMs(flag: string, text: string): number {
+  let ns: number;
   try {
-    const ns = parseDuration(text);
-    if (ns <= 0) throw badValue(flag, text, 'must be positive');
-    return Math.max(1, Math.round(ns / 1e6));
+    ns = parseDuration(text);
   } catch (err) {
     if (err instanceof DurationError) throw badValue(flag, text, err.message);
     throw err;
   }
+  if (ns <= 0) throw badValue(flag, text, 'must be positive');
+  const ms = Math.max(1, Math.round(ns / 1e6));
+  if (ms > MAX_TIMER_MS) throw badValue(flag, text, `must be at most ${formatDuration(MAX_TIMER_MS * 1e6)} (the longest timer)`);
+  return ms;
 }
 
 function normalizeCgroupPath(flag: string, p: string): string {
@@ -153,6 +170,8 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     } catch (err) {
       throw badValue('--config', configFile, `not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
     }
+    // The kubelet refuses an empty config file ("was empty"), and a comment-only one has no kind.
+    if (doc === null || doc === undefined) throw badValue('--config', configFile, 'is empty (no KubeletConfiguration in it)');
     try {
       base = configFromKubeletConfiguration(doc, `${configFile}: `);
     } catch (err) {
@@ -211,7 +230,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   const realtimePriority = Number(rtText);
   if (!/^\d+$/.test(rtText) || realtimePriority > 99) throw badValue('--realtime-priority', rtText, 'must be a whole number from 0 to 99');
   const logLevel = str('log-level') ?? 'info';
-  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) throw badValue('--log-level', logLevel, 'must be debug, info, warn or error');
+  if (!LOG_LEVELS.includes(logLevel)) throw badValue('--log-level', logLevel, `must be one of ${LOG_LEVELS.join(', ')}`);
   const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST) || str('kubeconfig') !== undefined;
   const podSource = str('pod-source') ?? (inCluster ? 'api' : 'runtime');
   if (!['api', 'kubelet', 'runtime'].includes(podSource)) throw badValue('--pod-source', podSource, 'must be api, kubelet or runtime');
@@ -243,6 +262,8 @@ export async function run(argv: string[]): Promise<number> {
   }
   const s = settingsFromFlags(flags);
   const logger = pino({ level: s.logLevel, base: { component: 'evictd' } });
+  // Settings the kubelet would ignore (a repeated flag key, a containerfs threshold): one line each.
+  for (const w of s.policy.warnings) logger.warn(w);
   const layout = detectCgroups();
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
   if (!fs.existsSync(nodeDir)) throw badValue('--cgroup-root', s.cgroupRoot, `no such memory cgroup (${nodeDir})`);

@@ -9,8 +9,11 @@ import type { Command } from './command';
 const HELP = `usage: evictd simulate FILE|-
 
 Runs the eviction policy on a recorded scenario (JSON or YAML; - reads standard input) with a
-fake clock, and prints one JSON object per step. See shared/spec/simulate.md for the format.
-Exit 0 when the scenario ran; 2 with a one-line message when it or its config is invalid.`;
+fake clock, and prints one JSON object per step. The format, its defaults and what is refused
+are in docs/scenarios.md (in the evictd repository and package); examples/ has two scenarios
+to start from. Exit 0 when the scenario ran; 2 with a one-line message when it or its config
+is invalid. A setting the kubelet ignores is ignored here too, with one warning line on
+standard error.`;
 
 export const simulate: Command = async (argv) => {
   let parsed;
@@ -38,6 +41,7 @@ export const simulate: Command = async (argv) => {
     throw new UsageError(`simulate: ${JSON.stringify(file)} is neither JSON nor YAML: ${(e as Error).message.split('\n')[0]}`);
   }
   const scenario = readScenario(doc);
+  for (const w of scenario.config.warnings) process.stderr.write(`evictd: warning: ${w}\n`);
   const out: string[] = [];
   for (const step of run(scenario)) out.push(JSON.stringify(step));
   process.stdout.write(out.length ? out.join('\n') + '\n' : '');

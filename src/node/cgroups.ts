@@ -107,25 +107,38 @@ export function readCgroupFile(file: string): string | null {
   }
 }
 
-/** A single-number cgroup file; "max" (v2 "no limit") gives Infinity; null when absent. */
+/**
+ * A kernel counter as cgroup files print it: unsigned decimal digits only. Number() alone would
+ * take "" as 0, "-1" as negative, "0x10" as 16 and "1e3" as 1000: none of which the kernel writes.
+ */
+const UNSIGNED = /^\d+$/;
+
+/**
+ * A single-number cgroup file; "max" (v2 "no limit") gives Infinity; null when absent. Anything
+ * but unsigned digits (a negative, a fraction, garbage) is refused with an error naming the file.
+ */
 export function readCgroupNumber(file: string): number | null {
   const text = readCgroupFile(file);
   if (text === null) return null;
   const t = text.trim();
   if (t === 'max') return Infinity;
-  const n = Number(t);
-  if (!Number.isFinite(n)) throw new Error(`${file}: unexpected content ${JSON.stringify(t.slice(0, 40))}`);
-  return n;
+  if (!UNSIGNED.test(t)) throw new Error(`${file}: unexpected content ${JSON.stringify(t.slice(0, 40))}`);
+  return Number(t);
 }
 
-/** Parses "key value" lines (memory.stat, memory.events, cgroup.events). */
+/**
+ * Parses "key value" lines (memory.stat, memory.events, cgroup.events). A line whose value is
+ * not an unsigned integer (negative, empty, garbage) is left out rather than guessed: callers
+ * default a missing counter (to 0 or "not observed").
+ */
 export function parseKeyValues(text: string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const line of text.split('\n')) {
     const sp = line.indexOf(' ');
     if (sp <= 0) continue;
-    const v = Number(line.slice(sp + 1));
-    if (Number.isFinite(v)) out[line.slice(0, sp)] = v;
+    const key = line.slice(0, sp);
+    const value = line.slice(sp + 1).trim();
+    if (UNSIGNED.test(value) && key !== '__proto__') out[key] = Number(value);
   }
   return out;
 }

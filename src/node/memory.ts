@@ -32,7 +32,11 @@ export function readMeminfo(text = fs.readFileSync('/proc/meminfo', 'utf8')): Ma
     if (!m) throw new Error(`/proc/meminfo: no ${key} line`);
     return Number(m[1]) * 1024;
   };
-  return { totalBytes: kb('MemTotal'), freeBytes: kb('MemFree'), inactiveFileBytes: kb('Inactive(file)') };
+  const totalBytes = kb('MemTotal');
+  // Clamped, not refused: MemFree or Inactive(file) above MemTotal is no real reading (a
+  // hand-made or racy file), and refusing would stop every pass. Clamping keeps usage and the
+  // working set at 0 or above: the node looks idle rather than the agent dying.
+  return { totalBytes, freeBytes: Math.min(kb('MemFree'), totalBytes), inactiveFileBytes: Math.min(kb('Inactive(file)'), totalBytes) };
 }
 
 /**

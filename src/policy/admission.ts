@@ -9,14 +9,21 @@ export interface AdmissionResult {
   message?: string;
 }
 
-const MEMORY_PRESSURE_TAINT = 'node.kubernetes.io/memory-pressure';
+const MEMORY_PRESSURE_TAINT = { key: 'node.kubernetes.io/memory-pressure', value: '', effect: 'NoSchedule' };
 
+/**
+ * core/v1 Toleration.ToleratesTaint, applied as the kubelet's Admit does
+ * (TolerationsTolerateTaint with the memory-pressure taint, effect NoSchedule, no value):
+ * an empty effect or key matches any, Exists matches any value, Equal (or no operator) needs
+ * the same value, and any other operator matches nothing.
+ */
 function toleratesMemoryPressure(pod: PodSpec): boolean {
+  const taint = MEMORY_PRESSURE_TAINT;
   return (pod.tolerations ?? []).some((t) => {
-    if (t.effect && t.effect !== 'NoSchedule') return false;
-    if (!t.key) return t.operator === 'Exists'; // empty key with Exists tolerates everything
-    if (t.key !== MEMORY_PRESSURE_TAINT) return false;
-    return t.operator === 'Exists' || !t.value; // the taint has no value
+    if (t.effect && t.effect !== taint.effect) return false;
+    if (t.key && t.key !== taint.key) return false;
+    if (t.operator === undefined || (t.operator as string) === '' || t.operator === 'Equal') return (t.value ?? '') === taint.value;
+    return t.operator === 'Exists';
   });
 }
 

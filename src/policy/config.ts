@@ -2,6 +2,7 @@
  * Eviction configuration in the kubelet's own forms (flags and KubeletConfiguration fields),
  * validated with the kubelet's rules and compiled into thresholds.
  */
+import { formatValue } from '../errors';
 import { DurationError, parseDuration } from './duration';
 import { Quantity, QuantityError } from './quantity';
 import { isSignal } from './signals';
@@ -19,8 +20,10 @@ export interface EvictionConfig {
   mergeDefaultEvictionSettings?: boolean;
   /** Where each field came from (a flag name, a file field path), for error messages. */
   origins?: Partial<Record<ConfigKey, string>>;
+  /** What reading the input kept or dropped without refusing it (one line each). */
+  warnings?: string[];
 }
-export type ConfigKey = Exclude<keyof EvictionConfig, 'origins'>;
+export type ConfigKey = Exclude<keyof EvictionConfig, 'origins' | 'warnings'>;
 
 export type ThresholdKind = 'hard' | 'soft';
 
@@ -46,6 +49,11 @@ export interface PolicyConfig {
   maxPodGracePeriodSeconds: number;
   pressureTransitionPeriodNs: number;
   enforceNodeAllocatable: string[];
+  /**
+   * Settings the kubelet accepts but ignores or overrides (a repeated flag key, a containerfs
+   * threshold, a minimum reclaim with no threshold): one line each, for the caller to print.
+   */
+  warnings: string[];
 }
 
 /** Invalid configuration: the message names the field and the value. */
@@ -56,7 +64,7 @@ export class ConfigError extends Error {
     readonly value: unknown,
     readonly problem: string,
   ) {
-    super(`${field}: ${JSON.stringify(value)}: ${problem}`);
+    super(`${field}: ${formatValue(value)}: ${problem}`);
   }
 }
 
@@ -95,36 +103,49 @@ const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
   enforceNodeAllocatable: '--enforce-node-allocatable',
 };
 
-/** Splits "a<b,c<d" (separator "<") or "a=b,c=d" (separator "=") as the kubelet's map flags do. */
-function parseMapFlag(flag: string, raw: string, separator: '<' | '='): Record<string, string> {
+/**
+ * Splits "a<b,c<d" (separator "<") or "a=b,c=d" (separator "=") as the kubelet's map flags do
+ * (cliflag LangleSeparatedMapStringString / MapStringString): pairs split at the first
+ * separator, key and value trimmed, empty pairs skipped. A key given twice keeps its last value,
+ * as the kubelet's map does, but not silently: `warnings` gets one line naming what was kept.
+ */
+function parseMapFlag(flag: string, raw: string, separator: '<' | '=', warnings: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const part of raw.split(',')) {
     const pair = part.trim();
     if (pair === '') continue;
     const at = pair.indexOf(separator);
     if (at <= 0) throw new ConfigError(flag, pair, `malformed pair, expected <signal>${separator}<value>`);
-    out[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
+    const key = pair.slice(0, at).trim();
+    const value = pair.slice(at + 1).trim();
+    if (Object.hasOwn(out, key) && out[key] !== value)
+      warnings.push(`${flag}: ${key} is given more than once (${formatValue(out[key])}, then ${formatValue(value)}): kept the last, ${formatValue(value)}, as the kubelet does`);
+    out[key] = value;
   }
   return out;
 }
 
 /** Overlays kubelet-style flags on `base` (flags win, as in the kubelet). */
 export function configFromFlags(flags: EvictionFlags, base: EvictionConfig = {}): EvictionConfig {
-  const cfg: EvictionConfig = { ...base, origins: { ...base.origins } };
+  const cfg: EvictionConfig = { ...base, origins: { ...base.origins }, warnings: [...(base.warnings ?? [])] };
   const origins = cfg.origins!;
+  const warnings = cfg.warnings!;
   const set = <K extends keyof EvictionFlags>(key: K, value: EvictionConfig[K]) => {
     (cfg as Record<string, unknown>)[key] = value;
     origins[key] = FLAG_NAMES[key];
   };
-  if (flags.evictionHard !== undefined) set('evictionHard', parseMapFlag(FLAG_NAMES.evictionHard, flags.evictionHard, '<'));
-  if (flags.evictionSoft !== undefined) set('evictionSoft', parseMapFlag(FLAG_NAMES.evictionSoft, flags.evictionSoft, '<'));
+  // A map flag replaces the file's whole map (the kubelet's map flag clears its target on first Set).
+  if (flags.evictionHard !== undefined) set('evictionHard', parseMapFlag(FLAG_NAMES.evictionHard, flags.evictionHard, '<', warnings));
+  if (flags.evictionSoft !== undefined) set('evictionSoft', parseMapFlag(FLAG_NAMES.evictionSoft, flags.evictionSoft, '<', warnings));
   if (flags.evictionSoftGracePeriod !== undefined)
-    set('evictionSoftGracePeriod', parseMapFlag(FLAG_NAMES.evictionSoftGracePeriod, flags.evictionSoftGracePeriod, '='));
+    set('evictionSoftGracePeriod', parseMapFlag(FLAG_NAMES.evictionSoftGracePeriod, flags.evictionSoftGracePeriod, '=', warnings));
   if (flags.evictionMinimumReclaim !== undefined)
-    set('evictionMinimumReclaim', parseMapFlag(FLAG_NAMES.evictionMinimumReclaim, flags.evictionMinimumReclaim, '='));
+    set('evictionMinimumReclaim', parseMapFlag(FLAG_NAMES.evictionMinimumReclaim, flags.evictionMinimumReclaim, '=', warnings));
+  // Flags go on top of the defaulted file and are taken as given: a flag's zero stays zero
+  // (the kubelet defaults the file, then re-parses the command line over it).
   if (flags.evictionMaxPodGracePeriod !== undefined) {
     const raw = flags.evictionMaxPodGracePeriod.trim();
-    if (!/^-?\d+$/.test(raw)) throw new ConfigError(FLAG_NAMES.evictionMaxPodGracePeriod, raw, 'must be a whole number of seconds');
+    if (!/^[+-]?\d+$/.test(raw)) throw new ConfigError(FLAG_NAMES.evictionMaxPodGracePeriod, raw, 'must be a whole number of seconds');
     set('evictionMaxPodGracePeriod', Number(raw));
   }
   if (flags.evictionPressureTransitionPeriod !== undefined)
@@ -139,9 +160,9 @@ function stringMap(field: string, v: unknown): Record<string, string> | undefine
   if (typeof v !== 'object' || Array.isArray(v)) throw new ConfigError(field, v, 'must be a map of signal to value');
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    // map[string]string in the kubelet: its decoder refuses a bare number (write "100Mi", quoted)
     if (typeof x === 'string') out[k] = x.trim();
-    else if (typeof x === 'number' && Number.isFinite(x)) out[k] = String(x);
-    else throw new ConfigError(`${field}["${k}"]`, x, 'must be a string');
+    else throw new ConfigError(`${field}["${k}"]`, x, 'must be a string (quote it, e.g. "100Mi" or "10%")');
   }
   return out;
 }
@@ -153,7 +174,24 @@ const EVICTION_FIELDS = [
   'evictionMaxPodGracePeriod',
   'evictionMinimumReclaim',
   'evictionPressureTransitionPeriod',
+  'enforceNodeAllocatable',
+  'mergeDefaultEvictionSettings',
 ] as const;
+
+/** A key that looks meant for one of the fields evictd reads (a typo would fall back to defaults). */
+function looksLikeEvictionField(key: string): boolean {
+  const k = key.toLowerCase();
+  return k.includes('evict') || k.includes('enforcenode') || k.includes('mergedefault');
+}
+
+/** A Go duration string that is zero ("0s", "0", "0m0s"): the kubelet's defaulting treats it as unset. */
+function isZeroDuration(text: string): boolean {
+  try {
+    return parseDuration(text) === 0;
+  } catch {
+    return false; // not a duration at all: compileConfig refuses it with the field's name
+  }
+}
 
 /**
  * Reads the eviction fields of a parsed KubeletConfiguration (YAML or JSON). `prefix` is put in
@@ -167,7 +205,7 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
   // A KubeletConfiguration has many other fields, but a misspelt eviction field would silently
   // fall back to defaults: refuse those.
   for (const key of Object.keys(d)) {
-    if (/^eviction/i.test(key) && !(EVICTION_FIELDS as readonly string[]).includes(key))
+    if (looksLikeEvictionField(key) && !(EVICTION_FIELDS as readonly string[]).includes(key))
       throw new ConfigError(`${prefix}${key}`, d[key], `unknown eviction field (known: ${EVICTION_FIELDS.join(', ')})`);
   }
   const cfg: EvictionConfig = { origins: {} };
@@ -180,6 +218,8 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
       name(key);
     }
   }
+  // Defaulting follows SetDefaults_KubeletConfiguration field by field: a field the file leaves
+  // at its zero value is unset. evictionMaxPodGracePeriod 0 is "not specified" either way.
   if (d.evictionMaxPodGracePeriod !== undefined && d.evictionMaxPodGracePeriod !== null) {
     const v = d.evictionMaxPodGracePeriod;
     if (typeof v !== 'number' || !Number.isInteger(v)) throw new ConfigError(`${prefix}evictionMaxPodGracePeriod`, v, 'must be a whole number of seconds');
@@ -189,8 +229,11 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
   if (d.evictionPressureTransitionPeriod !== undefined && d.evictionPressureTransitionPeriod !== null) {
     const v = d.evictionPressureTransitionPeriod;
     if (typeof v !== 'string') throw new ConfigError(`${prefix}evictionPressureTransitionPeriod`, v, 'must be a duration string such as "5m"');
-    cfg.evictionPressureTransitionPeriod = v.trim();
-    name('evictionPressureTransitionPeriod');
+    // `if obj.EvictionPressureTransitionPeriod == zeroDuration { ... 5m }`: "0s" in a file means 5m
+    if (!isZeroDuration(v.trim())) {
+      cfg.evictionPressureTransitionPeriod = v.trim();
+      name('evictionPressureTransitionPeriod');
+    }
   }
   if (d.enforceNodeAllocatable !== undefined && d.enforceNodeAllocatable !== null) {
     const v = d.enforceNodeAllocatable;
@@ -254,10 +297,13 @@ function parseDurationField(field: string, text: string): number {
   }
 }
 
+const CONTAINERFS = /^containerfs\./;
+
 /** Validates a configuration and compiles it into thresholds; throws ConfigError. */
 export function compileConfig(cfg: EvictionConfig): PolicyConfig {
   const fieldOf = (k: ConfigKey) => cfg.origins?.[k] ?? k;
   const entry = (k: ConfigKey, signal: string) => `${fieldOf(k)}["${signal}"]`;
+  const warnings = [...(cfg.warnings ?? [])];
 
   // "Set one, lose the rest": an evictionHard that is given replaces the defaults, unless
   // mergeDefaultEvictionSettings asks for the defaults of the signals it does not name.
@@ -266,6 +312,8 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
   else if (cfg.mergeDefaultEvictionSettings) hard = { ...DEFAULT_EVICTION_HARD, ...cfg.evictionHard };
   else hard = { ...cfg.evictionHard };
 
+  // ParseThresholdConfig: hard statements, soft statements, grace periods, minimum reclaims,
+  // each validated in full (a containerfs statement too: it is parsed before it is ignored).
   const thresholds: Threshold[] = [];
   for (const [key, text] of Object.entries(hard)) {
     const signal = checkSignal(entry('evictionHard', key), key);
@@ -281,6 +329,7 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
     if (ns < 0) throw new ConfigError(field, text, 'invalid eviction grace period, must be a positive value');
     gracePeriods.set(signal, ns);
   }
+  const softSignals = new Set<Signal>();
   for (const [key, text] of Object.entries(cfg.evictionSoft ?? {})) {
     const field = entry('evictionSoft', key);
     const signal = checkSignal(field, key);
@@ -289,7 +338,14 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
     const grace = gracePeriods.get(signal);
     if (grace === undefined)
       throw new ConfigError(field, text, `grace period must be specified for the soft eviction threshold ${signal} (in ${fieldOf('evictionSoftGracePeriod')})`);
+    // A soft threshold whose grace period is 0 is a hard one in every respect (isHardEvictionThreshold
+    // tests the grace period): the kubelet evicts at once, with the 1 s / 0 s hard grace.
     thresholds.push({ signal, kind: 'soft', value, gracePeriodNs: grace });
+    softSignals.add(signal);
+  }
+  for (const [signal] of gracePeriods) {
+    if (!softSignals.has(signal))
+      warnings.push(`${entry('evictionSoftGracePeriod', signal)}: no soft threshold for ${signal}: the grace period is ignored, as the kubelet does`);
   }
 
   const minReclaims = new Map<Signal, ThresholdValue>();
@@ -310,30 +366,58 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
     const mr = minReclaims.get(t.signal);
     if (mr) t.minReclaim = mr;
   }
+  for (const [signal, mr] of minReclaims) {
+    if (CONTAINERFS.test(signal)) continue; // warned about below, with the thresholds
+    if (!thresholds.some((t) => t.signal === signal))
+      warnings.push(`${entry('evictionMinimumReclaim', signal)}: ${formatValue(mr.text)}: no threshold on ${signal}: ignored, as the kubelet does`);
+  }
+
+  // UpdateContainerFsThresholds: containerfs thresholds are always derived from nodefs or imagefs;
+  // the kubelet drops a configured one ("found containerfs.available for hard eviction. ignoring").
+  const derivedFrom = 'derived from nodefs (single and split filesystems) or imagefs (a dedicated image filesystem)';
+  for (const t of thresholds.filter((x) => CONTAINERFS.test(x.signal))) {
+    const key: ConfigKey = t.kind === 'hard' ? 'evictionHard' : 'evictionSoft';
+    warnings.push(`${entry(key, t.signal)}: ${formatValue(t.value.text)}: ignored: containerfs thresholds are ${derivedFrom}, as the kubelet does`);
+  }
+  for (const [signal, mr] of minReclaims) {
+    if (CONTAINERFS.test(signal))
+      warnings.push(`${entry('evictionMinimumReclaim', signal)}: ${formatValue(mr.text)}: ignored: containerfs minimum reclaim is ${derivedFrom}, as the kubelet does`);
+  }
+  const kept = thresholds.filter((t) => !CONTAINERFS.test(t.signal));
 
   const maxPodGrace = cfg.evictionMaxPodGracePeriod ?? 0;
   if (!Number.isInteger(maxPodGrace) || maxPodGrace < 0 || maxPodGrace > 2147483647)
-    throw new ConfigError(fieldOf('evictionMaxPodGracePeriod'), maxPodGrace, 'must be a whole number of seconds >= 0');
+    throw new ConfigError(fieldOf('evictionMaxPodGracePeriod'), maxPodGrace, 'must be a whole number of seconds from 0 to 2147483647');
 
   const transitionText = cfg.evictionPressureTransitionPeriod ?? DEFAULT_PRESSURE_TRANSITION_PERIOD;
   const transitionNs = parseDurationField(fieldOf('evictionPressureTransitionPeriod'), transitionText);
   if (transitionNs < 0) throw new ConfigError(fieldOf('evictionPressureTransitionPeriod'), transitionText, 'must be >= 0');
 
   const enforce = cfg.enforceNodeAllocatable ?? ['pods'];
-  for (const opt of enforce) {
-    if (!ENFORCE_OPTIONS.includes(opt))
-      throw new ConfigError(fieldOf('enforceNodeAllocatable'), opt, `invalid option, valid options are ${ENFORCE_OPTIONS.join(', ')}`);
-  }
-  if (enforce.includes('none') && enforce.length > 1)
-    throw new ConfigError(fieldOf('enforceNodeAllocatable'), enforce, '"none" cannot be combined with other options');
+  checkEnforcements(fieldOf('enforceNodeAllocatable'), enforce);
 
   // With pods' allocatable enforced, every hard memory.available threshold also guards the pods
   // cgroup (kubelet's addAllocatableThresholds). "Hard" there means a zero grace period.
   if (enforce.includes('pods')) {
-    for (const t of [...thresholds]) {
-      if (t.signal === 'memory.available' && t.gracePeriodNs === 0) thresholds.push({ ...t, signal: 'allocatableMemory.available' });
+    for (const t of [...kept]) {
+      if (t.signal === 'memory.available' && t.gracePeriodNs === 0) kept.push({ ...t, signal: 'allocatableMemory.available' });
     }
   }
 
-  return { thresholds, maxPodGracePeriodSeconds: maxPodGrace, pressureTransitionPeriodNs: transitionNs, enforceNodeAllocatable: enforce };
+  return { thresholds: kept, maxPodGracePeriodSeconds: maxPodGrace, pressureTransitionPeriodNs: transitionNs, enforceNodeAllocatable: enforce, warnings };
+}
+
+/** The kubelet's ValidateKubeletConfiguration rules for enforceNodeAllocatable. */
+function checkEnforcements(field: string, enforce: readonly string[]): void {
+  const seen = new Set<string>();
+  for (const opt of enforce) {
+    if (!ENFORCE_OPTIONS.includes(opt)) throw new ConfigError(field, opt, `invalid option, valid options are ${ENFORCE_OPTIONS.join(', ')}`);
+    if (seen.has(opt)) throw new ConfigError(field, enforce, `duplicated enforcement ${formatValue(opt)}`);
+    seen.add(opt);
+  }
+  if (seen.has('none') && enforce.length > 1) throw new ConfigError(field, enforce, '"none" cannot be combined with other options');
+  for (const base of ['system-reserved', 'kube-reserved']) {
+    if (seen.has(base) && seen.has(`${base}-compressible`))
+      throw new ConfigError(field, enforce, `${formatValue(base)} and ${formatValue(`${base}-compressible`)} cannot be specified together`);
+  }
 }

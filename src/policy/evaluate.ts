@@ -92,14 +92,20 @@ function byEvictionPriority(a: Threshold, b: Threshold): number {
   return (a.kind === 'hard' ? 0 : 1) - (b.kind === 'hard' ? 0 : 1);
 }
 
+/** The API server's default terminationGracePeriodSeconds (core/v1 SetDefaults_PodSpec). */
+export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
+
 /**
- * Hard thresholds evict immediately; soft ones give min(max pod grace period, the pod's own),
- * or the max alone for a pod that states no grace period of its own (as the kubelet does).
+ * The grace period of a threshold eviction (kubelet's synchronize, v1.34+): a hard threshold (a
+ * zero grace period) evicts at once; a soft one gives min(evictionMaxPodGracePeriod, the pod's
+ * terminationGracePeriodSeconds). A pod never lacks the latter in the kubelet, because the API
+ * server defaults it to 30: a spec without one is taken to say 30. With no max pod grace period
+ * (0) the spec's fixed rule is 0.
  */
 export function evictionGracePeriod(config: PolicyConfig, threshold: Threshold, pod: ActivePod): number {
   if (threshold.gracePeriodNs === 0 || config.maxPodGracePeriodSeconds <= 0) return 0;
-  const own = pod.spec.terminationGracePeriodSeconds;
-  return own === undefined ? config.maxPodGracePeriodSeconds : Math.min(config.maxPodGracePeriodSeconds, own);
+  const own = pod.spec.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
+  return Math.min(config.maxPodGracePeriodSeconds, own);
 }
 
 /** What every candidate of one plan shares. */

@@ -1,6 +1,7 @@
 /**
- * Reads a simulate scenario (../shared/spec/simulate.md) into typed steps. Every problem is a
- * UsageError naming the field path and the value.
+ * Reads a simulate scenario (docs/scenarios.md) into typed steps. Every problem is a UsageError
+ * naming the field path and the value: unknown fields (typos), negative amounts, an available
+ * amount above its capacity, two pods with one namespace/name, amounts too large to be exact.
  */
 import { badValue } from '../errors';
 import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from '../policy/config';
@@ -34,6 +35,13 @@ function obj(field: string, v: unknown): Obj {
   return v;
 }
 
+/** A map with only the given keys: anything else is a typo that would be silently ignored. */
+function fields(field: string, v: unknown, known: readonly string[]): Obj {
+  const m = obj(field, v);
+  for (const k of Object.keys(m)) if (!known.includes(k)) throw badValue(`${field}.${k}`, m[k], `unknown field (known: ${known.join(', ')})`);
+  return m;
+}
+
 function list(field: string, v: unknown): unknown[] {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v)) throw badValue(field, v, 'must be a list');
@@ -45,14 +53,26 @@ function str(field: string, v: unknown): string {
   return v;
 }
 
+/**
+ * Amounts past 2^53 - 1 (8 PiB of bytes) are refused: a JS number cannot hold them exactly, and
+ * "91e934" would otherwise become Infinity. No node, pod or request comes near it.
+ */
+const MAX_AMOUNT = Number.MAX_SAFE_INTEGER;
+const MAX_AMOUNT_Q = Quantity.fromNumber(MAX_AMOUNT, 'DecimalSI');
+
+/** A quantity >= 0 and <= MAX_AMOUNT (every amount and resource in a scenario is one). */
 function quantity(field: string, v: unknown): Quantity {
   if (typeof v !== 'string' && typeof v !== 'number') throw badValue(field, v, 'must be a quantity such as "100Mi"');
+  let q: Quantity;
   try {
-    return Quantity.parse(v);
+    q = Quantity.parse(v);
   } catch (e) {
     if (e instanceof QuantityError) throw badValue(field, v, e.message);
     throw e;
   }
+  if (q.sign() < 0) throw badValue(field, v, 'must not be negative');
+  if (q.cmp(MAX_AMOUNT_Q) > 0) throw badValue(field, v, `too large: at most ${MAX_AMOUNT} (2^53-1)`);
+  return q;
 }
 
 /** A byte or count amount: a quantity rounded up to an integer, as Quantity.Value() does. */
@@ -64,14 +84,21 @@ function optAmount(field: string, v: unknown): number | undefined {
   return v === undefined || v === null ? undefined : amount(field, v);
 }
 
-function integer(field: string, v: unknown): number {
+function integer(field: string, v: unknown, min: number, max: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v)) throw badValue(field, v, 'must be a whole number');
+  if (v < min || v > max) throw badValue(field, v, `must be from ${min} to ${max}`);
   return v;
+}
+
+/** `available` above `capacity` is not a reading any node gives: refused, naming the available field. */
+function notAbove(field: string, available: number | undefined, capacityField: string, capacity: number | undefined, raw: unknown): void {
+  if (available !== undefined && capacity !== undefined && available > capacity)
+    throw badValue(field, raw, `above ${capacityField} (${capacity})`);
 }
 
 function memory(field: string, v: unknown) {
   if (v === undefined || v === null) return undefined;
-  const m = obj(field, v);
+  const m = fields(field, v, ['availableBytes', 'workingSetBytes']);
   const available = optAmount(`${field}.availableBytes`, m.availableBytes);
   const workingSet = optAmount(`${field}.workingSetBytes`, m.workingSetBytes);
   // the kubelet observes memory only when both numbers are there
@@ -80,21 +107,23 @@ function memory(field: string, v: unknown) {
 
 function fs(field: string, v: unknown): FsStats | undefined {
   if (v === undefined || v === null) return undefined;
-  const m = obj(field, v);
-  return {
+  const m = fields(field, v, ['availableBytes', 'capacityBytes', 'inodesFree', 'inodes']);
+  const out: FsStats = {
     availableBytes: optAmount(`${field}.availableBytes`, m.availableBytes),
     capacityBytes: optAmount(`${field}.capacityBytes`, m.capacityBytes),
     inodesFree: optAmount(`${field}.inodesFree`, m.inodesFree),
     inodes: optAmount(`${field}.inodes`, m.inodes),
   };
+  notAbove(`${field}.availableBytes`, out.availableBytes, 'capacityBytes', out.capacityBytes, m.availableBytes);
+  notAbove(`${field}.inodesFree`, out.inodesFree, 'inodes', out.inodes, m.inodesFree);
+  return out;
 }
 
 const NODE_KEYS = ['memory', 'allocatableMemory', 'nodefs', 'imagefs', 'containerfs', 'pid'];
 
 function node(field: string, v: unknown): NodeStats {
   if (v === undefined || v === null) return {};
-  const m = obj(field, v);
-  for (const k of Object.keys(m)) if (!NODE_KEYS.includes(k)) throw badValue(`${field}.${k}`, m[k], `unknown part (one of ${NODE_KEYS.join(', ')})`);
+  const m = fields(field, v, NODE_KEYS);
   const out: NodeStats = {};
   const mem = memory(`${field}.memory`, m.memory);
   if (mem) out.memory = mem;
@@ -105,9 +134,10 @@ function node(field: string, v: unknown): NodeStats {
     if (f) out[k] = f;
   }
   if (m.pid !== undefined && m.pid !== null) {
-    const p = obj(`${field}.pid`, m.pid);
+    const p = fields(`${field}.pid`, m.pid, ['maxPID', 'running']);
     const maxPID = optAmount(`${field}.pid.maxPID`, p.maxPID);
     const running = optAmount(`${field}.pid.running`, p.running);
+    notAbove(`${field}.pid.running`, running, 'maxPID', maxPID, p.running);
     if (maxPID !== undefined && running !== undefined) out.pid = { maxPID, running };
   }
   return out;
@@ -136,12 +166,12 @@ interface ParsedPod {
 }
 
 function container(field: string, v: unknown): { spec: ContainerSpec; usage: ContainerUsage } {
-  const c = obj(field, v);
+  const c = fields(field, v, ['name', 'requests', 'limits', 'usage']);
   const name = str(`${field}.name`, c.name);
   const spec = { name, requests: resources(`${field}.requests`, c.requests), limits: resources(`${field}.limits`, c.limits) };
   const usage: ContainerUsage = { name };
   if (c.usage !== undefined && c.usage !== null) {
-    const u = obj(`${field}.usage`, c.usage);
+    const u = fields(`${field}.usage`, c.usage, ['memory', 'rootfs', 'logs', 'inodes']);
     usage.memoryBytes = optAmount(`${field}.usage.memory`, u.memory);
     usage.rootfsBytes = optAmount(`${field}.usage.rootfs`, u.rootfs);
     usage.logsBytes = optAmount(`${field}.usage.logs`, u.logs);
@@ -150,8 +180,47 @@ function container(field: string, v: unknown): { spec: ContainerSpec; usage: Con
   return { spec, usage };
 }
 
+const POD_KEYS = ['name', 'namespace', 'uid', 'priority', 'terminationGracePeriodSeconds', 'annotations', 'containers', 'initContainers', 'volumes', 'tolerations', 'processes'];
+const TOLERATION_OPERATORS = ['Exists', 'Equal'];
+const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+/** A toleration as the API server validates it (ValidateTolerations): what admission may see. */
+function toleration(field: string, v: unknown): Toleration {
+  const t = fields(field, v, ['key', 'operator', 'value', 'effect', 'tolerationSeconds']);
+  const opt = (k: string): string | undefined => {
+    const x = t[k];
+    if (x === undefined || x === null || x === '') return undefined;
+    if (typeof x !== 'string') throw badValue(`${field}.${k}`, x, 'must be a string');
+    return x;
+  };
+  const out: Toleration = {};
+  const key = opt('key');
+  const operator = opt('operator');
+  const value = opt('value');
+  const effect = opt('effect');
+  if (operator !== undefined && !TOLERATION_OPERATORS.includes(operator)) throw badValue(`${field}.operator`, operator, `must be one of ${TOLERATION_OPERATORS.join(', ')}`);
+  if (effect !== undefined && !TAINT_EFFECTS.includes(effect)) throw badValue(`${field}.effect`, effect, `must be one of ${TAINT_EFFECTS.join(', ')}`);
+  if (key === undefined && operator !== 'Exists') throw badValue(`${field}.operator`, operator ?? '', 'must be Exists when key is empty');
+  if (operator === 'Exists' && value !== undefined) throw badValue(`${field}.value`, value, 'must be empty when operator is Exists');
+  if (key !== undefined) out.key = key;
+  if (operator !== undefined) out.operator = operator as Toleration['operator'];
+  if (value !== undefined) out.value = value;
+  if (effect !== undefined) out.effect = effect;
+  return out;
+}
+
+/** Names that must be unique in a list (containers of a pod, volumes, pods of a step). */
+function unique(field: (i: number) => string, names: readonly string[], what: string): void {
+  const seen = new Map<string, number>();
+  names.forEach((n, i) => {
+    const first = seen.get(n);
+    if (first !== undefined) throw badValue(field(i), n, `${what} already given at ${field(first)}`);
+    seen.set(n, i);
+  });
+}
+
 function pod(field: string, v: unknown): ParsedPod {
-  const p = obj(field, v);
+  const p = fields(field, v, POD_KEYS);
   const name = str(`${field}.name`, p.name);
   const containers = list(`${field}.containers`, p.containers).map((c, i) => container(`${field}.containers[${i}]`, c));
   const initContainers = list(`${field}.initContainers`, p.initContainers).map((c, i) => container(`${field}.initContainers[${i}]`, c).spec);
@@ -159,26 +228,33 @@ function pod(field: string, v: unknown): ParsedPod {
   const volumeUsage: VolumeUsage[] = [];
   list(`${field}.volumes`, p.volumes).forEach((x, i) => {
     const vf = `${field}.volumes[${i}]`;
-    const vol = obj(vf, x);
+    const vol = fields(vf, x, ['name', 'emptyDir', 'usage', 'inodes']);
     const vname = str(`${vf}.name`, vol.name);
     const spec: VolumeSpec = { name: vname };
     if (vol.emptyDir !== undefined && vol.emptyDir !== null) {
-      const ed = obj(`${vf}.emptyDir`, vol.emptyDir);
+      const ed = fields(`${vf}.emptyDir`, vol.emptyDir, ['sizeLimit', 'medium']);
       spec.emptyDir = {};
       if (ed.sizeLimit !== undefined && ed.sizeLimit !== null) spec.emptyDir.sizeLimit = quantity(`${vf}.emptyDir.sizeLimit`, ed.sizeLimit);
-      if (typeof ed.medium === 'string') spec.emptyDir.medium = ed.medium;
+      if (ed.medium !== undefined && ed.medium !== null && ed.medium !== '') {
+        if (ed.medium !== 'Memory' && ed.medium !== 'HugePages') throw badValue(`${vf}.emptyDir.medium`, ed.medium, 'must be "", Memory or HugePages');
+        spec.emptyDir.medium = ed.medium;
+      }
     }
     volumes.push(spec);
     if (vol.usage !== undefined && vol.usage !== null) {
       volumeUsage.push({ name: vname, usedBytes: amount(`${vf}.usage`, vol.usage), inodesUsed: optAmount(`${vf}.inodes`, vol.inodes) });
     }
   });
-  const tolerations = list(`${field}.tolerations`, p.tolerations).map((t, i) => obj(`${field}.tolerations[${i}]`, t) as Toleration);
+  unique((i) => `${field}.volumes[${i}].name`, volumes.map((x) => x.name), 'volume name');
+  const allContainers = [...containers.map((c) => c.spec.name), ...initContainers.map((c) => c.name)];
+  unique((i) => (i < containers.length ? `${field}.containers[${i}].name` : `${field}.initContainers[${i - containers.length}].name`), allContainers, 'container name');
+  const tolerations = list(`${field}.tolerations`, p.tolerations).map((t, i) => toleration(`${field}.tolerations[${i}]`, t));
   const spec: PodSpec = {
     namespace: p.namespace === undefined ? 'default' : str(`${field}.namespace`, p.namespace),
     name,
     uid: p.uid === undefined ? name : str(`${field}.uid`, p.uid),
-    priority: p.priority === undefined || p.priority === null ? 0 : integer(`${field}.priority`, p.priority),
+    // int32 in the API
+    priority: p.priority === undefined || p.priority === null ? 0 : integer(`${field}.priority`, p.priority, -2147483648, 2147483647),
     annotations: stringMap(`${field}.annotations`, p.annotations),
     containers: containers.map((c) => c.spec),
     volumes,
@@ -186,9 +262,7 @@ function pod(field: string, v: unknown): ParsedPod {
   if (initContainers.length > 0) spec.initContainers = initContainers;
   if (tolerations.length > 0) spec.tolerations = tolerations;
   if (p.terminationGracePeriodSeconds !== undefined && p.terminationGracePeriodSeconds !== null) {
-    const g = integer(`${field}.terminationGracePeriodSeconds`, p.terminationGracePeriodSeconds);
-    if (g < 0) throw badValue(`${field}.terminationGracePeriodSeconds`, g, 'must be >= 0');
-    spec.terminationGracePeriodSeconds = g;
+    spec.terminationGracePeriodSeconds = integer(`${field}.terminationGracePeriodSeconds`, p.terminationGracePeriodSeconds, 0, MAX_AMOUNT);
   }
   const usage: ParsedPod['usage'] = { containers: containers.map((c) => c.usage), volumes: volumeUsage };
   if (p.processes !== undefined && p.processes !== null) usage.processes = amount(`${field}.processes`, p.processes);
@@ -203,14 +277,14 @@ function overlay(base: NodeStats, after: NodeStats): NodeStats {
 }
 
 export function readScenario(doc: unknown): Scenario {
-  const d = obj('scenario', doc);
+  const d = fields('scenario', doc, ['config', 'filesystems', 'steps']);
   const config = compileConfig(configFromKubeletConfiguration(d.config, 'config.'));
   const layout = (d.filesystems ?? 'single') as FilesystemLayout;
   if (!LAYOUTS.includes(layout)) throw badValue('filesystems', d.filesystems, `must be one of ${LAYOUTS.join(', ')}`);
   let last = 0;
   const steps = list('steps', d.steps).map((x, i): Step => {
     const f = `steps[${i}]`;
-    const s = obj(f, x);
+    const s = fields(f, x, ['at', 'node', 'pods', 'afterReclaim', 'admit']);
     let at: number;
     try {
       at = parseDuration(str(`${f}.at`, s.at ?? '0s'));
@@ -223,7 +297,10 @@ export function readScenario(doc: unknown): Scenario {
     last = at;
     const n = node(`${f}.node`, s.node);
     const pods = list(`${f}.pods`, s.pods).map((p, j) => pod(`${f}.pods[${j}]`, p));
-    const step: Step = { at, node: n, pods: pods.map((p) => ({ spec: p.spec, usage: p.usage })), admit: list(`${f}.admit`, s.admit).map((p, j) => pod(`${f}.admit[${j}]`, p).spec) };
+    const admit = list(`${f}.admit`, s.admit).map((p, j) => pod(`${f}.admit[${j}]`, p).spec);
+    unique((j) => `${f}.pods[${j}]`, pods.map((p) => `${p.spec.namespace}/${p.spec.name}`), 'pod namespace/name');
+    unique((j) => `${f}.admit[${j}]`, admit.map((p) => `${p.namespace}/${p.name}`), 'pod namespace/name');
+    const step: Step = { at, node: n, pods: pods.map((p) => ({ spec: p.spec, usage: p.usage })), admit };
     if (s.afterReclaim !== undefined && s.afterReclaim !== null) step.afterReclaim = overlay(n, node(`${f}.afterReclaim`, s.afterReclaim));
     return step;
   });

@@ -103,7 +103,10 @@ test('soft eviction grace: the max pod grace period caps the pod\'s own; no max 
   assert.equal(soft(5, 30), 5);
   assert.equal(soft(60, 30), 30);
   assert.equal(soft(undefined, 30), 0);
-  assert.equal(soft(60, undefined), 60); // no grace period of its own: the max applies
+  // No grace period of its own: the API server's default, 30, applies (kubelet v1.34+ takes
+  // min(max, terminationGracePeriodSeconds), and a pod always has the latter).
+  assert.equal(soft(60, undefined), 30);
+  assert.equal(soft(20, undefined), 20);
 });
 
 test('a soft threshold that clears before its grace period restarts the clock', () => {
