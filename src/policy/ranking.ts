@@ -89,15 +89,29 @@ class Ranked implements RankedPod {
   }
 }
 
-/** Orders by: pods without stats first, then exceeding their request, lower priority, larger amount. */
+/**
+ * Memory and disk (useExceeds): pods without stats first, then exceeding their request, lower
+ * priority, larger amount: the kubelet's first comparator (exceedMemoryRequests,
+ * exceedDiskRequests) is the one that puts pods without stats first. PIDs: lower priority, then
+ * pods without stats, then more processes: there priority comes first and the stats test lives
+ * in the second comparator (process).
+ */
 function order(ranked: Ranked[], useExceeds: boolean): RankedPod[] {
-  return ranked.sort((a, b) => {
+  const noStats = (a: Ranked, b: Ranked) => {
     const aStats = a.pod.usage !== undefined;
-    if (aStats !== (b.pod.usage !== undefined)) return aStats ? 1 : -1;
-    if (useExceeds && a.exceeds !== b.exceeds) return a.exceeds ? -1 : 1;
+    return aStats === (b.pod.usage !== undefined) ? 0 : aStats ? 1 : -1;
+  };
+  return ranked.sort((a, b) => {
+    if (useExceeds) {
+      const s = noStats(a, b);
+      if (s !== 0) return s;
+      if (a.exceeds !== b.exceeds) return a.exceeds ? -1 : 1;
+    }
     const ap = a.pod.spec.priority;
     const bp = b.pod.spec.priority;
     if (ap !== bp) return ap - bp;
+    const s = noStats(a, b);
+    if (s !== 0) return s;
     if (a.amount !== b.amount) return b.amount - a.amount;
     return a.index - b.index; // stable: keep the input order for ties
   });
