@@ -162,7 +162,7 @@ function stringMap(field: string, v: unknown): Record<string, string> | undefine
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
     // map[string]string in the kubelet: its decoder refuses a bare number (write "100Mi", quoted)
     if (typeof x === 'string') out[k] = x.trim();
-    else throw new ConfigError(`${field}["${k}"]`, x, 'must be a string (quote it, e.g. "100Mi" or "10%")');
+    else throw new ConfigError(`${field}[${JSON.stringify(k)}]`, x, 'must be a string (quote it, e.g. "100Mi" or "10%")');
   }
   return out;
 }
@@ -302,7 +302,8 @@ const CONTAINERFS = /^containerfs\./;
 /** Validates a configuration and compiles it into thresholds; throws ConfigError. */
 export function compileConfig(cfg: EvictionConfig): PolicyConfig {
   const fieldOf = (k: ConfigKey) => cfg.origins?.[k] ?? k;
-  const entry = (k: ConfigKey, signal: string) => `${fieldOf(k)}["${signal}"]`;
+  // JSON quoting keeps the field name one line, whatever the key holds
+  const entry = (k: ConfigKey, signal: string) => `${fieldOf(k)}[${JSON.stringify(signal)}]`;
   const warnings = [...(cfg.warnings ?? [])];
 
   // "Set one, lose the rest": an evictionHard that is given replaces the defaults, unless

@@ -115,7 +115,7 @@ export function parseDuration(input: string): number {
     total += v;
     if (total > TWO63) throw invalid();
   }
-  if (neg) return -Number(total);
+  if (neg) return total === 0n ? 0 : -Number(total); // "-0s" is 0, as in Go's int64, not -0
   if (total > TWO63 - 1n) throw invalid();
   return Number(total);
 }

@@ -5,7 +5,7 @@
  */
 import { badValue } from '../errors';
 import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from '../policy/config';
-import { DurationError, parseDuration } from '../policy/duration';
+import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { Quantity, QuantityError } from '../policy/quantity';
 import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, FsStats, NodeStats, PodSpec, ResourceList, Toleration, VolumeSpec, VolumeUsage } from '../policy/types';
 
@@ -35,10 +35,15 @@ function obj(field: string, v: unknown): Obj {
   return v;
 }
 
+/** `field.key`, or `field["key"]` for a key that would not read as one path segment. */
+function child(field: string, key: string): string {
+  return /^[A-Za-z_][\w./-]*$/.test(key) ? `${field}.${key}` : `${field}[${JSON.stringify(key)}]`;
+}
+
 /** A map with only the given keys: anything else is a typo that would be silently ignored. */
 function fields(field: string, v: unknown, known: readonly string[]): Obj {
   const m = obj(field, v);
-  for (const k of Object.keys(m)) if (!known.includes(k)) throw badValue(`${field}.${k}`, m[k], `unknown field (known: ${known.join(', ')})`);
+  for (const k of Object.keys(m)) if (!known.includes(k)) throw badValue(child(field, k), m[k], `unknown field (known: ${known.join(', ')})`);
   return m;
 }
 
@@ -146,7 +151,7 @@ function node(field: string, v: unknown): NodeStats {
 function resources(field: string, v: unknown): ResourceList {
   if (v === undefined || v === null) return {};
   const out: ResourceList = {};
-  for (const [k, x] of Object.entries(obj(field, v))) out[k] = quantity(`${field}.${k}`, x);
+  for (const [k, x] of Object.entries(obj(field, v))) out[k] = quantity(child(field, k), x);
   return out;
 }
 
@@ -154,7 +159,7 @@ function stringMap(field: string, v: unknown): Record<string, string> {
   if (v === undefined || v === null) return {};
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(obj(field, v))) {
-    if (typeof x !== 'string') throw badValue(`${field}.${k}`, x, 'must be a string');
+    if (typeof x !== 'string') throw badValue(child(field, k), x, 'must be a string');
     out[k] = x;
   }
   return out;
@@ -190,7 +195,7 @@ function toleration(field: string, v: unknown): Toleration {
   const opt = (k: string): string | undefined => {
     const x = t[k];
     if (x === undefined || x === null || x === '') return undefined;
-    if (typeof x !== 'string') throw badValue(`${field}.${k}`, x, 'must be a string');
+    if (typeof x !== 'string') throw badValue(child(field, k), x, 'must be a string');
     return x;
   };
   const out: Toleration = {};
@@ -292,8 +297,9 @@ export function readScenario(doc: unknown): Scenario {
       if (e instanceof DurationError) throw badValue(`${f}.at`, s.at, e.message);
       throw e;
     }
-    if (at < 0) throw badValue(`${f}.at`, s.at, 'must not be negative');
-    if (at < last) throw badValue(`${f}.at`, s.at, 'steps must not go back in time');
+    // an absent `at` is "0s": name that value, not undefined
+    if (at < 0) throw badValue(`${f}.at`, s.at ?? '0s', 'must not be negative');
+    if (at < last) throw badValue(`${f}.at`, s.at ?? '0s', `steps must not go back in time (the step before is at ${formatDuration(last)})`);
     last = at;
     const n = node(`${f}.node`, s.node);
     const pods = list(`${f}.pods`, s.pods).map((p, j) => pod(`${f}.pods[${j}]`, p));

@@ -1,0 +1,124 @@
+/**
+ * The README's promise, one test per bad input: a wrong flag, config or scenario is refused at
+ * start with ONE line on stderr naming the field and the value, exit status 2, no stack trace.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bad-'));
+let n = 0;
+const file = (text: string, ext = 'yaml') => {
+  const p = path.join(dir, `f${n++}.${ext}`);
+  fs.writeFileSync(p, text);
+  return p;
+};
+// --notifications=none and a bad --metrics-address keep a run that slipped through from starting
+const evictd = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 20_000 });
+
+/** Exit 2, exactly one stderr line matching `line`, nothing on stdout, no stack frames. */
+function refused(r: ReturnType<typeof evictd>, line: RegExp): void {
+  assert.equal(r.status, 2, `status ${r.status}; stderr: ${r.stderr}`);
+  const lines = r.stderr.split('\n').filter((l) => l !== '');
+  assert.equal(lines.length, 1, r.stderr);
+  assert.match(lines[0]!, line);
+  assert.doesNotMatch(r.stderr, /\n\s+at |TypeError|RangeError/);
+  assert.equal(r.stdout, '');
+}
+
+test('run --config: a self-referencing YAML alias is refused in one line', () => {
+  refused(evictd('run', '--config', file('evictionHard: &a\n  memory.available: *a\n')), /^evictd: .*evictionHard\["memory.available"\]: \{"memory.available":"\[circular\]"\}: must be a string/);
+});
+
+test('run --config: a YAML alias used twice is fine until a value is wrong', () => {
+  refused(evictd('run', '--config', file('evictionHard: &h {memory.available: "-1Gi"}\nevictionSoft: *h\n')), /evictionHard\["memory.available"\]: "-1Gi": eviction threshold memory.available must be positive/);
+});
+
+test('run --config: a bare number where a quantity string belongs', () => {
+  refused(evictd('run', '--config', file('evictionHard:\n  memory.available: 100\n')), /evictionHard\["memory.available"\]: 100: must be a string/);
+});
+
+test('run --config: an empty or comment-only file', () => {
+  for (const text of ['', '# nothing here\n', '---\n']) {
+    const f = file(text);
+    refused(evictd('run', '--config', f), new RegExp(`^evictd: --config: "${f.replace(/[.\\/]/g, '\\$&')}": is empty`));
+  }
+});
+
+test('run --config: YAML that does not parse, and a duplicated key, are refused in one line', () => {
+  refused(evictd('run', '--config', file('evictionHard: {memory.available: "1Gi"\n')), /^evictd: --config: ".*": not YAML or JSON: /);
+  refused(evictd('run', '--config', file('evictionHard: {memory.available: "1Gi", memory.available: "2Gi"}\n')), /^evictd: --config: ".*": not YAML or JSON: Map keys must be unique/);
+});
+
+test('run: a duration that feeds a timer is refused past 2^31-1 ms', () => {
+  refused(evictd('run', '--housekeeping-interval=600h'), /^evictd: --housekeeping-interval: "600h": must be at most 596h31m23.647s \(the longest timer\)$/);
+  refused(evictd('run', '--release-timeout', '25d'), /^evictd: --release-timeout: "25d": time: unknown unit "d"/);
+  refused(evictd('run', '--release-timeout', '597h'), /^evictd: --release-timeout: "597h": must be at most/);
+});
+
+test('run: --log-level names the choices it really takes', () => {
+  refused(evictd('run', '--log-level=loud'), /^evictd: --log-level: "loud": must be one of trace, debug, info, warn, error, fatal, silent$/);
+});
+
+test('run: a bad flag value in a kubelet map flag names the flag', () => {
+  refused(evictd('run', '--eviction-hard=memory.available<1Gi,memory.available'), /^evictd: --eviction-hard: "memory.available": malformed pair/);
+  refused(evictd('run', '--enforce-node-allocatable=pods,pods'), /--enforce-node-allocatable: \["pods","pods"\]: duplicated enforcement "pods"/);
+});
+
+const NODE = '{memory: {availableBytes: "1Gi", workingSetBytes: "1Gi"}}';
+const simulate = (yaml: string) => evictd('simulate', file(yaml));
+
+test('simulate: negative quantities are refused with the path to the field', () => {
+  refused(simulate(`steps:\n  - at: 0s\n    node: {memory: {availableBytes: "-1Gi", workingSetBytes: "1Gi"}}\n`), /^evictd: steps\[0\]\.node\.memory\.availableBytes: "-1Gi": must not be negative$/);
+  refused(simulate(`steps:\n  - at: 0s\n    pods: [{name: p, containers: [{name: c, usage: {memory: -5}}]}]\n`), /^evictd: steps\[0\]\.pods\[0\]\.containers\[0\]\.usage\.memory: -5: must not be negative$/);
+  refused(simulate(`steps:\n  - at: 0s\n    pods: [{name: p, containers: [{name: c, requests: {memory: "-1Mi"}}]}]\n`), /requests\.memory: "-1Mi": must not be negative/);
+});
+
+test('simulate: available above capacity is refused', () => {
+  refused(simulate(`steps:\n  - at: 0s\n  - at: 1s\n    node: {nodefs: {availableBytes: "21Gi", capacityBytes: "20Gi"}}\n`), /^evictd: steps\[1\]\.node\.nodefs\.availableBytes: "21Gi": above capacityBytes \(21474836480\)$/);
+  refused(simulate(`steps:\n  - node: {imagefs: {inodesFree: 11, inodes: 10}}\n`), /^evictd: steps\[0\]\.node\.imagefs\.inodesFree: 11: above inodes \(10\)$/);
+  refused(simulate(`steps:\n  - node: {pid: {maxPID: 100, running: 101}}\n`), /^evictd: steps\[0\]\.node\.pid\.running: 101: above maxPID \(100\)$/);
+});
+
+test('simulate: two pods with the same namespace/name are refused', () => {
+  refused(simulate(`steps:\n  - pods: [{name: a, containers: []}, {name: b}, {name: a, namespace: default}]\n`), /^evictd: steps\[0\]\.pods\[2\]: "default\/a": pod namespace\/name already given at steps\[0\]\.pods\[0\]$/);
+  // the same name in another namespace is another pod
+  assert.equal(simulate(`steps:\n  - pods: [{name: a}, {name: a, namespace: other}]\n`).status, 0);
+});
+
+test('simulate: unknown fields (typos) are refused with their path', () => {
+  refused(simulate(`steps:\n  - at: 0s\n  - at: 1s\n  - at: 2s\n  - at: 3s\n    node: {memory: {available: "1Gi"}}\n`), /^evictd: steps\[3\]\.node\.memory\.available: "1Gi": unknown field \(known: availableBytes, workingSetBytes\)$/);
+  refused(simulate(`step: []\n`), /^evictd: scenario\.step: \[\]: unknown field/);
+  refused(simulate(`steps:\n  - pods: [{name: p, containers: [{name: c, usage: {memroy: 1}}]}]\n`), /steps\[0\]\.pods\[0\]\.containers\[0\]\.usage\.memroy: 1: unknown field/);
+  refused(simulate(`steps:\n  - pods: [{name: p, terminationGracePeriod: 5}]\n`), /steps\[0\]\.pods\[0\]\.terminationGracePeriod: 5: unknown field/);
+  refused(simulate(`config: {evictionHardd: {}}\nsteps: []\n`), /^evictd: config\.evictionHardd: \{\}: unknown eviction field/);
+});
+
+test('simulate: quantities that overflow are refused, never Infinity', () => {
+  refused(simulate(`steps:\n  - node: {memory: {availableBytes: "91e934", workingSetBytes: "1Gi"}}\n`), /^evictd: steps\[0\]\.node\.memory\.availableBytes: "91e934": too large: at most 9007199254740991/);
+  refused(simulate(`steps:\n  - node: {memory: {availableBytes: 1e400, workingSetBytes: "1Gi"}}\n`), /availableBytes: Infinity: invalid quantity/);
+  refused(simulate(`steps:\n  - pods: [{name: p, containers: [{name: c, limits: {memory: "9Ei"}}]}]\n`), /limits\.memory: "9Ei": too large/);
+});
+
+test('simulate: a toleration the API server would refuse is refused', () => {
+  refused(simulate(`steps:\n  - admit: [{name: p, tolerations: [{key: k, operator: Exist}]}]\n`), /^evictd: steps\[0\]\.admit\[0\]\.tolerations\[0\]\.operator: "Exist": must be one of Exists, Equal$/);
+  refused(simulate(`steps:\n  - admit: [{name: p, tolerations: [{value: v}]}]\n`), /tolerations\[0\]\.operator: "": must be Exists when key is empty/);
+});
+
+test('simulate: a self-referencing alias in a scenario is refused in one line', () => {
+  refused(simulate(`config: &c\n  evictionHard: *c\nsteps: []\n`), /^evictd: config\.evictionHard\["evictionHard"\]: .*\[circular\].*: must be a string/);
+  refused(simulate(`steps: &s\n  - pods: *s\n`), /^evictd: steps\[0\]\.pods\[0\]\.pods: .*unknown field/);
+});
+
+test('simulate: a containerfs threshold in config runs, with one warning naming it', () => {
+  const r = simulate(`config: {evictionHard: {containerfs.available: "10%", nodefs.available: "5%"}}\nsteps: [{at: 0s, node: ${NODE}}]\n`);
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stderr.split('\n').filter((l) => l !== '');
+  assert.equal(lines.length, 1);
+  assert.match(lines[0]!, /^evictd: warning: config\.evictionHard\["containerfs\.available"\]: "10%": ignored: containerfs thresholds are derived/);
+  assert.equal(r.stdout.trim().split('\n').length, 1);
+});
