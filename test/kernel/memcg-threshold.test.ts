@@ -25,13 +25,23 @@ test('a memcg threshold fires when a child allocation crosses it, and again when
   await w.ready();
 
   const before = process.hrtime.bigint();
-  await hog.alloc(64 * MiB);
+  // 160 MiB past a line 32 MiB up: the ramp goes on well after the crossing, so "before the end"
+  // below is a real bound (tens of ms), not a race with the last page
+  const step = await hog.alloc(192 * MiB, cg.file('memory.usage_in_bytes'), threshold);
   const up = await rec.waitEvent(() => true, 5000);
   assert.equal(up.kind, 'memcg-threshold');
   assert.equal(up.source, cg.file('memory.usage_in_bytes'));
   assert.ok(up.count >= 1);
   assert.ok(up.monotonicNs > before && up.monotonicNs <= process.hrtime.bigint(), 'timestamp on CLOCK_MONOTONIC, within the step');
-  assert.ok((up.counters?.usage_in_bytes ?? 0) >= threshold, `usage at the event ${up.counters?.usage_in_bytes} >= ${threshold}`);
+  // After the crossing: usage read at the event is at or past the line, and the wake-up is no
+  // earlier than the allocation's start. Before the end: it came while the hog was still
+  // allocating, with usage short of the ramp's top.
+  const usage = up.counters?.usage_in_bytes ?? NaN;
+  assert.ok(usage >= threshold, `usage at the event ${usage} >= the line ${threshold}`);
+  assert.ok(step.crossNs > 0n, 'the hog stamped its crossing');
+  assert.ok(up.monotonicNs >= step.startNs, 'the event followed the start of the allocation');
+  assert.ok(up.monotonicNs < step.endNs, `the event (${up.monotonicNs}) came before the allocation ended (${step.endNs})`);
+  assert.ok(usage < base + 192 * MiB, `usage at the event ${usage} below the ramp's top ${base + 192 * MiB}`);
 
   const n = rec.events.length;
   await hog.free();
@@ -64,9 +74,17 @@ test('rearm keeps the old threshold reporting until the new one is in force', as
   await w.ready();
   // Cross the old line while the new registration is being written: the old one reports it.
   const rearmed = w.rearm(base + 512 * MiB);
-  await hog.alloc(32 * MiB);
-  await rec.waitEvent(() => true, 5000);
+  const step = await hog.alloc(32 * MiB);
+  const e = await rec.waitEvent(() => true, 5000);
+  // It is the old line's event: usage past 16 MiB (after that crossing) but far below the new
+  // 512 MiB line, which no usage here reaches; and it came during this allocation.
+  const usage = e.counters?.usage_in_bytes ?? NaN;
+  assert.ok(usage >= base + 16 * MiB, `usage at the event ${usage} is past the old line ${base + 16 * MiB}`);
+  assert.ok(usage < base + 512 * MiB, `usage at the event ${usage} is below the new line: the old registration reported it`);
+  assert.ok(e.monotonicNs >= step.startNs, 'the event followed the start of the crossing allocation');
   await rearmed;
+  assert.equal(w.thresholdBytes, base + 512 * MiB, 'the new line is in force once rearm resolves');
+  assert.equal(rec.errors.length, 0);
 });
 
 test('rearm moves the threshold: the old one stops firing, the new one fires', async (t) => {
