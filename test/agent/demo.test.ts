@@ -5,6 +5,19 @@ import path from 'node:path';
 import { skipped } from '../support/environment';
 import { AGENT_HARNESS_DIR, missingE2e } from './agent-harness';
 
+/** The JSON line the demo prints per ramp (src/lab/ramp-lab.ts RampResult, without labPod). */
+interface RampLine {
+  ramp: number;
+  outcome: string;
+  oomKills: number;
+  signal?: string;
+  crossingMiB?: number;
+  observedAvailableMiB?: number;
+  decisionMs?: number;
+  reactionMs?: number;
+  freedMs?: number;
+}
+
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 
 test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods survive; the last line is the summary', async (t) => {
@@ -21,14 +34,27 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   const last = events[events.length - 1] as { summary?: Record<string, unknown> };
   assert.ok(last.summary, `last line: ${lines[lines.length - 1]}\nstderr: ${err}`);
   const s = last.summary as { evicted: string[]; oomKills: number; reactionP50Ms: number; reactionP99Ms: number; freedP99Ms: number; protectedPodsSurvived: boolean; ramps: number };
+  // The promise: every hog evicted, no kernel OOM kill, the Guaranteed and Burstable pods alive.
   assert.deepEqual(s.evicted, ['hog-1', 'hog-2']);
   assert.equal(s.oomKills, 0);
   assert.equal(s.ramps, 2);
   assert.equal(s.protectedPodsSurvived, true);
-  assert.ok(s.reactionP50Ms > 0 && s.reactionP99Ms >= s.reactionP50Ms);
-  assert.ok(s.freedP99Ms > 0);
+  assert.ok(s.reactionP99Ms >= s.reactionP50Ms);
   assert.equal(code, 0);
-  const ramps = events.filter((e) => e.event === 'ramp');
+  assert.deepEqual(events.filter((e) => e.event === 'warning'), [], 'no protected pod was stopped between ramps');
+  const ramps = events.filter((e) => e.event === 'ramp') as unknown as RampLine[];
   assert.equal(ramps.length, 2);
-  for (const r of ramps) assert.equal(r.outcome, 'evicted');
+  for (const r of ramps) {
+    const at = `ramp ${r.ramp}`;
+    assert.equal(r.outcome, 'evicted', at);
+    assert.equal(r.oomKills, 0, at);
+    assert.match(r.signal ?? '', /^(memory|allocatableMemory)\.available$/, at);
+    // The crossing came before the hog reached the node's 512 MiB limit, and the decision was
+    // made on numbers under the 100Mi line (the default --threshold).
+    assert.ok(r.crossingMiB !== undefined && r.crossingMiB < 512, `${at}: hog at ${r.crossingMiB} MiB at the crossing`);
+    assert.ok(r.observedAvailableMiB !== undefined && r.observedAvailableMiB < 100, `${at}: decided at ${r.observedAvailableMiB} MiB available`);
+    // The timeline runs in order: crossing (0) -> decision -> kill sent -> memory back.
+    assert.ok(r.decisionMs !== undefined && r.reactionMs !== undefined && r.freedMs !== undefined, `${at}: ${JSON.stringify(r)}`);
+    assert.ok(r.decisionMs >= 0 && r.decisionMs <= r.reactionMs && r.reactionMs <= r.freedMs, `${at}: decision ${r.decisionMs} <= kill ${r.reactionMs} <= freed ${r.freedMs}`);
+  }
 });

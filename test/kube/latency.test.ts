@@ -22,14 +22,24 @@ function pct(xs: number[], p: number): number {
 }
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 
-/** Changes pod `name` n times, one at a time; resolves each latency from write to 'change'. */
-async function propagation(api: FakeApiServer, source: { on(e: 'change', f: (c: PodChange) => void): unknown }, n: number, spreadMs: number): Promise<number[]> {
+/**
+ * Changes pod `name` n times, one at a time; resolves each latency from write to 'change'. A
+ * change that does not arrive within `deadlineMs` fails the test (the behaviour under test:
+ * every change reaches the cache), instead of hanging it.
+ */
+async function propagation(api: FakeApiServer, source: { on(e: 'change', f: (c: PodChange) => void): unknown }, n: number, spreadMs: number, deadlineMs = 5000): Promise<number[]> {
   const out: number[] = [];
   for (let i = 1; i <= n; i++) {
-    const seen = new Promise<void>((resolve) => {
+    const seen = new Promise<void>((resolve, reject) => {
+      const off = () => (source as unknown as { off(e: string, f: unknown): void }).off('change', on);
+      const timer = setTimeout(() => {
+        off();
+        reject(new Error(`change ${i} of ${n} (priority ${i}) did not reach the cache within ${deadlineMs} ms`));
+      }, deadlineMs);
       const on = (c: PodChange) => {
         if (c.pod.spec.name === 'probe' && c.pod.spec.priority === i) {
-          (source as unknown as { off(e: string, f: unknown): void }).off('change', on);
+          clearTimeout(timer);
+          off();
           resolve();
         }
       };
@@ -64,16 +74,23 @@ describe('kube latency figures', () => {
     await watch.start();
     await waitFor('watch', () => api.openWatches === 1);
     const w = await propagation(api, watch, 200, 20);
+    assert.equal(watch.list().find((x) => x.name === 'probe')?.priority, 200, 'the watch cache holds the last change');
     await watch.stopped();
 
     const poll = new KubeletPodSource({ client: kc, intervalMs: 100 });
     await poll.start();
     const p = await propagation(api, poll, 40, 100);
+    assert.equal(poll.list().find((x) => x.name === 'probe')?.priority, 40, 'the polled cache holds the last change');
     await poll.stopped();
 
+    // Every change reached each cache (propagation fails one that does not arrive). Which source
+    // is faster is a figure, not a pass/fail: one delayed sample on a loaded CI machine would
+    // flip a timing assertion, and no `evictd bench` case covers the Kubernetes side yet, so the
+    // comparison stays in these diagnostics (the watch/poll p50s) until one does.
+    assert.equal(w.length, 200);
+    assert.equal(p.length, 40);
     t.diagnostic(`watch:   p50 ${ms(pct(w, 50))}  p99 ${ms(pct(w, 99))}  (n=${w.length})`);
     t.diagnostic(`polling: p50 ${ms(pct(p, 50))}  p99 ${ms(pct(p, 99))}  (n=${p.length}, 100 ms interval; the kubelet source polls every 5 s)`);
-    assert.ok(pct(w, 50) < pct(p, 50), 'the watch beats polling');
   });
 
   test('eviction report: queued -> status and both events landed', async (t) => {
