@@ -1,0 +1,46 @@
+/**
+ * Kernel and /proc readers: what a negative, garbage or impossible number becomes (refused,
+ * left out or clamped), one case per rule.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseKeyValues, readCgroupNumber } from '../../src/node/cgroups';
+import { parseCounters } from '../../src/kernel/counters';
+import { readMeminfo } from '../../src/node/memory';
+
+test('memory.stat / memory.events / cgroup.events: only unsigned integers are kept', () => {
+  const text = 'anon 4096\nfile -8192\ninactive_file 0x10\nactive_file 1e3\nshmem \nkernel 12 \nsock 18446744073709551615\n__proto__ 1\n';
+  assert.deepEqual(parseKeyValues(text), { anon: 4096, kernel: 12, sock: 18446744073709551615 });
+});
+
+test('PSI lines and single counters: negatives and garbage are left out, decimals kept', () => {
+  assert.deepEqual(parseCounters('some avg10=0.12 avg60=-1.00 avg300=nan total=345\nfull avg10=1e2 total=7\n'), { some_avg10: 0.12, some_total: 345, full_total: 7 });
+  assert.deepEqual(parseCounters('-17\n', 'usage'), {});
+  assert.deepEqual(parseCounters('17301504\n', 'usage'), { usage: 17301504 });
+  assert.deepEqual(parseCounters('populated 1\nfrozen -1\n'), { populated: 1 });
+});
+
+test('a single-number cgroup file with a negative or garbage value is refused, naming the file', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-cg-'));
+  const file = (name: string, text: string) => {
+    fs.writeFileSync(path.join(dir, name), text);
+    return path.join(dir, name);
+  };
+  assert.equal(readCgroupNumber(file('ok', '9223372036854771712\n')), 9223372036854771712);
+  assert.equal(readCgroupNumber(file('max', 'max\n')), Infinity);
+  assert.equal(readCgroupNumber(path.join(dir, 'absent')), null);
+  for (const bad of ['-1', '1.5', '', 'x']) {
+    const f = file(`bad${bad}`, `${bad}\n`);
+    assert.throws(() => readCgroupNumber(f), new RegExp(`^Error: ${f.replace(/[.\\/]/g, '\\$&')}: unexpected content`), bad);
+  }
+});
+
+test('/proc/meminfo: MemFree or Inactive(file) above MemTotal is clamped to MemTotal', () => {
+  const m = readMeminfo('MemTotal:       1000 kB\nMemFree:        5000 kB\nInactive(file):  7000 kB\n');
+  assert.deepEqual(m, { totalBytes: 1000 * 1024, freeBytes: 1000 * 1024, inactiveFileBytes: 1000 * 1024 });
+  assert.deepEqual(readMeminfo('MemTotal: 1000 kB\nMemFree: 10 kB\nInactive(file): 20 kB\n'), { totalBytes: 1024000, freeBytes: 10240, inactiveFileBytes: 20480 });
+  assert.throws(() => readMeminfo('MemTotal: 1000 kB\n'), /^Error: \/proc\/meminfo: no MemFree line$/);
+});
