@@ -38,8 +38,11 @@ export function evictionMessage(
   const containers: string[] = [];
   const usages: string[] = [];
   if (usage) {
+    // Regular and init containers (restartable ones included) are named; ephemeral containers
+    // have no requests and are never blamed (kubelet's evictionMessage, v1.34).
+    const specs = pod.initContainers?.length ? [...pod.containers, ...pod.initContainers] : pod.containers;
     for (const cs of usage.containers) {
-      const spec = pod.containers.find((c) => c.name === cs.name);
+      const spec = specs.find((c) => c.name === cs.name);
       if (!spec) continue;
       let used: number | undefined;
       if (resource === 'memory') used = cs.memoryBytes;
