@@ -104,6 +104,14 @@ const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
 };
 
 /**
+ * "__proto__" would not become a key of a plain object (the assignment changes its prototype
+ * or does nothing), so it would vanish silently; the kubelet refuses it as an unknown signal.
+ */
+function refuseProtoKey(field: string, key: string, value: unknown): void {
+  if (key === '__proto__') throw new ConfigError(field, value, `unsupported eviction signal ${key}`);
+}
+
+/**
  * Splits "a<b,c<d" (separator "<") or "a=b,c=d" (separator "=") as the kubelet's map flags do
  * (cliflag LangleSeparatedMapStringString / MapStringString): pairs split at the first
  * separator, key and value trimmed, empty pairs skipped. A key given twice keeps its last value,
@@ -118,6 +126,7 @@ function parseMapFlag(flag: string, raw: string, separator: '<' | '=', warnings:
     if (at <= 0) throw new ConfigError(flag, pair, `malformed pair, expected <signal>${separator}<value>`);
     const key = pair.slice(0, at).trim();
     const value = pair.slice(at + 1).trim();
+    refuseProtoKey(`${flag}[${JSON.stringify(key)}]`, key, value);
     if (Object.hasOwn(out, key) && out[key] !== value)
       warnings.push(`${flag}: ${key} is given more than once (${formatValue(out[key])}, then ${formatValue(value)}): kept the last, ${formatValue(value)}, as the kubelet does`);
     out[key] = value;
@@ -160,6 +169,7 @@ function stringMap(field: string, v: unknown): Record<string, string> | undefine
   if (typeof v !== 'object' || Array.isArray(v)) throw new ConfigError(field, v, 'must be a map of signal to value');
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    refuseProtoKey(`${field}[${JSON.stringify(k)}]`, k, x);
     // map[string]string in the kubelet: its decoder refuses a bare number (write "100Mi", quoted)
     if (typeof x === 'string') out[k] = x.trim();
     else throw new ConfigError(`${field}[${JSON.stringify(k)}]`, x, 'must be a string (quote it, e.g. "100Mi" or "10%")');

@@ -148,10 +148,18 @@ function node(field: string, v: unknown): NodeStats {
   return out;
 }
 
+/** "__proto__" cannot be a key of a plain object (it would set the prototype): no resource or annotation is named so. */
+function refuseProtoKey(field: string, k: string, x: unknown): void {
+  if (k === '__proto__') throw badValue(field, x, 'not a valid key');
+}
+
 function resources(field: string, v: unknown): ResourceList {
   if (v === undefined || v === null) return {};
   const out: ResourceList = {};
-  for (const [k, x] of Object.entries(obj(field, v))) out[k] = quantity(child(field, k), x);
+  for (const [k, x] of Object.entries(obj(field, v))) {
+    refuseProtoKey(child(field, k), k, x);
+    out[k] = quantity(child(field, k), x);
+  }
   return out;
 }
 
@@ -159,6 +167,7 @@ function stringMap(field: string, v: unknown): Record<string, string> {
   if (v === undefined || v === null) return {};
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(obj(field, v))) {
+    refuseProtoKey(child(field, k), k, x);
     if (typeof x !== 'string') throw badValue(child(field, k), x, 'must be a string');
     out[k] = x;
   }

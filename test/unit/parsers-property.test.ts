@@ -42,7 +42,7 @@ const durationish = fc.oneof(
 );
 const percentish = fc.oneof(fc.stringMatching(/^[+-]?[0-9.]{0,6}([eE][+-]?[0-9]{0,3})?%{1,2}$/), fc.constantFrom('NaN%', 'Inf%', '-0%', '100.0%', '1e-50%', '%'));
 const SIGNALS = ['memory.available', 'allocatableMemory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'containerfs.available', 'containerfs.inodesFree', 'pid.available'];
-const signalish = fc.oneof(fc.constantFrom(...SIGNALS), fc.string({ maxLength: 10 }));
+const signalish = fc.oneof(fc.constantFrom(...SIGNALS, '__proto__'), fc.string({ maxLength: 10 }));
 
 test('quantities: parse or refuse with QuantityError; what parses prints back to the same value', () => {
   check(quantityish, (s) => {
@@ -126,7 +126,7 @@ const node = leaf(
     { requiredKeys: [] },
   ),
 );
-const resources = leaf(fc.dictionary(fc.constantFrom('cpu', 'memory', 'ephemeral-storage'), amount, { maxKeys: 3 }));
+const resources = leaf(fc.dictionary(fc.constantFrom('cpu', 'memory', 'ephemeral-storage', '__proto__'), amount, { maxKeys: 3 }));
 const container = leaf(
   fc.record(
     { name: leaf(fc.constantFrom('a', 'b')), requests: resources, limits: resources, usage: leaf(fc.record({ memory: amount, rootfs: amount, logs: amount, inodes: amount }, { requiredKeys: [] })) },

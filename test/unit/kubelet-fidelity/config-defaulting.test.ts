@@ -88,6 +88,14 @@ test('kubeletConfigFlagPrecedence: flags go over the defaulted file, literally',
     },
   ];
   for (const c of cases) c.check(compileConfig(configFromFlags(c.flags, configFromKubeletConfiguration(c.file))));
+  // an empty --eviction-hard still replaces the map: no hard thresholds (cliflag Set(""))
+  assert.deepEqual(compileConfig(configFromFlags({ evictionHard: '' })).thresholds, []);
+});
+
+// A key no plain object can hold must not vanish: the kubelet refuses it as an unknown signal.
+test('"__proto__" as a signal is refused, not silently dropped', () => {
+  assert.throws(() => compileConfig(configFromFlags({ evictionHard: '__proto__<1Gi' })), /--eviction-hard\["__proto__"\]: "1Gi": unsupported eviction signal __proto__/);
+  assert.throws(() => compileDoc(JSON.parse('{"evictionSoft": {"__proto__": "1Gi"}}')), /evictionSoft\["__proto__"\]: "1Gi": unsupported eviction signal __proto__/);
 });
 
 // cliflag LangleSeparatedMapStringString / MapStringString: a key given twice in one flag keeps
