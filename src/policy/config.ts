@@ -172,7 +172,7 @@ function stringMap(field: string, v: unknown): Record<string, string> | undefine
     refuseProtoKey(`${field}[${JSON.stringify(k)}]`, k, x);
     // map[string]string in the kubelet: its decoder refuses a bare number (write "100Mi", quoted)
     if (typeof x === 'string') out[k] = x.trim();
-    else throw new ConfigError(`${field}[${JSON.stringify(k)}]`, x, 'must be a string (quote it, e.g. "100Mi" or "10%")');
+    else throw new ConfigError(`${field}[${JSON.stringify(k)}]`, x, 'must be a string (quote it: "100Mi", "10%", "1m30s")');
   }
   return out;
 }
