@@ -5,6 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FilesystemLayout } from '../../../src/policy/types';
+import { compileConfig, configFromFlags } from '../../../src/policy/config';
+import { evaluate, initialState } from '../../../src/policy/evaluate';
 import { run } from './helpers';
 
 interface Case {
@@ -81,6 +83,12 @@ test('a 1ns transition period shows a condition only while it is met; "0s" in a 
     ],
   });
   assert.deepEqual(steps.map((s) => s.conditions), [['MemoryPressure'], []]);
+  // A literal 0 (a flag's "0s") shows no condition at all, even while met: nodeConditionsObservedSince
+  // keeps a condition while "now - last seen < period", and 0 < 0 is false.
+  const config = compileConfig(configFromFlags({ evictionHard: 'memory.available<1Gi', evictionPressureTransitionPeriod: '0s' }));
+  const met = evaluate(config, initialState(), { now: 0, node: { memory: { availableBytes: 1, workingSetBytes: 2 ** 30 } }, pods: [], layout: 'single' });
+  assert.equal(met.thresholdsMet.length, 1);
+  assert.deepEqual(met.conditions, []);
   const defaulted = run({ config: { evictionHard: { 'memory.available': '1Gi' }, evictionPressureTransitionPeriod: '0s' }, steps: [{ at: '0s', node: CASES[0]!.met }, { at: '4m59s', node: CASES[0]!.clear }] });
   assert.deepEqual(defaulted.map((s) => s.conditions), [['MemoryPressure'], ['MemoryPressure']]);
 });
