@@ -46,7 +46,8 @@ export function evictionMessage(
       if (!spec) continue;
       let used: number | undefined;
       if (resource === 'memory') used = cs.memoryBytes;
-      else if (resource === 'ephemeral-storage' && (cs.rootfsBytes !== undefined || cs.logsBytes !== undefined)) used = (cs.rootfsBytes ?? 0) + (cs.logsBytes ?? 0);
+      // the kubelet names a container for disk only when both its rootfs and logs stats exist
+      else if (resource === 'ephemeral-storage' && cs.rootfsBytes !== undefined && cs.logsBytes !== undefined) used = cs.rootfsBytes + cs.logsBytes;
       if (used === undefined) continue;
       const request = containerRequest(spec, resource) ?? Quantity.zero();
       const usedQ = Quantity.fromNumber(used, 'BinarySI');

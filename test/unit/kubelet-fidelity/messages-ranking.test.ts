@@ -20,6 +20,17 @@ test('evictionMessage names init containers over their request too, in the order
   assert.deepEqual(annotations, { offending_containers: 'sidecar', offending_containers_usage: '64Mi', starved_resource: 'memory' });
 });
 
+test('evictionMessage for disk names a container only when both its rootfs and logs were measured', () => {
+  const pod: PodSpec = {
+    namespace: 'default', name: 'p', uid: 'p', priority: 0, annotations: {}, volumes: [],
+    containers: ['both', 'rootfs-only', 'logs-only'].map((name) => ({ name, requests: {}, limits: {} })),
+  };
+  const usage = { containers: [{ name: 'both', rootfsBytes: 2 ** 30, logsBytes: 2 ** 20 }, { name: 'rootfs-only', rootfsBytes: 2 ** 30 }, { name: 'logs-only', logsBytes: 2 ** 30 }], volumes: [] };
+  const { message, annotations } = evictionMessage('ephemeral-storage', pod, usage, [], {});
+  assert.equal(message, 'The node was low on resource: ephemeral-storage. Container both was using 1025Mi, request is 0, has larger consumption of ephemeral-storage. ');
+  assert.equal(annotations.offending_containers, 'both');
+});
+
 // Which usage counts for each filesystem signal: images are never per pod; "layers" are the
 // writable layers (rootfs), "logs" the container logs, "volumes" the pod's disk-backed volumes.
 test('buildSignalToRankFunc: what each filesystem signal counts, per layout', () => {
