@@ -30,8 +30,9 @@ export function evictionMessage(
     if (SIGNAL_RESOURCE[t.signal] !== resource) continue;
     const o = obs[t.signal];
     if (!o) continue;
-    const quantity = t.value.quantity ? t.value.quantity.toString() : Quantity.fromNumber(thresholdAmount(t.value, o.capacity), 'BinarySI').toString();
-    const available = Quantity.fromNumber(o.available, observationFormat(t.signal)).toString();
+    const quantity = t.value.quantity ? t.value.quantity.toString() : Quantity.fromNumber(Math.trunc(thresholdAmount(t.value, o.capacity)), 'BinarySI').toString();
+    // Observations from an embedder may be fractional; the kubelet's int64 amounts truncate.
+    const available = Quantity.fromNumber(Math.trunc(o.available), observationFormat(t.signal)).toString();
     message += `Threshold quantity: ${quantity}, available: ${available}. `;
     break;
   }
@@ -50,7 +51,7 @@ export function evictionMessage(
       else if (resource === 'ephemeral-storage' && cs.rootfsBytes !== undefined && cs.logsBytes !== undefined) used = cs.rootfsBytes + cs.logsBytes;
       if (used === undefined) continue;
       const request = containerRequest(spec, resource) ?? Quantity.zero();
-      const usedQ = Quantity.fromNumber(used, 'BinarySI');
+      const usedQ = Quantity.fromNumber(Math.trunc(used), 'BinarySI');
       if (usedQ.cmp(request) > 0) {
         message += `Container ${spec.name} was using ${usedQ.toString()}, request is ${request.toString()}, has larger consumption of ${resource}. `;
         containers.push(spec.name);

@@ -24,7 +24,8 @@ function fsPartsFor(signal: Signal, layout: FilesystemLayout): FsPart[] {
   return fs === 'imagefs' ? [] : ['root', 'logs', 'volumes'];
 }
 
-const bytes = (n: number) => Quantity.fromNumber(n, 'BinarySI').toString();
+// Usage from an embedder may be fractional; the kubelet's int64 amounts truncate.
+const bytes = (n: number) => Quantity.fromNumber(Math.trunc(n), 'BinarySI').toString();
 
 /** Volumes that consume local disk: everything but memory-backed emptyDirs. */
 function isLocalDiskVolume(pod: PodSpec, name: string): boolean {

@@ -44,3 +44,16 @@ test('a bad config through the public name is a ConfigError naming the field and
     return true;
   });
 });
+
+test('fractional numbers from an embedder are truncated in messages and reasons, never a crash', () => {
+  const policy = evictd.compileConfig(evictd.configFromFlags({ evictionHard: 'memory.available<10%' }));
+  const ev = evictd.evaluate(policy, evictd.initialState(), {
+    now: 0,
+    layout: 'single',
+    node: { memory: { availableBytes: 0.05 * 2 ** 30 + 0.5, workingSetBytes: 2 ** 30 } },
+    pods: [{ spec: { namespace: 'ns', name: 'p', uid: 'p', priority: 0, annotations: {}, volumes: [], containers: [{ name: 'c', requests: {}, limits: {} }] }, usage: { containers: [{ name: 'c', memoryBytes: 1e6 + 0.25 }], volumes: [] } }],
+  });
+  const first = ev.plan?.candidates[0];
+  assert.match(first?.message ?? '', /available: 53687091\. /);
+  assert.match(first?.reasons.join('; ') ?? '', /memory usage 1000000 exceeds request 0/);
+});
