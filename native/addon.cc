@@ -14,6 +14,8 @@
 #include <string>
 
 #include "errors.h"
+#include "fd.h"
+#include "tripwire.h"
 #include "watcher.h"
 
 namespace evictd {
@@ -36,34 +38,14 @@ Napi::Function FunctionArg(const Napi::CallbackInfo& info, size_t i) {
   return info[i].As<Napi::Function>();
 }
 
-// Owns an fd until released: keeps the error paths below from leaking.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
-
-int OpenOrThrow(Napi::Env env, const std::string& path, int flags) {
-  int fd = open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) throw SystemError(env, errno, "open", path);
+Fd OpenOrThrow(Napi::Env env, const std::string& path, int flags) {
+  Fd fd(open(path.c_str(), flags | O_CLOEXEC));
+  if (!fd.valid()) throw SystemError(env, errno, "open", path);
   return fd;
 }
 
 void WriteOrThrow(Napi::Env env, int fd, const std::string& text, const std::string& path) {
-  ssize_t n = write(fd, text.data(), text.size());
+  ssize_t n = WriteRetry(fd, text.data(), text.size());
   if (n < 0) throw SystemError(env, errno, "write", path);
   if (static_cast<size_t>(n) != text.size()) throw SystemError(env, EIO, "write", path);
 }
@@ -88,19 +70,19 @@ Napi::Value OpenMemcgEvent(const Napi::CallbackInfo& info) {
 
   Fd event_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (event_fd.get() < 0) throw SystemError(env, errno, "eventfd", control_path);
-  Fd target_fd(OpenOrThrow(env, target_path, O_RDONLY));
-  Fd control_fd(OpenOrThrow(env, control_path, O_WRONLY));
-  Fd probe_fd(OpenOrThrow(env, probe_path, O_RDONLY));
+  Fd target_fd = OpenOrThrow(env, target_path, O_RDONLY);
+  Fd control_fd = OpenOrThrow(env, control_path, O_WRONLY);
+  Fd probe_fd = OpenOrThrow(env, probe_path, O_RDONLY);
   std::string line = std::to_string(event_fd.get()) + " " + std::to_string(target_fd.get());
   if (!args.empty()) line += " " + args;
   // The kernel resolves both fds during the write and keeps its own references: the target fd
   // can go once the write is done (the control fd is closed by the arming work). The
   // registration lives until the eventfd is closed, or the cgroup is removed (which signals the
   // eventfd once).
-  Napi::Object watcher = Watcher::Create(env, Data(env), SourceKind::kEventfd, event_fd.release(), control_path,
-                                         probe_fd.release(), probe_path, callback);
-  int target = target_fd.release();
-  Watcher::Arm(Watcher::Unwrap(watcher)->source(), control_fd.release(), control_path, line, on_armed, target);
+  Napi::Object watcher = Watcher::Create(env, Data(env), SourceKind::kEventfd, std::move(event_fd), control_path,
+                                         std::move(probe_fd), probe_path, callback);
+  Watcher::Arm(Watcher::Unwrap(watcher)->source(), std::move(control_fd), control_path, line, on_armed,
+               std::move(target_fd));
   return watcher;
 }
 
@@ -114,23 +96,18 @@ Napi::Value OpenPsiTrigger(const Napi::CallbackInfo& info) {
   std::string path = StringArg(info, 0, "path");
   std::string trigger = StringArg(info, 1, "trigger");
   Napi::Function callback = FunctionArg(info, 2);
-  Fd fd(OpenOrThrow(env, path, O_RDWR | O_NONBLOCK));
+  Fd fd = OpenOrThrow(env, path, O_RDWR | O_NONBLOCK);
   // The kernel parses the trigger with sscanf and wants the terminating NUL (psi.rst example).
   std::string with_nul = trigger;
   with_nul.push_back('\0');
   // Polling a pressure fd without a trigger reports POLLERR forever: only poll after this
   // write has succeeded.
   WriteOrThrow(env, fd.get(), with_nul, path);
-  int poll_fd = fd.release();
   // The same fd doubles as the probe: reading it gives the averages and totals at the event,
   // and fails with ENODEV once the cgroup is removed.
-  int probe_fd = dup(poll_fd);
-  if (probe_fd < 0) {
-    int err = errno;
-    close(poll_fd);
-    throw SystemError(env, err, "dup", path);
-  }
-  return Watcher::Create(env, Data(env), SourceKind::kPsi, poll_fd, path, probe_fd, path, callback);
+  Fd probe_fd(fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!probe_fd.valid()) throw SystemError(env, errno, "dup", path);
+  return Watcher::Create(env, Data(env), SourceKind::kPsi, std::move(fd), path, std::move(probe_fd), path, callback);
 }
 
 // openKernfsFile(path, callback)
@@ -146,9 +123,9 @@ Napi::Value OpenKernfsFile(const Napi::CallbackInfo& info) {
   std::string dir = path.substr(0, path.find_last_of('/'));
   std::string parent = dir.substr(0, dir.find_last_of('/'));
   if (dir.empty() || parent.empty()) throw SystemError(env, EINVAL, "open", path);
-  Fd file_fd(OpenOrThrow(env, path, O_RDONLY | O_NONBLOCK));
+  Fd file_fd = OpenOrThrow(env, path, O_RDONLY | O_NONBLOCK);
   char buffer[256];
-  if (pread(file_fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
+  if (PreadRetry(file_fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
   Fd inotify_fd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (inotify_fd.get() < 0) throw SystemError(env, errno, "inotify_init1", dir);
   if (inotify_add_watch(inotify_fd.get(), parent.c_str(), IN_DELETE | IN_DELETE_SELF | IN_ONLYDIR) < 0) {
@@ -166,11 +143,9 @@ Napi::Value OpenKernfsFile(const Napi::CallbackInfo& info) {
   if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, inotify_fd.get(), &ev) < 0)
     throw SystemError(env, errno, "epoll_ctl", dir);
   // Removed between the open and the watch: the rmdir event is gone, but the read fails now.
-  if (pread(file_fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
-  int poll_fd = epoll_fd.release();
-  int probe_fd = file_fd.release();
-  int ino_fd = inotify_fd.release();
-  return Watcher::Create(env, Data(env), SourceKind::kKernfs, poll_fd, path, probe_fd, path, callback, ino_fd, dir);
+  if (PreadRetry(file_fd.get(), buffer, sizeof buffer, 0) < 0) throw SystemError(env, errno, "read", path);
+  return Watcher::Create(env, Data(env), SourceKind::kKernfs, std::move(epoll_fd), path, std::move(file_fd), path,
+                         callback, std::move(inotify_fd), dir);
 }
 
 // monotonicNs(): CLOCK_MONOTONIC now, the clock of event timestamps.
@@ -212,8 +187,8 @@ void FinalizeData(Napi::Env /*env*/, AddonData* data) {
     napi_remove_async_cleanup_hook(data->cleanup_hook);
     data->cleanup_hook = nullptr;
   }
-  // Sources still closing delete the data from their close callback.
-  if (data->sources.empty()) delete data;
+  // Sources (or the tripwire) still closing delete the data from their close callback.
+  data->MaybeDone();
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -229,6 +204,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("monotonicNs", Napi::Function::New(env, MonotonicNs, "monotonicNs"));
   exports.Set("liveSources", Napi::Function::New(env, LiveSources, "liveSources"));
   exports.Set("setRealtimePriority", Napi::Function::New(env, SetRealtimePriority, "setRealtimePriority"));
+  TripwireExports(env, exports);
   return exports;
 }
 

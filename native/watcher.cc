@@ -6,8 +6,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+
 #include "errors.h"
 #include "off_loop.h"
+#include "tripwire.h"
 
 namespace evictd {
 
@@ -22,35 +26,38 @@ uint64_t MonotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-void CloseFd(int& fd) {
-  if (fd >= 0) {
-    // Linux closes the fd even when close() reports EINTR: never retry.
-    close(fd);
-    fd = -1;
-  }
-}
-
 }  // namespace
 
 void AddonData::OnEnvCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
   auto* data = static_cast<AddonData*>(arg);
   data->cleanup_hook = handle;
   data->tearing_down = true;
-  if (data->sources.empty()) {
+  if (data->sources.empty() && data->tripwire == nullptr && data->tripwire_closing == 0) {
     napi_remove_async_cleanup_hook(handle);
     data->cleanup_hook = nullptr;
     return;
   }
   // OnClosed erases from `sources`, but only later, from the loop: iterating here is safe.
   for (Source* source : data->sources) Watcher::BeginClose(source);
+  TripwireShutdown(data);
 }
 
 void AddonData::SourceClosed(Source* source) {
   sources.erase(source);
-  if (tearing_down && sources.empty() && cleanup_hook != nullptr) {
+  if (source->kind == SourceKind::kTripwire) TripwireShutdown(this, /*only_if_idle=*/true);
+}
+
+bool AddonData::MaybeDone() {
+  if (!sources.empty() || tripwire != nullptr || tripwire_closing > 0) return false;
+  if (tearing_down && cleanup_hook != nullptr) {
     napi_remove_async_cleanup_hook(cleanup_hook);
     cleanup_hook = nullptr;
   }
+  if (instance_finalized) {
+    delete this;
+    return true;
+  }
+  return false;
 }
 
 Napi::Function Watcher::DefineClass(Napi::Env env) {
@@ -80,27 +87,24 @@ Watcher::~Watcher() {
   on_armed_.Reset();
 }
 
-Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd, const std::string& poll_path,
-                             int probe_fd, const std::string& probe_path, Napi::Function callback, int inotify_fd,
+Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, Fd poll_fd, const std::string& poll_path,
+                             Fd probe_fd, const std::string& probe_path, Napi::Function callback, Fd inotify_fd,
                              const std::string& inotify_path) {
   auto* source = new Source();
-  source->inotify_fd = inotify_fd;
+  source->inotify_fd = std::move(inotify_fd);
   source->inotify_path = inotify_path;
   source->inotify_name = inotify_path.substr(inotify_path.find_last_of('/') + 1);
   source->data = data;
   source->kind = kind;
-  source->poll_fd = poll_fd;
+  source->poll_fd = std::move(poll_fd);
   source->poll_path = poll_path;
-  source->probe_fd = probe_fd;
+  source->probe_fd = std::move(probe_fd);
   source->probe_path = probe_path;
   uv_loop_t* loop = nullptr;
   napi_status status = napi_get_uv_event_loop(env, &loop);
-  int err = status == napi_ok ? uv_poll_init(loop, &source->poll, poll_fd) : UV_EINVAL;
+  int err = status == napi_ok ? uv_poll_init(loop, &source->poll, source->poll_fd.get()) : UV_EINVAL;
   if (err != 0) {
-    CloseFd(source->poll_fd);
-    CloseFd(source->probe_fd);
-    CloseFd(source->inotify_fd);
-    delete source;
+    delete source;  // its Fds close
     throw SystemError(env, err, "uv_poll_init", poll_path);
   }
   source->poll.data = source;
@@ -121,6 +125,8 @@ Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, in
 void Watcher::BeginClose(Source* source) {
   if (source->closing) return;
   source->closing = true;
+  // The line stops firing now, not when the handle's close completes.
+  if (source->kind == SourceKind::kTripwire) TripwireRelease(source);
   if (source->polling) uv_poll_stop(&source->poll);
   source->polling = false;
   // A registration still being written owns control_fd on a threadpool thread: ArmDone issues
@@ -133,19 +139,22 @@ void Watcher::OnClosed(uv_handle_t* handle) {
   auto* source = static_cast<Source*>(handle->data);
   if (source->data->tearing_down) {
     // A worker (or the process) is going away: block here rather than queue more work.
-    CloseFd(source->poll_fd);
-    CloseFd(source->probe_fd);
-    CloseFd(source->inotify_fd);
+    source->poll_fd.reset();
+    source->probe_fd.reset();
+    source->inotify_fd.reset();
     Finish(source);
     return;
   }
-  int fds[3] = {source->poll_fd, source->probe_fd, source->inotify_fd};
-  source->poll_fd = source->probe_fd = source->inotify_fd = -1;
+  // std::function wants a copyable callable: the move-only Fds travel behind a shared_ptr.
+  auto fds = std::make_shared<std::array<Fd, 3>>();
+  (*fds)[0] = std::move(source->poll_fd);
+  (*fds)[1] = std::move(source->probe_fd);
+  (*fds)[2] = std::move(source->inotify_fd);
   // close() of a PSI trigger or an inotify fd waits for a grace period: not on the JS thread.
   RunOffLoop(
       source->data->env,
-      [fds]() mutable {
-        for (int& fd : fds) CloseFd(fd);
+      [fds]() {
+        for (Fd& fd : *fds) fd.reset();
       },
       [source]() { Finish(source); });
 }
@@ -159,14 +168,14 @@ void Watcher::Finish(Source* source) {
     owner->source_ = nullptr;
     owner->Closed(data->tearing_down);
   }
-  if (data->instance_finalized && data->sources.empty()) delete data;
+  data->MaybeDone();
 }
 
-void Watcher::Arm(Source* source, int control_fd, const std::string& control_path, const std::string& line,
-                  Napi::Function on_armed, int target_fd) {
+void Watcher::Arm(Source* source, Fd control_fd, const std::string& control_path, const std::string& line,
+                  Napi::Function on_armed, Fd target_fd) {
   source->arming = true;
-  source->control_fd = control_fd;
-  source->target_fd = target_fd;
+  source->control_fd = std::move(control_fd);
+  source->target_fd = std::move(target_fd);
   source->control_path = control_path;
   source->arm_line = line;
   if (source->owner != nullptr && !on_armed.IsEmpty()) source->owner->on_armed_ = Napi::Persistent(on_armed);
@@ -174,13 +183,13 @@ void Watcher::Arm(Source* source, int control_fd, const std::string& control_pat
       source->data->env,
       [source]() {
         // Only this thread touches the source until ArmDone: the loop thread sees `arming`.
-        ssize_t n = write(source->control_fd, source->arm_line.data(), source->arm_line.size());
+        ssize_t n = WriteRetry(source->control_fd.get(), source->arm_line.data(), source->arm_line.size());
         if (n < 0)
           source->arm_error = errno;
         else if (static_cast<size_t>(n) != source->arm_line.size())
           source->arm_error = EIO;
-        CloseFd(source->control_fd);
-        CloseFd(source->target_fd);
+        source->control_fd.reset();
+        source->target_fd.reset();
       },
       [source]() { ArmDone(source); });
 }
@@ -291,16 +300,16 @@ void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
   uint64_t count = 1;
   if (source->kind == SourceKind::kKernfs) {
     struct epoll_event ready[2];
-    int n = epoll_wait(source->poll_fd, ready, 2, 0);
-    if (n <= 0) return;  // nothing ready (spurious wakeup) or EINTR: wait for the next one
+    int n = EpollWaitRetry(source->poll_fd.get(), ready, 2, 0);
+    if (n <= 0) return;  // nothing ready: a spurious wakeup
     bool changed = false;
     for (int i = 0; i < n; i++) {
-      if (ready[i].data.fd != source->inotify_fd) {
+      if (ready[i].data.fd != source->inotify_fd.get()) {
         changed = true;
         continue;
       }
       alignas(struct inotify_event) char events[1024];
-      ssize_t len = read(source->inotify_fd, events, sizeof events);
+      ssize_t len = ReadRetry(source->inotify_fd.get(), events, sizeof events);
       for (ssize_t off = 0; len > 0 && off < len;) {
         auto* ev = reinterpret_cast<struct inotify_event*>(events + off);
         bool ours = (ev->mask & IN_DELETE) && ev->len > 0 && source->inotify_name == ev->name;
@@ -315,10 +324,10 @@ void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
     }
     if (!changed) return;
   }
-  if (source->kind == SourceKind::kEventfd) {
-    ssize_t n = read(source->poll_fd, &count, sizeof count);
+  if (source->kind == SourceKind::kEventfd || source->kind == SourceKind::kTripwire) {
+    ssize_t n = ReadRetry(source->poll_fd.get(), &count, sizeof count);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) return;  // already consumed: spurious wakeup
+      if (errno == EAGAIN) return;  // already consumed: spurious wakeup
       int err = errno;
       std::string path = source->poll_path;
       BeginClose(source);
@@ -329,10 +338,13 @@ void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
 
   char buffer[kProbeBufferSize];
   ssize_t len = 0;
-  if (source->probe_fd >= 0) {
+  if (source->kind == SourceKind::kTripwire) {
+    len = static_cast<ssize_t>(std::min(source->tripwire_text.size(), sizeof buffer - 1));
+    source->tripwire_text.copy(buffer, static_cast<size_t>(len));
+  } else if (source->probe_fd.valid()) {
     // For kernfs files this read also re-arms the notification; without it poll would report
     // the same change forever (a busy loop).
-    len = pread(source->probe_fd, buffer, sizeof buffer - 1, 0);
+    len = PreadRetry(source->probe_fd.get(), buffer, sizeof buffer - 1, 0);
     if (len < 0) {
       // ENODEV: the cgroup was removed. The eventfd of a memcg event is signalled once on
       // removal too, so this read is what tells a removal from a real crossing.
@@ -354,10 +366,17 @@ void Watcher::DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* t
       env.Null(),
       Napi::Number::New(env, static_cast<double>(count)),
       Napi::BigInt::New(env, static_cast<uint64_t>(monotonic_ns)),
-      source_ != nullptr && source_->probe_fd >= 0 ? Napi::String::New(env, text, text_len).As<Napi::Value>()
-                                                   : env.Undefined(),
+      source_ != nullptr && (source_->probe_fd.valid() || source_->kind == SourceKind::kTripwire)
+          ? Napi::String::New(env, text, text_len).As<Napi::Value>()
+          : env.Undefined(),
   };
   CallJs(callback_, args);
+}
+
+void Watcher::Fail(int err, const char* syscall, const std::string& path) {
+  if (source_ == nullptr || source_->closing) return;
+  BeginClose(source_);
+  DispatchError(err, syscall, path);
 }
 
 void Watcher::DispatchError(int err, const char* syscall, const std::string& path) {
@@ -416,9 +435,10 @@ Napi::Value Watcher::HasRef(const Napi::CallbackInfo& info) {
 Napi::Value Watcher::Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
-  if (source_->probe_fd < 0) return env.Undefined();
+  if (source_->kind == SourceKind::kTripwire) return Napi::String::New(env, source_->tripwire_text);
+  if (!source_->probe_fd.valid()) return env.Undefined();
   char buffer[kProbeBufferSize];
-  ssize_t len = pread(source_->probe_fd, buffer, sizeof buffer - 1, 0);
+  ssize_t len = PreadRetry(source_->probe_fd.get(), buffer, sizeof buffer - 1, 0);
   if (len < 0) throw SystemError(env, errno, "read", source_->probe_path);
   return Napi::String::New(env, buffer, static_cast<size_t>(len));
 }

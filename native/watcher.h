@@ -10,6 +10,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fd.h"
+
 namespace evictd {
 
 class Watcher;
@@ -28,7 +30,15 @@ enum class SourceKind {
   // of this one. (Not IN_DELETE_SELF on the cgroup itself: our open files pin its dentry, and
   // the kernel sends DELETE_SELF only when the last dentry reference goes.)
   kKernfs,
+  // A memcg tripwire line (tripwire.cc): the environment's BPF ring buffer is polled by the
+  // tripwire hub, which consumes each crossing, re-arms the line and relays it to this source's
+  // own eventfd. The eventfd gives every line the kEventfd behaviour: per-watcher start/stop
+  // (crossings while stopped stay counted in the fd), ref/unref, and the same close path. The
+  // event's text is the hub's record of the crossing, not a file read.
+  kTripwire,
 };
+
+struct TripwireHub;
 
 struct AddonData;
 
@@ -40,26 +50,30 @@ struct Source {
   AddonData* data = nullptr;
   Watcher* owner = nullptr;  // null once the JS object is gone
   SourceKind kind = SourceKind::kPsi;
-  int poll_fd = -1;
-  int inotify_fd = -1;       // kKernfs only: watches the parent directory
+  Fd poll_fd;
+  Fd inotify_fd;             // kKernfs only: watches the parent directory
   std::string inotify_path;  // the cgroup directory
   std::string inotify_name;  // its name in the parent
   // Read at every event: its contents go to JS (usage, counters), and a read that fails with
   // ENODEV is how a removed cgroup shows (kernfs deactivates the files on rmdir).
-  int probe_fd = -1;
+  Fd probe_fd;
   std::string poll_path;
   std::string probe_path;
   // Registration through cgroup.event_control, done off the loop (see off_loop.h): until it
   // completes the source is `arming` and does not poll; close requests wait for it.
   bool arming = false;
-  int control_fd = -1;
-  int target_fd = -1;
+  Fd control_fd;
+  Fd target_fd;
   std::string control_path;
   std::string arm_line;
   int arm_error = 0;
   bool want_poll = false;  // start() called (and not stop())
   bool polling = false;    // uv_poll_start in force
   bool closing = false;    // close requested; uv_close issued once not arming
+  // kTripwire only: the line's slot in the hub's table (-1 once released), and the text of the
+  // last crossing (usage_bytes, line_bytes, fired_ns, above), which the event carries.
+  int tripwire_slot = -1;
+  std::string tripwire_text;
 };
 
 // Per-environment state (main thread and each worker get their own): no process globals.
@@ -70,11 +84,21 @@ struct AddonData {
   napi_async_cleanup_hook_handle cleanup_hook = nullptr;
   bool tearing_down = false;
   bool instance_finalized = false;
+  // The memcg tripwire (tripwire.cc): loaded on the first line, closed after the last one.
+  TripwireHub* tripwire = nullptr;
+  int tripwire_closing = 0;  // hubs whose handle or BPF object is still being torn down
+  int tripwire_error = 0;    // the last load failure (errno), reported by tripwireStatus()
+  std::string tripwire_error_stage;
+  double tripwire_load_ms = 0;
+  double tripwire_attach_ms = 0;
 
   // Called when the env is torn down: closes every source, and tells Node we are done once the
   // last close callback ran, so a worker's loop never closes with our handles open.
   static void OnEnvCleanup(napi_async_cleanup_hook_handle handle, void* arg);
   void SourceClosed(Source* source);
+  // Removes the cleanup hook once nothing is left open (sources, the tripwire hub); deletes
+  // this data if the instance was already finalized. Returns true when `this` was deleted.
+  bool MaybeDone();
 };
 
 class Watcher : public Napi::ObjectWrap<Watcher> {
@@ -83,8 +107,8 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
 
   // Wraps fds that are already armed in a new JS Watcher (not yet polling) and takes ownership
   // of them: on failure they are closed and a JS exception is thrown.
-  static Napi::Object Create(Napi::Env env, AddonData* data, SourceKind kind, int poll_fd, const std::string& poll_path,
-                             int probe_fd, const std::string& probe_path, Napi::Function callback, int inotify_fd = -1,
+  static Napi::Object Create(Napi::Env env, AddonData* data, SourceKind kind, Fd poll_fd, const std::string& poll_path,
+                             Fd probe_fd, const std::string& probe_path, Napi::Function callback, Fd inotify_fd = Fd(),
                              const std::string& inotify_path = "");
 
   explicit Watcher(const Napi::CallbackInfo& info);
@@ -95,10 +119,13 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
 
   // Writes `line` to `control_fd` off the loop, then closes it; the watcher polls (if started)
   // once the registration is in force and calls `on_armed`, or fails with the write's errno.
-  static void Arm(Source* source, int control_fd, const std::string& control_path, const std::string& line,
-                  Napi::Function on_armed, int target_fd);
+  static void Arm(Source* source, Fd control_fd, const std::string& control_path, const std::string& line,
+                  Napi::Function on_armed, Fd target_fd);
 
   Source* source() const { return source_; }
+
+  // Reports an error to the callback and closes the watcher (the tripwire hub uses it).
+  void Fail(int err, const char* syscall, const std::string& path);
 
  private:
   static void OnPoll(uv_poll_t* handle, int status, int events);

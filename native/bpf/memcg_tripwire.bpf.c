@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+// The memcg tripwire: tells user space the moment a cgroup's memory counter crosses a line.
+//
+// cgroup v2 has no usage threshold notification (v1's cgroup.event_control thresholds are
+// gone), so this hooks the page counter itself. memcg charges reach the counters in batches:
+// each CPU keeps a stock and refills it 64 pages at a time (MEMCG_CHARGE_BATCH), so
+// page_counter_try_charge runs once per 256 KiB charged per CPU, not per fault; measured in the
+// lab, an fexit there costs nothing measurable while a hook on try_charge_memcg (every fault)
+// cost 17-36%. The counter walk in page_counter_try_charge updates every ancestor's counter,
+// the root's included (mm/page_counter.c), so one hook sees every level: a pod, the pod cgroup
+// root, and the cgroup v2 root, which has no memory.current of its own.
+//
+// GPL: the program calls GPL-only helpers (bpf_probe_read_kernel via BPF_CORE_READ).
+#include "memcg_tripwire.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "vmlinux.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+// Written by the addon through the mmap'd .bss (see memcg_tripwire.h for who owns which field).
+struct tripwire_line lines[TRIPWIRE_MAX_LINES];
+// The root memcg's counter as last seen by any charge or uncharge: the addon reads it to arm a
+// line on the root on the right side, since user space has no file that shows this counter.
+__u64 root_usage_pages;
+// Events emitted (the storm test counts them).
+__u64 events_emitted;
+// Events dropped because the ring buffer was full (the line is retried on the next charge).
+__u64 ringbuf_full;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, TRIPWIRE_MAX_LINES);
+  __type(key, __u64);  // cgroup id: kernfs node id, the inode number of the cgroup2 directory
+  __type(value, struct tripwire_cgroup);
+} watched SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  // One event per line is in flight at most (the pending flag): 256 lines * 48 bytes fit.
+  __uint(max_entries, 64 * 1024);
+} events SEC(".maps");
+
+static __always_inline void check_lines(__u64 cgroup_id, __u64 usage) {
+  struct tripwire_cgroup *cg = bpf_map_lookup_elem(&watched, &cgroup_id);
+  if (!cg) return;
+  for (int i = 0; i < TRIPWIRE_LINES_PER_CGROUP; i++) {
+    if (i >= cg->count) break;
+    __u32 slot = cg->slots[i];
+    if (slot >= TRIPWIRE_MAX_LINES) continue;
+    struct tripwire_line *l = &lines[slot];
+    if (l->cgroup_id != cgroup_id) continue;  // slot being re-armed for another cgroup
+    l->usage_pages = usage;
+    __u32 dir = l->direction;
+    __u64 line = l->line_pages;
+    bool hit = (dir == TRIPWIRE_UP && usage >= line) || (dir == TRIPWIRE_DOWN && usage < line);
+    if (!hit) continue;
+    if (__sync_val_compare_and_swap(&l->pending, 0, 1) != 0) continue;
+    struct tripwire_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+      __sync_fetch_and_add(&ringbuf_full, 1);
+      l->pending = 0;
+      continue;
+    }
+    e->cgroup_id = cgroup_id;
+    e->usage_pages = usage;
+    e->line_pages = line;
+    e->ktime_ns = bpf_ktime_get_ns();
+    e->slot = slot;
+    e->generation = l->generation;
+    e->direction = dir;
+    e->pad = 0;
+    bpf_ringbuf_submit(e, 0);
+    __sync_fetch_and_add(&events_emitted, 1);
+  }
+}
+
+// Called after `counter` and its ancestors changed. page_counter_try_charge also serves the
+// swap counter (memcg->swap, v2), v1's memsw/kmem/tcpmem and the hugetlb controller: only a
+// memcg's `memory` counter is wanted. container_of as if it were memory, then check that the
+// result is really a memory css: its cgroup's memory css must point back at it. For any other
+// counter the "memcg" is off by the distance between the fields and the check fails (reads
+// through a wrong pointer are probe reads: they fail, they do not fault).
+static __always_inline void counter_changed(struct page_counter *counter) {
+  const __u64 memory_off = bpf_core_field_offset(struct mem_cgroup, memory);
+  const __u64 css_off = bpf_core_field_offset(struct mem_cgroup, css);
+  const int memory_id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+  struct mem_cgroup *memcg = (struct mem_cgroup *)((__u64)counter - memory_off);
+  struct cgroup *cgrp = BPF_CORE_READ(memcg, css.cgroup);
+  if (!cgrp) return;
+  struct cgroup_subsys_state *css = NULL;
+  const __u64 subsys_off = bpf_core_field_offset(struct cgroup, subsys);
+  if (bpf_probe_read_kernel(&css, sizeof(css), (void *)((__u64)cgrp + subsys_off + memory_id * sizeof(css))) != 0)
+    return;
+  if ((__u64)css != (__u64)memcg + css_off) return;
+
+  // A memory counter: its parents are the ancestors' memory counters (page_counter_init with
+  // &parent->memory in mem_cgroup_css_alloc).
+  struct page_counter *c = counter;
+  for (int depth = 0; depth < TRIPWIRE_MAX_DEPTH; depth++) {
+    if (!c) break;
+    __u64 usage = BPF_CORE_READ(c, usage.counter);
+    struct page_counter *parent = BPF_CORE_READ(c, parent);
+    if (!parent) root_usage_pages = usage;
+    memcg = (struct mem_cgroup *)((__u64)c - memory_off);
+    __u64 id = BPF_CORE_READ(memcg, css.cgroup, kn, id);
+    check_lines(id, usage);
+    c = parent;
+  }
+}
+
+// Charges: the stock refill path (try_charge_memcg), once per batch per CPU.
+SEC("fexit/page_counter_try_charge")
+int BPF_PROG(tripwire_try_charge, struct page_counter *counter, unsigned long nr_pages, struct page_counter **fail,
+             bool ret) {
+  if (ret) counter_changed(counter);
+  return 0;
+}
+
+// Forced charges that may exceed the limit (__GFP_NOFAIL, socket memory, kmem on some paths).
+SEC("fexit/page_counter_charge")
+int BPF_PROG(tripwire_charge, struct page_counter *counter, unsigned long nr_pages) {
+  counter_changed(counter);
+  return 0;
+}
+
+// Uncharges (freed pages, a drained stock): the line is crossed downwards here.
+SEC("fexit/page_counter_uncharge")
+int BPF_PROG(tripwire_uncharge, struct page_counter *counter, unsigned long nr_pages) {
+  counter_changed(counter);
+  return 0;
+}

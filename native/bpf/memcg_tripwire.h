@@ -1,0 +1,58 @@
+// Shared between the BPF program (memcg_tripwire.bpf.c) and the addon (tripwire.cc): the
+// line table both sides write, and the ring buffer record. Plain fixed-size fields only.
+#ifndef EVICTD_MEMCG_TRIPWIRE_H
+#define EVICTD_MEMCG_TRIPWIRE_H
+
+// Lines armed at once in one environment (a node line, a pods line and a few pod lines per
+// threshold are typical).
+#define TRIPWIRE_MAX_LINES 256
+// Lines on one cgroup (one per threshold of a signal: hard and soft).
+#define TRIPWIRE_LINES_PER_CGROUP 8
+// Levels walked from the charged counter towards the root: a kubepods pod container sits at
+// depth 4-6 (kubepods/burstable/pod<uid>/<container>, or their .slice/.scope names), plus the
+// root itself.
+#define TRIPWIRE_MAX_DEPTH 12
+
+// What a line waits for. The addon flips it after each event, so every crossing is reported
+// once in each direction, as memcg v1 thresholds do.
+enum tripwire_direction {
+  TRIPWIRE_OFF = 0,
+  TRIPWIRE_UP = 1,    // fire when usage >= line
+  TRIPWIRE_DOWN = 2,  // fire when usage < line
+};
+
+// One line. The addon owns every field but `usage_pages` and `pending`, and writes them through
+// the mmap'd .bss; the program only writes `usage_pages` (last seen usage, for re-arming) and
+// sets `pending` 0 -> 1 with a compare-and-swap. While `pending` is 1 the program emits nothing
+// more for this line: at most one event per line is in flight, however fast usage oscillates.
+struct tripwire_line {
+  __u64 cgroup_id;
+  __u64 line_pages;
+  __u64 usage_pages;
+  __u32 direction;
+  __u32 pending;
+  // Bumped by the addon each time the slot is (re)armed: an event from an older arming is
+  // recognised as stale.
+  __u32 generation;
+  __u32 pad;
+};
+
+// The slots of the lines on one cgroup, keyed by cgroup id (the cgroup2 directory's inode).
+struct tripwire_cgroup {
+  __u32 count;
+  __u32 slots[TRIPWIRE_LINES_PER_CGROUP];
+};
+
+// One crossing, through the ring buffer.
+struct tripwire_event {
+  __u64 cgroup_id;
+  __u64 usage_pages;  // the counter right after the charge or uncharge that crossed
+  __u64 line_pages;
+  __u64 ktime_ns;  // bpf_ktime_get_ns(): CLOCK_MONOTONIC
+  __u32 slot;
+  __u32 generation;
+  __u32 direction;  // the direction that fired
+  __u32 pad;
+};
+
+#endif
