@@ -11,13 +11,13 @@
 // root, and the cgroup v2 root, which has no memory.current of its own.
 //
 // GPL: the program calls GPL-only helpers (bpf_probe_read_kernel via BPF_CORE_READ).
-#include "memcg_tripwire.h"
+#include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "vmlinux.h"
+#include "memcg_tripwire.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
