@@ -27,6 +27,34 @@ export interface NativeAddon {
   liveSources(): number;
   /** SCHED_FIFO at `priority` for the calling (main) thread, SCHED_OTHER for 0; children reset on fork */
   setRealtimePriority(priority: number): void;
+  /** The memcg tripwire (native/tripwire.cc): always present; `built` false without libbpf at build time. */
+  tripwireStatus(): TripwireStatus;
+  /** Loads and attaches the BPF program in this environment now; throws the load error (with `stage`). Tripwire builds only. */
+  tripwireLoad?(): TripwireStatus;
+  /**
+   * A line on the memory counter of cgroup `cgroupId` (cgroup2 directory inode, 1 for the root),
+   * armed on the side `usageBytes` says (-1: unknown). Events carry usage_bytes, line_bytes,
+   * fired_ns (bpf_ktime_get_ns at the crossing), above. Tripwire builds only.
+   */
+  openTripwire?(cgroupDir: string, cgroupId: number, lineBytes: number, usageBytes: number, cb: NativeCallback): NativeWatcher;
+  /** Moves a tripwire line in place (no kernel registration, no grace period). */
+  rearmTripwire?(watcher: NativeWatcher, lineBytes: number, usageBytes: number): void;
+}
+
+export interface TripwireStatus {
+  /** false: the addon was built without clang/bpftool/libbpf-dev */
+  built: boolean;
+  loaded: boolean;
+  lines?: number;
+  /** verification (load) and fexit attach times of the last successful load */
+  loadMs?: number;
+  attachMs?: number;
+  /** the root memcg's page counter as last seen by the program (null before any charge) */
+  rootUsageBytes?: number | null;
+  events?: number;
+  ringbufFull?: number;
+  /** the last load failure: code, errno, syscall 'bpf', stage 'open' | 'load' | 'attach' | 'ring_buffer' */
+  error?: Error & { code?: string; stage?: string };
 }
 
 /** The package root (dist/src/kernel/ -> ../../..), where node-gyp leaves build/Release. */

@@ -1,11 +1,14 @@
 // The typed face of the kernel-notification addon (native/). Mechanism only: watchers report
 // what fired and when; deciding is for src/agent and src/policy.
-export type { KernelEvent, KernelError, PsiWatcher, ThresholdWatcher, Watcher, WatchKind } from './types';
+export type { KernelEvent, KernelError, LineMechanism, PsiWatcher, ThresholdWatcher, Watcher, WatchKind } from './types';
 export { nativeAvailable, nativeLoadError, monotonicNs } from './addon';
 export { watchMemcgThreshold, watchPressureLevel, watchOom, type PressureLevel, type PressureMode } from './memcg';
 export { watchPsi, hasCapSysResource, psiWindowInForce, type PsiTrigger } from './psi';
 export { watchCgroupEvents } from './cgroup-events';
 export { pollMemoryUsage, pollCounters, usageFile } from './polling';
-export { watchUsageThreshold, watchEventsFile, type FallbackLog, type SelectOptions } from './select';
+export { watchUsageThreshold, watchEventsFile, chooseLineMechanism, type FallbackLog, type LineChoice, type SelectOptions } from './select';
+export { watchTripwire, tripwireUnavailable, tripwireStatus, rootCounterBytes } from './tripwire';
+export { watchAdaptivePoll, nextPollDelayMs, pollMarginBytes, DEFAULT_POLL_BOUND, type PollBound } from './adaptive-poller';
+export { machineUsageBytes, isCgroup2Root } from './machine-usage';
 export { parseCounters } from './counters';
 export { setRealtimePriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';

@@ -16,6 +16,7 @@ function openThreshold(cgroupDir: string, usageFile: string, bytes: number, cb: 
 }
 
 class MemcgThresholdWatcher extends NativeBackedWatcher implements ThresholdWatcher {
+  readonly lineMechanism = 'memcg-threshold-eventfd' as const;
   private bytes: number;
 
   constructor(

@@ -123,6 +123,26 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
     return armed.promise;
   }
 
+  /** The native source in force (a tripwire re-arms it in place). */
+  protected current(): NativeWatcher {
+    return this.native;
+  }
+
+  /** Fails the watcher from outside the native callback (a companion source ended). */
+  protected fail(err: Error): void {
+    if (this.state !== 'open') return;
+    this.state = 'failed';
+    for (const n of this.natives()) n.close();
+    this.pending?.armed.reject(err);
+    this.armed.reject(err);
+    this.emit('error', err);
+  }
+
+  /** An event from the current source, before it is emitted (a subclass may adjust it). */
+  protected adjust(event: KernelEvent): KernelEvent {
+    return event;
+  }
+
   private natives(): NativeWatcher[] {
     return this.pending ? [this.native, this.pending.native] : [this.native];
   }
@@ -142,7 +162,7 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
       }
       const event: KernelEvent = { source: this.source, kind: this.kind, count: count ?? 1, monotonicNs: monotonicNs ?? 0n };
       if (text !== undefined) lazyCounters(event, text, this.singleCounter);
-      this.emit('event', event);
+      this.emit('event', this.adjust(event));
     }, onArmed);
     if (!this.refed) native.unref();
     if (!this.paused) native.start();

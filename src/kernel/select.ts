@@ -1,33 +1,68 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { watchAdaptivePoll } from './adaptive-poller';
 import { nativeAvailable, nativeLoadError } from './addon';
 import { watchCgroupEvents } from './cgroup-events';
+import { isCgroup2Root } from './machine-usage';
 import { watchMemcgThreshold } from './memcg';
-import { pollCounters, pollMemoryUsage } from './polling';
-import type { ThresholdWatcher, Watcher } from './types';
+import { pollCounters } from './polling';
+import { tripwireUnavailable, watchTripwire } from './tripwire';
+import type { LineMechanism, ThresholdWatcher, Watcher } from './types';
 
-/** What the selection reports when it falls back (pino's logger fits). */
+/** What the selection reports (pino's logger fits): one line per line armed, and why a fallback. */
 export interface FallbackLog {
   warn(fields: Record<string, unknown>, message: string): void;
+  info?(fields: Record<string, unknown>, message: string): void;
 }
 
 export interface SelectOptions {
-  /** Interval of the polling fallback. */
+  /** Interval of the polling fallback for events files (usage lines use the adaptive poller). */
   intervalMs: number;
   log?: FallbackLog;
 }
 
+/** The mechanism chosen for a usage line, and why the better ones were not. */
+export interface LineChoice {
+  mechanism: LineMechanism;
+  /** Empty when the best mechanism for this cgroup version is in force. */
+  fallbacks: string[];
+}
+
 /**
- * A usage threshold on `cgroupDir` by the best mechanism here: the memcg v1 threshold eventfd
- * through the addon; else a poller, and a log line that says why.
+ * Which mechanism watches a usage line on `cgroupDir`, best first: the eBPF tripwire on cgroup
+ * v2 (the root included), the memcg threshold eventfd on cgroup v1, else the adaptive poller.
+ */
+export function chooseLineMechanism(cgroupDir: string): LineChoice {
+  const fallbacks: string[] = [];
+  const v1 = fs.existsSync(path.join(cgroupDir, 'cgroup.event_control'));
+  const v2 = !v1 && (fs.existsSync(path.join(cgroupDir, 'memory.current')) || isCgroup2Root(cgroupDir));
+  if (v2) {
+    const why = tripwireUnavailable();
+    if (why === null) return { mechanism: 'bpf-tripwire', fallbacks };
+    fallbacks.push(`bpf-tripwire: ${why}`);
+  } else if (v1) {
+    if (nativeAvailable()) return { mechanism: 'memcg-threshold-eventfd', fallbacks };
+    fallbacks.push(`memcg-threshold-eventfd: native addon unavailable: ${nativeLoadError()?.message}`);
+  } else {
+    fallbacks.push('no memory controller files here (neither cgroup.event_control nor memory.current)');
+  }
+  return { mechanism: 'adaptive-poll', fallbacks };
+}
+
+/**
+ * A usage line on `cgroupDir` by the best mechanism here (chooseLineMechanism); logs the
+ * mechanism in force, and the reason for a fallback.
  */
 export function watchUsageThreshold(cgroupDir: string, thresholdBytes: number, opts: SelectOptions): ThresholdWatcher {
-  let reason: string;
-  if (!nativeAvailable()) reason = `native addon unavailable: ${nativeLoadError()?.message}`;
-  else if (!fs.existsSync(path.join(cgroupDir, 'cgroup.event_control'))) reason = 'no cgroup v1 memory controller here (no cgroup.event_control)';
-  else return watchMemcgThreshold(cgroupDir, thresholdBytes);
-  opts.log?.warn({ cgroupDir, thresholdBytes, intervalMs: opts.intervalMs, reason }, 'memory threshold: polling fallback');
-  return pollMemoryUsage(cgroupDir, thresholdBytes, opts.intervalMs);
+  const choice = chooseLineMechanism(cgroupDir);
+  let w: ThresholdWatcher;
+  if (choice.mechanism === 'bpf-tripwire') w = watchTripwire(cgroupDir, thresholdBytes);
+  else if (choice.mechanism === 'memcg-threshold-eventfd') w = watchMemcgThreshold(cgroupDir, thresholdBytes);
+  else w = watchAdaptivePoll(cgroupDir, thresholdBytes);
+  const fields = { cgroupDir, thresholdBytes, mechanism: w.lineMechanism };
+  if (choice.fallbacks.length > 0) opts.log?.warn({ ...fields, reason: choice.fallbacks.join('; ') }, 'memory line: fallback');
+  else opts.log?.info?.(fields, 'memory line: armed');
+  return w;
 }
 
 /** A cgroup.events or memory.events file, by kernfs notification where possible, else polled. */

@@ -54,8 +54,16 @@ export interface Watcher extends EventEmitter {
   unref(): this;
 }
 
+/**
+ * How a usage line is watched, best first: the eBPF tripwire on the page counters (cgroup v2),
+ * the memcg v1 threshold eventfd, the adaptive poller, a fixed-interval poller (baselines only).
+ */
+export type LineMechanism = 'bpf-tripwire' | 'memcg-threshold-eventfd' | 'adaptive-poll' | 'fixed-poll';
+
 export interface ThresholdWatcher extends Watcher {
   readonly thresholdBytes: number;
+  /** The mechanism in force for this line. */
+  readonly lineMechanism: LineMechanism;
   /**
    * Moves the threshold without a gap: the old registration keeps reporting until the new one
    * is in force, then is released. Resolves at that moment.

@@ -1,0 +1,191 @@
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import { isCgroup2Root, machineUsageBytes } from './machine-usage';
+import type { KernelEvent, ThresholdWatcher } from './types';
+
+// The fallback for a usage line where no kernel mechanism is available (no BPF: addon built
+// without libbpf, no BTF, no CAP_BPF/CAP_PERFMON, a kernel that refuses fentry/fexit; and no
+// memcg v1 threshold): read the usage at an interval that shrinks as usage nears the line.
+
+/** The bound the poller keeps: a ramp up to `maxRampBytesPerSec` is seen within `marginBytes` of the line. */
+export interface PollBound {
+  /** The fastest ramp the bound holds for (default 10 GiB/s). */
+  maxRampBytesPerSec: number;
+  /** Shortest interval (default 5 ms): the margin is maxRamp x minIntervalMs. */
+  minIntervalMs: number;
+  /** Longest interval, far from the line (default 1000 ms). */
+  maxIntervalMs: number;
+}
+
+export const DEFAULT_POLL_BOUND: PollBound = {
+  maxRampBytesPerSec: 10 * 1024 ** 3,
+  minIntervalMs: 5,
+  maxIntervalMs: 1000,
+};
+
+/** How far past the line usage can be, at most, when a ramp of up to maxRamp is first seen. */
+export function pollMarginBytes(bound: PollBound = DEFAULT_POLL_BOUND): number {
+  return (bound.maxRampBytesPerSec * bound.minIntervalMs) / 1000;
+}
+
+/**
+ * The delay before the next read. Usage is `distanceBytes` from the line (on either side: the
+ * way back counts too) and moved towards it at `towardsBytesPerSec` over the last interval
+ * (negative: away). The worst case is a ramp at max(maxRamp, observed) starting right after
+ * this read: it reaches line + margin after (distance + margin) / rate, so the next read comes
+ * no later than that. The margin is maxRamp x minInterval, which makes the bound hold even at
+ * the minimum interval: at the line, the next read is minIntervalMs away and a maxRamp ramp
+ * covers exactly the margin in that time. Far from the line the delay grows to maxIntervalMs.
+ * (Timer lateness of the JS loop adds to the delay: it is the loop's, not this formula's.)
+ */
+export function nextPollDelayMs(distanceBytes: number, towardsBytesPerSec: number, bound: PollBound = DEFAULT_POLL_BOUND): number {
+  const rate = Math.max(bound.maxRampBytesPerSec, towardsBytesPerSec);
+  const margin = pollMarginBytes(bound);
+  const ms = ((Math.max(0, distanceBytes) + margin) / rate) * 1000;
+  return Math.min(bound.maxIntervalMs, Math.max(bound.minIntervalMs, ms));
+}
+
+type UsageReader = () => number;
+
+/** memory.current (v2), memory.usage_in_bytes (v1), or the machine's usage for the v2 root. */
+function usageReader(cgroupDir: string): { source: string; read: UsageReader } {
+  const v1 = path.join(cgroupDir, 'memory.usage_in_bytes');
+  if (fs.existsSync(v1)) return { source: v1, read: () => Number(fs.readFileSync(v1, 'utf8')) };
+  const v2 = path.join(cgroupDir, 'memory.current');
+  if (fs.existsSync(v2) || !isCgroup2Root(cgroupDir)) return { source: v2, read: () => Number(fs.readFileSync(v2, 'utf8')) };
+  return { source: '/proc/meminfo', read: () => machineUsageBytes() };
+}
+
+class AdaptivePoller extends EventEmitter implements ThresholdWatcher {
+  readonly kind = 'memcg-threshold' as const;
+  readonly mechanism = 'polling' as const;
+  readonly lineMechanism = 'adaptive-poll' as const;
+  readonly source: string;
+  private readonly read: UsageReader;
+  private bytes: number;
+  private above: boolean;
+  private last: { usage: number; at: bigint };
+  private timer: NodeJS.Timeout | undefined;
+  private refed = true;
+  private running = false;
+  private state: 'open' | 'failed' | 'closed' = 'open';
+  /** Delay chosen for the next read (for tests and the log). */
+  lastDelayMs = 0;
+  reads = 0;
+
+  constructor(
+    cgroupDir: string,
+    thresholdBytes: number,
+    readonly bound: PollBound,
+  ) {
+    super();
+    ({ source: this.source, read: this.read } = usageReader(cgroupDir));
+    this.bytes = thresholdBytes;
+    const usage = this.read();
+    this.above = usage >= thresholdBytes;
+    this.last = { usage, at: process.hrtime.bigint() };
+    this.start();
+  }
+
+  get thresholdBytes(): number {
+    return this.bytes;
+  }
+
+  get closed(): boolean {
+    return this.state !== 'open';
+  }
+
+  ready(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  rearm(thresholdBytes: number): Promise<void> {
+    if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
+    this.bytes = thresholdBytes;
+    this.above = this.read() >= thresholdBytes;
+    // The distance changed: re-plan now rather than after a delay planned for the old line.
+    if (this.running) this.schedule(0);
+    return Promise.resolve();
+  }
+
+  start(): void {
+    if (this.state !== 'open') throw new Error(`${this.kind} poller on ${this.source} is closed`);
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.running = false;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  close(): Promise<void> {
+    if (this.state === 'open') this.state = 'closed';
+    this.stop();
+    return Promise.resolve();
+  }
+
+  ref(): this {
+    this.refed = true;
+    this.timer?.ref();
+    return this;
+  }
+
+  unref(): this {
+    this.refed = false;
+    this.timer?.unref();
+    return this;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.tick(), delayMs);
+    if (!this.refed) this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    if (!this.running) return;
+    const at = process.hrtime.bigint();
+    let usage: number;
+    try {
+      usage = this.read();
+    } catch (err) {
+      this.state = 'failed';
+      this.stop();
+      this.emit('error', err);
+      return;
+    }
+    this.reads++;
+    const seconds = Number(at - this.last.at) / 1e9;
+    const growth = seconds > 0 ? (usage - this.last.usage) / seconds : 0;
+    this.last = { usage, at };
+    const above = usage >= this.bytes;
+    if (above !== this.above) {
+      this.above = above;
+      const event: KernelEvent = { source: this.source, kind: this.kind, count: 1, monotonicNs: at, counters: { usage_bytes: usage, line_bytes: this.bytes, above: above ? 1 : 0 } };
+      this.emit('event', event);
+      if (!this.running || this.state !== 'open') return;
+    }
+    // Below the line, growth moves towards it; above, shrinking does.
+    const towards = above ? -growth : growth;
+    this.lastDelayMs = nextPollDelayMs(Math.abs(this.bytes - usage), towards, this.bound);
+    this.schedule(this.lastDelayMs);
+  }
+}
+
+/**
+ * Polls a cgroup's usage (or, for the cgroup v2 root, the machine's MemTotal - MemFree) at an
+ * interval from nextPollDelayMs, and emits a 'memcg-threshold' event when usage is on the other
+ * side of `thresholdBytes` than at the last read (both directions). Counters: usage_bytes,
+ * line_bytes, above.
+ */
+export function watchAdaptivePoll(cgroupDir: string, thresholdBytes: number, bound: Partial<PollBound> = {}): ThresholdWatcher & { lastDelayMs: number; reads: number } {
+  if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
+  const b = { ...DEFAULT_POLL_BOUND, ...bound };
+  if (!(b.minIntervalMs >= 1 && b.maxIntervalMs >= b.minIntervalMs && b.maxRampBytesPerSec > 0)) throw new RangeError(`poll bound: ${JSON.stringify(b)}: needs 1 <= minIntervalMs <= maxIntervalMs and maxRampBytesPerSec > 0`);
+  return new AdaptivePoller(cgroupDir, thresholdBytes, b);
+}

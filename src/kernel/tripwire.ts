@@ -1,0 +1,182 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { addon, nativeAvailable, nativeLoadError, type NativeCallback, type TripwireStatus } from './addon';
+import { watchCgroupEvents } from './cgroup-events';
+import { isCgroup2Root, machineUsageBytes } from './machine-usage';
+import { NativeBackedWatcher } from './native-watcher';
+import type { KernelEvent, ThresholdWatcher, Watcher } from './types';
+
+// The memcg tripwire on cgroup v2 (native/bpf/memcg_tripwire.bpf.c): a BPF program on
+// fexit/page_counter_{try_charge,charge,uncharge} reports, through a ring buffer, the charge or
+// uncharge that takes a watched memory counter across its line. Both directions, re-armed by
+// the addon as it consumes each event, one event in flight per line.
+
+const PAGE = 4096;
+/** How often a line on the v2 root re-measures the gap between the machine's usage and the root's counter. */
+const ROOT_CALIBRATION_MS = 1000;
+
+let availability: string | null | undefined;
+
+/**
+ * Null when the tripwire works here, else why not: addon missing, built without libbpf
+ * ("tripwire not built"), or the kernel refused the program (no BTF, no CAP_BPF/CAP_PERFMON,
+ * EPERM for fexit as on this host's 6.18). Loads the program on first call (once per thread).
+ */
+export function tripwireUnavailable(): string | null {
+  if (availability !== undefined) return availability;
+  if (!nativeAvailable()) return (availability = `native addon unavailable: ${nativeLoadError()?.message}`);
+  const a = addon();
+  if (!a.tripwireStatus().built || a.tripwireLoad === undefined) {
+    return (availability = 'tripwire not built (the addon was built without clang, bpftool or libbpf-dev)');
+  }
+  try {
+    a.tripwireLoad();
+    availability = null;
+  } catch (err) {
+    const e = err as Error & { stage?: string };
+    availability = `BPF program refused at ${e.stage ?? 'load'}: ${e.message}`;
+  }
+  return availability;
+}
+
+/** The addon's tripwire status (built, loaded, load and attach times, root counter, counts). */
+export function tripwireStatus(): TripwireStatus {
+  return nativeAvailable() ? addon().tripwireStatus() : { built: false, loaded: false };
+}
+
+/** The root memcg's page counter as the program last saw it, or null (not loaded, no charge yet). */
+export function rootCounterBytes(): number | null {
+  return tripwireStatus().rootUsageBytes ?? null;
+}
+
+function checkBytes(value: number): void {
+  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(value)}: must be a positive integer number of bytes`);
+}
+
+class TripwireWatcher extends NativeBackedWatcher implements ThresholdWatcher {
+  readonly lineMechanism = 'bpf-tripwire' as const;
+  private bytes: number;
+  /** Root only: machine usage minus the root counter, added to the counter to compare with the line. */
+  private offset = 0;
+  private calibrated = false;
+  private calibration: NodeJS.Timeout | undefined;
+  private companion: Watcher | undefined;
+
+  constructor(
+    private readonly cgroupDir: string,
+    private readonly root: boolean,
+    thresholdBytes: number,
+  ) {
+    const id = fs.statSync(cgroupDir).ino;
+    const state = { offset: 0, calibrated: false };
+    super('memcg-threshold', root ? cgroupDir : path.join(cgroupDir, 'memory.current'), (cb: NativeCallback, onArmed) => {
+      Object.assign(state, TripwireWatcher.calibrate(root));
+      const native = addon().openTripwire!(cgroupDir, id, TripwireWatcher.counterLine(thresholdBytes, state.offset), TripwireWatcher.usage(cgroupDir, root), cb);
+      onArmed();
+      return native;
+    });
+    this.bytes = thresholdBytes;
+    this.offset = state.offset;
+    this.calibrated = state.calibrated;
+    if (root) {
+      // The gap drifts (kernel memory nobody is charged for, processes in the root cgroup): keep
+      // the counter's line where the machine-usage line is. Reading /proc/meminfo once a second
+      // only places the line; the crossing itself is the program's.
+      this.calibration = setInterval(() => this.recalibrate(), ROOT_CALIBRATION_MS);
+      this.calibration.unref();
+    } else {
+      // The program cannot tell that a cgroup was removed: cgroup.events' watcher can (ENODEV).
+      this.companion = watchCgroupEvents(path.join(cgroupDir, 'cgroup.events'));
+      this.companion.unref();
+      this.companion.on('error', (err: Error) => this.endWith(err));
+    }
+  }
+
+  get thresholdBytes(): number {
+    return this.bytes;
+  }
+
+  rearm(thresholdBytes: number): Promise<void> {
+    checkBytes(thresholdBytes);
+    if (this.closed) throw new Error(`${this.kind} watcher on ${this.source} is closed`);
+    this.bytes = thresholdBytes;
+    addon().rearmTripwire!(this.current(), TripwireWatcher.counterLine(thresholdBytes, this.offset), TripwireWatcher.usage(this.cgroupDir, this.root));
+    return Promise.resolve();
+  }
+
+  override close(): Promise<void> {
+    this.stopCompanions();
+    return super.close();
+  }
+
+  protected override adjust(event: KernelEvent): KernelEvent {
+    if (!this.root || event.counters === undefined) return event;
+    const c = event.counters;
+    // Report in the line's terms (machine usage); keep the raw counter beside it.
+    c.counter_bytes = c.usage_bytes;
+    c.usage_bytes += this.offset;
+    c.line_bytes += this.offset;
+    // Armed before the program had seen the root counter: now it has.
+    if (!this.calibrated) this.recalibrate();
+    return event;
+  }
+
+  private endWith(err: Error): void {
+    this.stopCompanions();
+    this.fail(err);
+  }
+
+  private stopCompanions(): void {
+    if (this.calibration !== undefined) clearInterval(this.calibration);
+    this.calibration = undefined;
+    void this.companion?.close();
+    this.companion = undefined;
+  }
+
+  private recalibrate(): void {
+    if (this.closed) return;
+    const { offset, calibrated } = TripwireWatcher.calibrate(true);
+    if (!calibrated) return;
+    const moved = Math.abs(offset - this.offset) >= PAGE * 64 || !this.calibrated;
+    this.offset = offset;
+    this.calibrated = true;
+    if (moved) addon().rearmTripwire!(this.current(), TripwireWatcher.counterLine(this.bytes, offset), -1);
+  }
+
+  /** Root: the gap between machine usage and the root counter (0 elsewhere). */
+  private static calibrate(root: boolean): { offset: number; calibrated: boolean } {
+    if (!root) return { offset: 0, calibrated: true };
+    const counter = rootCounterBytes();
+    const machine = machineUsageBytes();
+    // Counter not seen yet: put the line at zero (fires at the next charge, which calibrates).
+    if (counter === null) return { offset: machine, calibrated: false };
+    return { offset: machine - counter, calibrated: true };
+  }
+
+  private static counterLine(thresholdBytes: number, offset: number): number {
+    return Math.max(PAGE, thresholdBytes - offset);
+  }
+
+  /** Usage now, to arm on the right side: memory.current, or -1 for the root (the addon knows). */
+  private static usage(cgroupDir: string, root: boolean): number {
+    if (root) return -1;
+    return Number(fs.readFileSync(path.join(cgroupDir, 'memory.current'), 'utf8'));
+  }
+}
+
+/**
+ * A line on a cgroup v2 memory counter, watched by the tripwire: fires when usage crosses
+ * `thresholdBytes` up or down, within one charge batch (64 pages per CPU) of the crossing.
+ * On the v2 root the line is in machine-usage terms (MemTotal - MemFree, what evictd computes
+ * memory.available from) and is placed on the root's page counter by their measured gap.
+ * Events carry usage_bytes and line_bytes (at the crossing), fired_ns (the program's
+ * CLOCK_MONOTONIC stamp), above (1 up, 0 down) and, on the root, counter_bytes.
+ * Throws when the tripwire is unavailable (see tripwireUnavailable()).
+ */
+export function watchTripwire(cgroupDir: string, thresholdBytes: number): ThresholdWatcher {
+  checkBytes(thresholdBytes);
+  const why = tripwireUnavailable();
+  if (why !== null) throw new Error(`memcg tripwire unavailable: ${why}`);
+  return new TripwireWatcher(cgroupDir, isCgroup2Root(cgroupDir), thresholdBytes);
+}
+
