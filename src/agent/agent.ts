@@ -126,6 +126,11 @@ export class Agent extends EventEmitter {
         memoryVersion: o.layout.memoryVersion,
         nodeIsRoot: o.observer.opts.cgroupRoot.replace(/\/+/g, '') === '',
         psi: o.psi,
+        // The gauge shows the lines in force now: rebuilt whenever one comes or goes.
+        onLineMechanism: () => {
+          o.metrics.lineMechanism.reset();
+          for (const [line, mechanism] of Object.entries(this.arming?.mechanisms() ?? {})) o.metrics.lineMechanism.set({ line, mechanism }, 1);
+        },
       });
       this.arming.start();
       this.driftTimer = setInterval(() => this.driftTick(), DRIFT_TICK_MS);

@@ -12,8 +12,15 @@
  * blocking the JS thread), so lines move only when they are off by more than
  * max(1 MiB, capacity/512) — at 2 GB/s that is under a millisecond of ramp.
  *
+ * On cgroup v2 the lines are the eBPF tripwire's (src/kernel/tripwire.ts): moving one is a
+ * store in a BPF map, free, but the same tolerance keeps the logic one. The node line is armed
+ * on the v2 root too: the tripwire watches the root's page counter, placed by its measured gap
+ * to MemTotal - MemFree (the usage memory.available is computed from); the adaptive poller
+ * reads /proc/meminfo.
+ *
  * On the pod cgroup root: thresholds for allocatableMemory.available, a PSI trigger on its
- * memory.pressure (cgroup2) and a watch on memory.events (pure v2) or cgroup.events.
+ * memory.pressure (cgroup2) and a watch on memory.events (pure v2) or cgroup.events. PSI and
+ * memory.events (high, max, oom, oom_kill) stay as secondary wake-ups beside the lines.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -38,6 +45,8 @@ export interface ArmingOptions {
   /** the node cgroup is the machine's root (v2 root has no memory.current to watch) */
   nodeIsRoot: boolean;
   psi?: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
+  /** told the mechanism of each line when it is armed, and null when the line goes away */
+  onLineMechanism?: (line: string, mechanism: string | null) => void;
 }
 
 type LineKey = string;
@@ -114,13 +123,15 @@ export class Arming {
       const tolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
       Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes, tolerance, usage: m.usageBytes }));
     };
-    // On a v2 root there is no memory.current to put a line on: PSI and the housekeeping cover it.
-    if (!(this.o.memoryVersion === 2 && this.o.nodeIsRoot)) add('node', this.o.nodeMemoryDir, memory, 'memory.available');
+    // On a v2 root (no memory.current) the line is in MemTotal - MemFree terms, as the reading is:
+    // the tripwire places it on the root's page counter, the adaptive poller reads /proc/meminfo.
+    add('node', this.o.nodeMemoryDir, memory, 'memory.available');
     if (allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add('pods', this.o.podRootMemoryDir, allocatable, 'allocatableMemory.available');
     const now = Date.now();
     for (const [key, h] of this.lines) {
       if (!want.has(key)) {
         this.lines.delete(key);
+        this.o.onLineMechanism?.(key, null);
         void h.close();
       }
     }
@@ -148,15 +159,24 @@ export class Arming {
           onWakeup: (w) => this.o.wake({ ...w, source: 'memcg-threshold' }),
           onError: (err) => {
             if (this.lines.get(key) === handle) this.lines.delete(key);
+            this.o.onLineMechanism?.(key, null);
             this.o.logger.warn({ err, key }, 'memory threshold watch ended');
           },
         });
         this.lines.set(key, handle);
+        const mechanism = handle.mechanism ?? this.o.port.mechanism;
+        this.o.logger.info({ line: key, dir, usageBytes: bytes, mechanism }, `memory line ${key}: ${mechanism}`);
+        this.o.onLineMechanism?.(key, mechanism);
       } catch (err) {
         this.failed.set(key, now + 60_000);
         this.o.logger.warn({ err, key, dir }, 'memory threshold unavailable');
       }
     }
+  }
+
+  /** The mechanism watching each current line (for the metric and --dry-run). */
+  mechanisms(): Record<string, string> {
+    return Object.fromEntries([...this.lines].map(([k, h]) => [k, h.mechanism ?? this.o.port.mechanism]));
   }
 
   /** Current lines, for logs and tests. */

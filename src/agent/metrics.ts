@@ -25,6 +25,7 @@ export class AgentMetrics {
   readonly thresholdMet: Gauge<'signal' | 'kind'>;
   readonly observation: Gauge<'signal'>;
   readonly mechanism: Gauge<'mechanism'>;
+  readonly lineMechanism: Gauge<'line' | 'mechanism'>;
   readonly runtimeErrors: Counter<'call'>;
   readonly podSourceHealthy: Gauge;
 
@@ -65,6 +66,12 @@ export class AgentMetrics {
     this.thresholdMet = new Gauge({ name: 'evictd_threshold_met', help: 'Eviction thresholds met in the last pass (1 = met)', labelNames: ['signal', 'kind'], registers: r });
     this.observation = new Gauge({ name: 'evictd_signal_available', help: 'Observed available amount per eviction signal (bytes, inodes or pids)', labelNames: ['signal'], registers: r });
     this.mechanism = new Gauge({ name: 'evictd_notification_mechanism', help: 'Notification mechanism in use (1 = in use)', labelNames: ['mechanism'], registers: r });
+    this.lineMechanism = new Gauge({
+      name: 'evictd_notifier_mechanism',
+      help: 'Mechanism watching each memory line (1 = in force): bpf-tripwire, memcg-threshold-eventfd, adaptive-poll',
+      labelNames: ['line', 'mechanism'],
+      registers: r,
+    });
     this.runtimeErrors = new Counter({ name: 'evictd_runtime_errors_total', help: 'Failed container runtime calls, by call', labelNames: ['call'], registers: r });
     this.podSourceHealthy = new Gauge({ name: 'evictd_pod_source_healthy', help: '1 when the pod spec source follows its source', registers: r });
     for (const c of ['MemoryPressure', 'DiskPressure', 'PIDPressure']) this.nodeCondition.set({ condition: c }, 0);

@@ -24,6 +24,8 @@ export interface ThresholdHandle extends WatchHandle {
   /** moves the line without a gap in coverage */
   rearm(usageBytes: number): void;
   readonly usageBytes: number;
+  /** how the line is watched: 'bpf-tripwire', 'memcg-threshold-eventfd', 'adaptive-poll', ... */
+  readonly mechanism?: string;
 }
 
 export interface WatchCallbacks {

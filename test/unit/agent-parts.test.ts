@@ -145,3 +145,37 @@ test("arming: the kubelet's line (capacity - threshold + inactive_file), moved o
   a.update(reading(1024 * MiB, 995 * MiB, 71.5 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
   assert.ok(created.some((c) => c.dir === '/n/kubepods' && c.bytes === (512 - 100 + 10) * MiB));
 });
+
+test('arming: the node line is armed on the cgroup v2 root too, and each line reports its mechanism', () => {
+  const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
+  const created: Array<{ dir: string; bytes: number }> = [];
+  const seen: Array<[string, string | null]> = [];
+  const port: NotificationPort = {
+    mechanism: 'native',
+    watchMemoryUsage(dir, bytes) {
+      created.push({ dir, bytes });
+      return { usageBytes: bytes, mechanism: dir === '/sys/fs/cgroup' ? 'bpf-tripwire' : 'adaptive-poll', rearm: () => {}, close: async () => {} };
+    },
+    watchPsi: () => ({ windowUs: 2_000_000, close: async () => {} }),
+    watchFile: () => ({ close: async () => {} }),
+  };
+  const a = new Arming({
+    port,
+    policy,
+    logger: pino({ level: 'silent' }),
+    wake: () => {},
+    nodeMemoryDir: '/sys/fs/cgroup',
+    podRootMemoryDir: '/sys/fs/cgroup/kubepods',
+    podRootUnifiedDir: '/sys/fs/cgroup/kubepods',
+    memoryVersion: 2,
+    nodeIsRoot: true,
+    onLineMechanism: (line, mechanism) => seen.push([line, mechanism]),
+  });
+  a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
+  assert.ok(created.some((c) => c.dir === '/sys/fs/cgroup' && c.bytes === (1024 - 100 + 40) * MiB), JSON.stringify(created));
+  assert.deepEqual(a.mechanisms(), { 'node:line0': 'bpf-tripwire', 'pods:line0': 'adaptive-poll' });
+  assert.deepEqual(seen, [
+    ['node:line0', 'bpf-tripwire'],
+    ['pods:line0', 'adaptive-poll'],
+  ]);
+});

@@ -26,6 +26,7 @@ export function kernelNotifications(logger: Logger, pollIntervalMs = 100): Notif
         get usageBytes() {
           return w.thresholdBytes;
         },
+        mechanism: w.lineMechanism,
         rearm: (bytes: number) => w.rearm(Math.max(1, Math.round(bytes))),
         close: () => w.close(),
       };
