@@ -3,10 +3,13 @@
  *
  *   evictd-memhog serve
  *     Reads one command per line on stdin, answers one line on stdout:
- *       alloc BYTES [USAGE_FILE THRESHOLD]  map and touch BYTES of anonymous memory;
+ *       alloc BYTES [USAGE_FILE THRESHOLD [RATE]]
+ *                                           map and touch BYTES of anonymous memory;
  *                                           with USAGE_FILE, read the cgroup's usage first
  *                                           and stamp the moment usage + touched bytes
- *                                           reaches THRESHOLD (the crossing)
+ *                                           reaches THRESHOLD (the crossing); with RATE
+ *                                           (bytes/s, 0: as fast as it can), pace the touches
+ *                                           to that ramp rate
  *                                           -> "ok START_NS END_NS CROSS_NS" (0: no crossing)
  *       free                                unmap everything -> "ok NS"
  *       exit                                -> "ok NS", then exit
@@ -53,7 +56,20 @@ static struct {
 } regions[MAX_REGIONS];
 static int nregions;
 
-static int cmd_alloc(size_t bytes, const char *usage_file, long long threshold) {
+/* Waits until `target` (CLOCK_MONOTONIC ns): sleeps when far ahead, spins the last stretch, so
+ * a paced ramp is smooth at the page level rather than in timer-slack-sized bursts. */
+static void pace_until(uint64_t target) {
+  for (;;) {
+    uint64_t now = now_ns();
+    if (now >= target) return;
+    if (target - now > 200000) {
+      struct timespec ts = {0, (long)(target - now - 100000)};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+static int cmd_alloc(size_t bytes, const char *usage_file, long long threshold, unsigned long long rate) {
   long page = sysconf(_SC_PAGESIZE);
   if (nregions == MAX_REGIONS) return -1;
   char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -67,6 +83,7 @@ static int cmd_alloc(size_t bytes, const char *usage_file, long long threshold) 
   uint64_t cross_ns = 0;
   uint64_t start = now_ns();
   for (size_t off = 0; off < bytes; off += (size_t)page) {
+    if (rate > 0) pace_until(start + (uint64_t)((double)off * 1e9 / (double)rate));
     p[off] = 1;
     if (cross_ns == 0 && cross_at >= 0 && (long long)(off + (size_t)page) >= cross_at) cross_ns = now_ns();
   }
@@ -87,9 +104,11 @@ static int serve(void) {
     char cmd[32] = "", file[4000] = "";
     unsigned long long bytes = 0;
     long long threshold = 0;
-    int n = sscanf(line, "%31s %llu %3999s %lld", cmd, &bytes, file, &threshold);
+    unsigned long long rate = 0;
+    int n = sscanf(line, "%31s %llu %3999s %lld %llu", cmd, &bytes, file, &threshold, &rate);
     if (n >= 2 && strcmp(cmd, "alloc") == 0) {
-      if (cmd_alloc((size_t)bytes, n == 4 ? file : NULL, threshold) != 0) printf("error %s\n", strerror(errno));
+      if (cmd_alloc((size_t)bytes, n >= 4 ? file : NULL, threshold, n == 5 ? rate : 0) != 0)
+        printf("error %s\n", strerror(errno));
     } else if (n >= 1 && strcmp(cmd, "free") == 0) {
       cmd_free();
     } else if (n >= 1 && strcmp(cmd, "exit") == 0) {

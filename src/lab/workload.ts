@@ -168,9 +168,13 @@ export class Memhog {
     });
   }
 
-  /** Maps and touches `bytes`; with a usage file and threshold, stamps the crossing moment. */
-  async alloc(bytes: number, usageFile?: string, thresholdBytes?: number): Promise<AllocReply> {
-    const extra = usageFile !== undefined && thresholdBytes !== undefined ? ` ${usageFile} ${thresholdBytes}` : '';
+  /**
+   * Maps and touches `bytes`; with a usage file and threshold, stamps the crossing moment; with
+   * `rateBytesPerSec`, paces the touches to that ramp rate.
+   */
+  async alloc(bytes: number, usageFile?: string, thresholdBytes?: number, rateBytesPerSec?: number): Promise<AllocReply> {
+    let extra = usageFile !== undefined && thresholdBytes !== undefined ? ` ${usageFile} ${thresholdBytes}` : '';
+    if (extra !== '' && rateBytesPerSec !== undefined) extra += ` ${Math.round(rateBytesPerSec)}`;
     const [, start, end, cross] = (await this.command(`alloc ${bytes}${extra}`)).split(' ');
     return { startNs: BigInt(start), endNs: BigInt(end), crossNs: BigInt(cross) };
   }

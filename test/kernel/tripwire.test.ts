@@ -80,13 +80,23 @@ test('the tripwire fires after the counter crosses the line, before the limit, i
 test('a line on a parent fires for a child allocation (the pod cgroup root), and several lines on one cgroup each fire', async (t) => {
   if (skipped(t, missingTripwire())) return;
   const parent = ScratchCgroup.create(V2, 'tripwire-parent', 2);
-  t.after(() => parent.remove());
   fs.writeFileSync(parent.file('cgroup.subtree_control'), '+memory');
   const child = path.join(parent.dir, 'pod');
   fs.mkdirSync(child);
-  t.after(() => fs.rmdirSync(child));
   const hog = await Memhog.start([child]);
-  t.after(() => hog.kill());
+  // One hook, in order: the workload, then the child, then the parent.
+  t.after(async () => {
+    hog.kill();
+    await hog.exited;
+    for (let i = 0; i < 100 && fs.existsSync(child); i++) {
+      try {
+        fs.rmdirSync(child);
+      } catch {
+        await sleep(20);
+      }
+    }
+    await parent.remove();
+  });
   const base = Number(parent.read('memory.current'));
   const low = new Recorder(watchTripwire(parent.dir, base + 16 * MiB));
   const high = new Recorder(watchTripwire(parent.dir, base + 48 * MiB));
@@ -208,11 +218,13 @@ test('the v2 root: its counter tracks the machine usage evictd computes memory.a
   const dCounter = c1 - c0!;
   const dMachine = m1 - m0;
   // The root counter is the sum of its children's charges: kernel memory nobody is charged for
-  // and processes in the root cgroup itself are in MemTotal - MemFree but not in the counter,
-  // so the two differ by an offset; what moves one moves the other.
+  // and processes in the root cgroup itself (this test runner, in the VM) are in MemTotal -
+  // MemFree but not in the counter, so the two differ by an offset, and that offset drifts with
+  // whatever those do meanwhile (measured: 21 MiB over a 128 MiB step); per-CPU free page lists
+  // also hide pages from MemFree. What moves one moves the other, within that drift.
   t.diagnostic(`root counter ${c1} B, machine usage ${m1} B, offset ${m1 - c1} B; over a ${step} B step: counter +${dCounter}, machine +${dMachine}`);
   assert.ok(Math.abs(dCounter - step) < 8 * MiB, `counter moved ${dCounter} for ${step}`);
-  assert.ok(Math.abs(dMachine - dCounter) < 16 * MiB, `machine usage moved ${dMachine}, counter ${dCounter}`);
+  assert.ok(Math.abs(dMachine - dCounter) < 40 * MiB, `machine usage moved ${dMachine}, counter ${dCounter}`);
 
   // A line in machine-usage terms on the root fires when a child crosses it.
   await hog.free();
@@ -225,7 +237,10 @@ test('the v2 root: its counter tracks the machine usage evictd computes memory.a
   const e = await rec.waitEvent(() => true, 10_000);
   assert.equal(e.counters?.above, 1);
   const at = e.counters?.usage_bytes ?? 0;
-  assert.ok(at >= line && at < line + 16 * MiB, `machine usage at the event ${at} vs line ${line}`);
+  // usage_bytes is the root counter plus the gap measured when the line was placed: at or past
+  // the line by construction; how close it is to /proc/meminfo now is the gap's drift.
+  assert.ok(at >= line && at < line + granularityBytes(), `usage at the event ${at} vs line ${line}`);
+  assert.ok(Math.abs(node() - at) < 128 * MiB, `machine usage now ${node()} vs at the event ${at}`);
   assert.ok(cg.dir.startsWith(V2));
 });
 

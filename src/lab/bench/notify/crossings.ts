@@ -1,24 +1,53 @@
-/** The crossing bench: the kernel mechanism and a real 100 ms poller on the same memory crossings. */
+/**
+ * The crossing bench: the line mechanism the agent runs, the adaptive poller and a real 100 ms
+ * poller, all on the same memory crossings, at several ramp rates.
+ *
+ * One crossing stamp for every row of a run. Where the tripwire runs, its program stamps the
+ * charge that takes the counter across the line, in the kernel: that is the crossing for all
+ * three rows (the pollers read the same counter). Elsewhere the workload stamps the page whose
+ * touch takes usage (read before the step) + touched bytes to the line. The workload's stamp is
+ * not the counter's crossing on cgroup v2: memcg charges in 64-page batches per CPU, so the
+ * counter can cross up to a batch per CPU before the page that "crosses"; measuring a counter
+ * mechanism against it gave the negative latencies of the old memory.high row.
+ */
 import path from 'node:path';
 import type { CgroupLayout } from '../../../node/cgroups';
+import { watchAdaptivePoll } from '../../../kernel/adaptive-poller';
 import { pollMemoryUsage } from '../../../kernel/polling';
-import type { Watcher } from '../../../kernel/types';
+import type { KernelEvent, Watcher } from '../../../kernel/types';
 import { Memhog } from '../../workload';
-import { nextEvent, openLine, record, sleep } from './line';
+import { nextEvent, openLine, record, sleep, usageOf, MiB } from './line';
 import { readCostUs, rng, usOf, type Series } from './stats';
+
+/** Ramp rates of the steps, in turn: how far past the line each mechanism sees usage depends on them. */
+export const RAMP_RATES: Array<{ label: string; bytesPerSec: number }> = [
+  { label: '256MiB/s', bytesPerSec: 256 * MiB },
+  { label: '2GiB/s', bytesPerSec: 2048 * MiB },
+  { label: 'unpaced', bytesPerSec: 0 },
+];
 
 export interface CrossingResult {
   native: Series;
-  nativeToJs: number[];
-  /** usage read at the event minus the line (bytes): how far the workload got before JS heard */
-  overshootBytes: number[];
+  adaptive: Series | null;
   poll100: Series;
+  /** native callback -> first JS listener (us) */
+  nativeToJs: number[];
+  /** per mechanism, per ramp rate: usage past the line in the event (bytes) */
+  granularity: Record<string, Record<string, number[]>>;
   crossingsNs: bigint[];
   readUs: number;
   missed: number;
+  /** 'kernel' (the tripwire's stamp) or 'workload' (memhog's) */
+  stamp: 'kernel' | 'workload';
 }
 
-/** The kernel mechanism and a real poll-100ms poller on the same crossings. */
+/** A latency that is negative means the crossing stamp is wrong: stop the bench, loudly. */
+function latencyUs(mechanism: string, eventNs: bigint, crossNs: bigint): number {
+  const us = usOf(eventNs - crossNs);
+  if (us < 0) throw new Error(`bench notify: ${mechanism} reported ${us.toFixed(1)} us BEFORE the crossing: the crossing stamp is wrong, refusing to report percentiles`);
+  return us;
+}
+
 export async function benchCrossings(layout: CgroupLayout, samples: number, progress: (s: string) => void): Promise<CrossingResult> {
   const line = openLine(layout);
   const { cg, usageFile, bytes, watcher: native } = line;
@@ -28,51 +57,70 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
     try {
       const poller = pollMemoryUsage(cg.dir, bytes, 100);
       watchers.push(poller);
+      const adaptive = native.lineMechanism === 'adaptive-poll' ? null : watchAdaptivePoll(cg.dir, bytes);
+      if (adaptive) watchers.push(adaptive);
       // First listener: the moment JS code sees the event.
       const nativeJs: bigint[] = [];
       native.on('event', () => nativeJs.push(process.hrtime.bigint()));
       const nativeEvents = record(native);
       const pollEvents = record(poller);
+      const adaptiveEvents = adaptive ? record(adaptive) : [];
       await native.ready();
 
+      const tripwire = native.lineMechanism === 'bpf-tripwire';
       const result: CrossingResult = {
-        native: { mechanism: native.kind, method: 'measured', how: line.how, latenciesUs: [] },
-        nativeToJs: [],
-        overshootBytes: [],
+        native: { mechanism: line.mechanism, method: 'measured', how: line.how, latenciesUs: [] },
+        adaptive: adaptive ? { mechanism: 'adaptive-poll', method: 'measured', how: `the adaptive poller (fallback where BPF cannot load) reading ${path.basename(usageFile)} beside it, same crossings`, latenciesUs: [] } : null,
         poll100: { mechanism: 'poll-100ms', method: 'measured', how: `a real setInterval(100 ms) reading ${path.basename(usageFile)} beside it, same crossings`, latenciesUs: [] },
+        nativeToJs: [],
+        granularity: {},
         crossingsNs: [],
         readUs: readCostUs(usageFile),
         missed: 0,
+        stamp: tripwire ? 'kernel' : 'workload',
+      };
+      const past = (mechanism: string, rate: string, e: KernelEvent) => {
+        const u = usageOf(e);
+        if (u === undefined) return;
+        ((result.granularity[mechanism] ??= {})[rate] ??= []).push(u - bytes);
       };
       const random = rng(7);
       for (let i = 0; i < samples; i++) {
         // A random pause puts each crossing at a random phase of the 100 ms poller; without it
         // every step would start right after the poller's previous tick.
         await sleep(random() * 100);
+        const rate = RAMP_RATES[i % RAMP_RATES.length];
         const n0 = nativeEvents.length;
         const p0 = pollEvents.length;
-        const before = line.countersBefore();
-        const step = await hog.alloc(line.stepBytes, usageFile, bytes);
-        const up = await nextEvent(nativeEvents, n0, (e) => line.isUp(e, before), 2000);
+        const a0 = adaptiveEvents.length;
+        const step = await hog.alloc(line.stepBytes, usageFile, bytes, rate.bytesPerSec);
+        const up = await nextEvent(nativeEvents, n0, (e) => (usageOf(e) ?? 0) >= bytes, 2000);
         const pollUp = await nextEvent(pollEvents, p0, () => true, 2000);
-        if (step.crossNs === 0n || up === null || pollUp === null) {
+        const adUp = adaptive ? await nextEvent(adaptiveEvents, a0, () => true, 2000) : null;
+        const crossNs = up !== null ? (line.kernelCrossNs(up) ?? step.crossNs) : 0n;
+        if (crossNs === 0n || up === null || pollUp === null || (adaptive !== null && adUp === null)) {
           result.missed++;
         } else {
-          result.crossingsNs.push(step.crossNs);
-          result.native.latenciesUs.push(usOf(up.monotonicNs - step.crossNs));
+          result.crossingsNs.push(crossNs);
+          result.native.latenciesUs.push(latencyUs(line.mechanism, up.monotonicNs, crossNs));
           result.nativeToJs.push(usOf(nativeJs[nativeEvents.indexOf(up)] - up.monotonicNs));
-          const over = line.overshoot(up);
-          if (over !== null) result.overshootBytes.push(over);
-          result.poll100.latenciesUs.push(usOf(pollUp.monotonicNs - step.crossNs));
+          result.poll100.latenciesUs.push(latencyUs('poll-100ms', pollUp.monotonicNs, crossNs));
+          past(line.mechanism, rate.label, up);
+          past('poll-100ms', rate.label, pollUp);
+          if (adUp !== null && result.adaptive !== null) {
+            result.adaptive.latenciesUs.push(latencyUs('adaptive-poll', adUp.monotonicNs, crossNs));
+            past('adaptive-poll', rate.label, adUp);
+          }
         }
         const n1 = nativeEvents.length;
         const p1 = pollEvents.length;
+        const a1 = adaptiveEvents.length;
         await hog.free();
-        // Both see the way down before the next step, so every step is a fresh crossing.
-        const isDown = line.isDown;
-        if (isDown !== null) await nextEvent(nativeEvents, n1, isDown, 2000);
+        // Every watcher sees the way down before the next step, so every step is a fresh crossing.
+        await nextEvent(nativeEvents, n1, (e) => (usageOf(e) ?? Infinity) < bytes, 2000);
         await nextEvent(pollEvents, p1, () => true, 2000);
-        if (i % 20 === 19) progress(`${native.kind}: ${i + 1}/${samples}`);
+        if (adaptive) await nextEvent(adaptiveEvents, a1, () => true, 2000);
+        if (i % 20 === 19) progress(`${line.mechanism}: ${i + 1}/${samples}`);
       }
       return result;
     } finally {

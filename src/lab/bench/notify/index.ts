@@ -1,10 +1,14 @@
 /**
  * `evictd bench notify`: how long after a workload's memory crosses a line each mechanism tells
- * JS. The workload (native/tools/memhog.c) stamps the crossing with CLOCK_MONOTONIC in the
- * allocating process; the addon stamps the event with CLOCK_MONOTONIC in its native poll
- * callback, on the JS thread, right before it calls into JS. Mechanisms:
- *   memcg-threshold  cgroup v1 usage threshold eventfd (every sample measured); on pure cgroup
- *                    v2, memory-events instead: memory.events when usage passes memory.high
+ * JS. The crossing is stamped once per step, the same way for every row (crossings.ts): by the
+ * tripwire's BPF program in the charge that crosses, where it runs, else by the allocating
+ * process (native/tools/memhog.c); both CLOCK_MONOTONIC. The addon stamps the event in its
+ * native poll callback, on the JS thread, right before it calls into JS. A negative latency
+ * stops the bench. Mechanisms, each what `evictd run` runs:
+ *   the line         what the agent selects for a usage line (src/kernel/select.ts): the eBPF
+ *                    tripwire on pure cgroup v2 (bpf-tripwire), the memcg v1 threshold eventfd
+ *                    (memcg-threshold-eventfd), or the adaptive poller where neither exists
+ *   adaptive-poll    the adaptive poller on the same crossings (measured)
  *   psi              a PSI trigger on the workload's cgroup2 memory.pressure, under page-cache
  *                    thrash in a full 64 MiB memcg (the crossing: the thrash starts)
  *   cgroup-events    kernfs notification of cgroup.events when the workload exits (the crossing:
@@ -22,6 +26,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { badValue, UsageError } from '../../../errors';
 import { nativeAvailable, nativeLoadError } from '../../../kernel/addon';
+import { tripwireStatus } from '../../../kernel/tripwire';
 import { setRealtimePriority } from '../../../kernel/scheduling';
 import { detectCgroups } from '../../../node/cgroups';
 import { nearestRank } from '../../stats';
@@ -49,14 +54,15 @@ function usage(): string {
   return [
     'usage: evictd bench notify [--json] [--quick] [--samples N] [--svg FILE]',
     '',
-    'Latency from a memory crossing (stamped by the allocating process) to the JS callback, for',
-    'memcg-threshold (memory-events on pure cgroup v2), cgroup-events, psi and the polling',
-    'baselines poll-100ms (measured), poll-1s and poll-10s (modelled from the same crossings);',
-    'then idle CPU with 100 watchers armed. Needs root and cgroups.',
+    'Latency from a memory crossing to the JS callback for the line mechanism evictd run uses here',
+    '(bpf-tripwire on pure cgroup v2, memcg-threshold-eventfd on v1), the adaptive poller, cgroup-events,',
+    'psi and the polling baselines poll-100ms (measured), poll-1s and poll-10s (modelled from the same',
+    'crossings); how far past the line usage was at each event, per ramp rate; then idle CPU with 100',
+    'watchers armed. Needs root and cgroups.',
     '',
     '  --json       one JSON object per mechanism per line',
     '  --quick      a short run (fewer samples, 3 s idle CPU)',
-    '  --samples N  memcg-threshold (or memory-events) crossings (default 200; 40 with --quick)',
+    '  --samples N  line crossings (default 200; 40 with --quick)',
     '  --svg FILE   where to save the histogram (default ./evictd-bench-notify.svg)',
     '',
     'On a busy host the tail is the notified thread queued behind the allocator on its CPU; the',
@@ -104,7 +110,7 @@ export async function run(argv: string[]): Promise<number> {
   process.once('SIGTERM', () => process.exit(143));
   const started = Date.now();
   const loadAtStart = os.loadavg();
-  progress(`${layout.memoryVersion === 1 ? 'memcg-threshold' : 'memory-events'} and poll-100ms: ${plan.thresholdSamples} crossings`);
+  progress(`the line's mechanism, adaptive-poll and poll-100ms: ${plan.thresholdSamples} crossings`);
   const th = await benchCrossings(layout, plan.thresholdSamples, progress);
   // The same crossings with the notified thread in a real-time class, as `evictd run
   // --realtime-priority` runs it: what is left of the tail is the kernel's path, not CPU queueing.
@@ -137,6 +143,7 @@ export async function run(argv: string[]): Promise<number> {
 
   const series: Series[] = [th.native];
   if ('latenciesUs' in rt) series.push(rt);
+  if (th.adaptive !== null) series.push(th.adaptive);
   if ('latenciesUs' in ev) series.push(ev);
   if ('series' in psi) series.push(psi.series);
   series.push(th.poll100, poll1s, poll10s);
@@ -147,9 +154,21 @@ export async function run(argv: string[]): Promise<number> {
   const p1 = rows.find((r) => r.mechanism === 'poll-1s') as Summary;
   const speedup = p1.p50_us / thr.p50_us;
   const toJs = [...th.nativeToJs].sort((a, b) => a - b);
+  const p100 = rows.find((r) => r.mechanism === 'poll-100ms') as Summary;
+  const ratio = { p50: p100.p50_us / thr.p50_us, p99: p100.p99_us / thr.p99_us };
+  const granularity = Object.entries(th.granularity).flatMap(([mechanism, byRate]) =>
+    Object.entries(byRate).map(([rate, xs]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      return { mechanism: 'granularity', of: mechanism, ramp: rate, samples: sorted.length, p50_bytes: nearestRank(sorted, 50), p99_bytes: nearestRank(sorted, 99), max_bytes: sorted[sorted.length - 1] };
+    }),
+  );
+  const tw = tripwireStatus();
 
   if (json) {
-    for (const r of rows) process.stdout.write(JSON.stringify(r) + '\n');
+    for (const r of rows) process.stdout.write(JSON.stringify({ ...r, crossing_stamp: th.stamp }) + '\n');
+    for (const g of granularity) process.stdout.write(JSON.stringify(g) + '\n');
+    process.stdout.write(JSON.stringify({ mechanism: 'ratio-to-poll-100ms', of: thr.mechanism, p50_x: ratio.p50, p99_x: ratio.p99, target_p50_x: 50, target_p99_x: 20 }) + '\n');
+    if (tw.loadMs) process.stdout.write(JSON.stringify({ mechanism: 'tripwire-load', load_ms: tw.loadMs, attach_ms: tw.attachMs }) + '\n');
     process.stdout.write(
       JSON.stringify({
         mechanism: 'idle-cpu',
@@ -177,14 +196,14 @@ export async function run(argv: string[]): Promise<number> {
   if ('skipped' in psi) lines.push(`  ${'psi'.padEnd(16)} skipped: ${psi.skipped}`);
   lines.push('');
   lines.push(`model check: poll-100ms modelled p50 ${model100.p50_us.toFixed(0)} us / p99 ${model100.p99_us.toFixed(0)} us vs measured p50 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p50_us.toFixed(0)} us / p99 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p99_us.toFixed(0)} us`);
+  lines.push(`crossing stamp: ${th.stamp === 'kernel' ? "the tripwire program's, in the charge that crossed (all rows)" : "the allocating process's (all rows)"}`);
   lines.push(`${thr.mechanism}: native callback -> JS listener p50 ${nearestRank(toJs, 50).toFixed(1)} us, p99 ${nearestRank(toJs, 99).toFixed(1)} us; ${th.missed} of ${plan.thresholdSamples} steps without a usable crossing`);
-  const over = [...th.overshootBytes].sort((a, b) => a - b);
-  if (over.length > 0) {
-    lines.push(`${thr.mechanism}: usage past the line when the event was read: p50 ${(nearestRank(over, 50) / 1024).toFixed(0)} KiB, p99 ${(nearestRank(over, 99) / 1024).toFixed(0)} KiB`);
-    lines.push('  (the kernel checks thresholds every 128 page events per CPU; more than that means the notified');
-    lines.push('  thread waited for a CPU while the allocator ran: on a busy 2-CPU host that is the tail;');
-    lines.push(`  the ${thr.mechanism}-rt row is the same with the notified thread in SCHED_FIFO)`);
-  }
+  lines.push('');
+  lines.push('granularity: usage past the line in the event, per ramp rate (p50 / p99 / max):');
+  for (const g of granularity) lines.push(`  ${g.of.padEnd(24)} ${g.ramp.padEnd(9)} ${(g.p50_bytes / 1024).toFixed(0)} / ${(g.p99_bytes / 1024).toFixed(0)} / ${(g.max_bytes / 1024).toFixed(0)} KiB (${g.samples})`);
+  lines.push('  (memcg charges in 64-page batches per CPU: a counter mechanism sees usage up to that far past; a poller adds ramp x delay)');
+  if (tw.loadMs) lines.push(`tripwire load ${tw.loadMs.toFixed(0)} ms, attach ${tw.attachMs?.toFixed(0)} ms (last load in this process)`);
+  lines.push(`target ${thr.mechanism} p50 >= 50x lower than poll-100ms: ${ratio.p50.toFixed(0)}x -> ${ratio.p50 >= 50 ? 'met' : 'NOT met'}; p99 >= 20x: ${ratio.p99.toFixed(0)}x -> ${ratio.p99 >= 20 ? 'met' : 'NOT met'}`);
   lines.push(`target ${thr.mechanism} p99 < 1 ms: ${thr.p99_us.toFixed(0)} us with default scheduling -> ${thr.p99_us < 1000 ? 'met' : 'NOT met'}`);
   const rtRow = rows.find((r) => r.mechanism === `${thr.mechanism}-rt`);
   if (rtRow) lines.push(`target ${thr.mechanism} p99 < 1 ms: ${rtRow.p99_us.toFixed(0)} us with --realtime-priority ${RT_PRIORITY} -> ${rtRow.p99_us < 1000 ? 'met' : 'NOT met'}`);

@@ -1,9 +1,8 @@
 /** The memory line a bench workload crosses, the kernel mechanism that reports it, and event helpers. */
+import path from 'node:path';
 import type { CgroupLayout } from '../../../node/cgroups';
-import { watchCgroupEvents } from '../../../kernel/cgroup-events';
-import { parseCounters } from '../../../kernel/counters';
-import { watchMemcgThreshold } from '../../../kernel/memcg';
-import type { KernelEvent, Watcher } from '../../../kernel/types';
+import { chooseLineMechanism, watchUsageThreshold } from '../../../kernel/select';
+import type { KernelEvent, ThresholdWatcher, Watcher } from '../../../kernel/types';
 import { ScratchCgroup } from '../../workload';
 
 export const MiB = 1024 * 1024;
@@ -28,63 +27,58 @@ export function record(w: Watcher): KernelEvent[] {
   return events;
 }
 
-/** The line the workload crosses, and the kernel mechanism that reports it. */
+/** The usage a line event carries: usage_bytes (tripwire, adaptive poller), usage_in_bytes (v1), current (fixed poller). */
+export function usageOf(e: KernelEvent): number | undefined {
+  const c = e.counters ?? {};
+  return c.usage_bytes ?? c.usage_in_bytes ?? c.current;
+}
+
+/** The line the workload crosses, and the mechanism the agent runs for it. */
 export interface Line {
   cg: ScratchCgroup;
   usageFile: string;
   bytes: number;
-  /** Bytes each step touches: past the line (for memory.high, not so far that throttling drags). */
+  /** Bytes each step touches past the line. */
   stepBytes: number;
-  watcher: Watcher;
+  watcher: ThresholdWatcher;
+  /** The row name: the line's mechanism (bpf-tripwire, memcg-threshold-eventfd, adaptive-poll). */
+  mechanism: string;
   how: string;
-  /** Reports the crossing upward (`before`: the counters read before the step). */
-  isUp(e: KernelEvent, before: Record<string, number>): boolean;
-  /** Reports the way back down; null: the mechanism has none. */
-  isDown: ((e: KernelEvent) => boolean) | null;
-  overshoot(e: KernelEvent): number | null;
-  countersBefore(): Record<string, number>;
+  /**
+   * The crossing, as the kernel saw it, when the mechanism knows it: the tripwire's program runs
+   * inside the charge that crosses and stamps it (bpf_ktime_get_ns, CLOCK_MONOTONIC). Null: use
+   * the workload's stamp.
+   */
+  kernelCrossNs(e: KernelEvent): bigint | null;
 }
 
 /**
- * cgroup v1: a memcg usage threshold 8 MiB above idle, 16 MiB steps. Pure cgroup v2 has no usage
- * threshold notifier: memory.high 15.5 MiB above idle and memory.events' "high" counter, with
- * 16 MiB steps (a small overage keeps the kernel's over-high throttling short). The v2 path
- * could not be run on the hybrid host it was written on.
+ * A line 8 MiB above the idle usage of a scratch cgroup, watched by what `evictd run` selects
+ * for it (src/kernel/select.ts): the memcg v1 threshold eventfd on v1; on pure cgroup v2 the
+ * eBPF tripwire, or the adaptive poller where BPF cannot load.
  */
 export function openLine(layout: CgroupLayout): Line {
-  if (layout.memoryVersion === 1) {
-    const cg = ScratchCgroup.create(layout.memoryMount, 'notify', 1);
-    const bytes = Number(cg.read('memory.usage_in_bytes')) + 8 * MiB;
-    const watcher = watchMemcgThreshold(cg.dir, bytes);
-    const usage = (e: KernelEvent) => e.counters?.usage_in_bytes;
-    return {
-      cg,
-      usageFile: cg.file('memory.usage_in_bytes'),
-      bytes,
-      stepBytes: 16 * MiB,
-      watcher,
-      how: 'eventfd via cgroup.event_control; native callback stamp minus the allocator stamp',
-      isUp: (e) => (usage(e) ?? 0) >= bytes,
-      isDown: (e) => (usage(e) ?? Infinity) < bytes,
-      overshoot: (e) => (usage(e) ?? bytes) - bytes,
-      countersBefore: () => ({}),
-    };
-  }
-  const cg = ScratchCgroup.create(layout.memoryMount, 'notify', 2);
-  const bytes = Math.round(Number(cg.read('memory.current')) + 15.5 * MiB);
-  cg.write('memory.high', bytes);
-  const watcher = watchCgroupEvents(cg.file('memory.events'));
+  const version = layout.memoryVersion;
+  const cg = ScratchCgroup.create(layout.memoryMount, 'notify', version);
+  const usageFile = cg.file(version === 1 ? 'memory.usage_in_bytes' : 'memory.current');
+  const bytes = Number(cg.read(path.basename(usageFile))) + 8 * MiB;
+  const choice = chooseLineMechanism(cg.dir);
+  const watcher = watchUsageThreshold(cg.dir, bytes, { intervalMs: 100 });
+  const tripwire = watcher.lineMechanism === 'bpf-tripwire';
+  const how = {
+    'bpf-tripwire': 'eBPF fexit on the page counters, ring buffer; from the program\'s own stamp of the crossing charge to the native callback',
+    'memcg-threshold-eventfd': 'eventfd via cgroup.event_control; native callback stamp minus the allocator stamp',
+    'adaptive-poll': 'the adaptive poller (no kernel mechanism here)',
+    'fixed-poll': 'a fixed poller',
+  }[watcher.lineMechanism];
   return {
     cg,
-    usageFile: cg.file('memory.current'),
+    usageFile,
     bytes,
     stepBytes: 16 * MiB,
     watcher,
-    how: 'kernfs notification of memory.events ("high" counter) when usage passes memory.high',
-    isUp: (e, before) => (e.counters?.high ?? 0) > (before.high ?? 0),
-    isDown: null,
-    overshoot: () => null,
-    countersBefore: () => parseCounters(cg.read('memory.events')),
+    mechanism: watcher.lineMechanism,
+    how: choice.fallbacks.length > 0 ? `${how} (fallback: ${choice.fallbacks.join('; ')})` : how,
+    kernelCrossNs: (e) => (tripwire && e.counters?.fired_ns !== undefined ? BigInt(e.counters.fired_ns) : null),
   };
 }
-
