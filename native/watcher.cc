@@ -373,6 +373,12 @@ void Watcher::DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* t
   CallJs(callback_, args);
 }
 
+void Watcher::DeliverNow(uint64_t monotonic_ns) {
+  if (source_ == nullptr || source_->closing) return;
+  std::string text = source_->tripwire_text;  // the listener may close the watcher
+  DispatchEvent(1, monotonic_ns, text.data(), text.size());
+}
+
 void Watcher::Fail(int err, const char* syscall, const std::string& path) {
   if (source_ == nullptr || source_->closing) return;
   BeginClose(source_);

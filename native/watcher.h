@@ -127,6 +127,10 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
   // Reports an error to the callback and closes the watcher (the tripwire hub uses it).
   void Fail(int err, const char* syscall, const std::string& path);
 
+  // kTripwire: delivers the crossing in source->tripwire_text now, stamped `monotonic_ns`, from
+  // the hub's ring buffer callback (same loop turn: no relay through the eventfd).
+  void DeliverNow(uint64_t monotonic_ns);
+
  private:
   static void OnPoll(uv_poll_t* handle, int status, int events);
   static void OnClosed(uv_handle_t* handle);

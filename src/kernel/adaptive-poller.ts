@@ -149,7 +149,6 @@ class AdaptivePoller extends EventEmitter implements ThresholdWatcher {
   private tick(): void {
     this.timer = undefined;
     if (!this.running) return;
-    const at = process.hrtime.bigint();
     let usage: number;
     try {
       usage = this.read();
@@ -159,6 +158,9 @@ class AdaptivePoller extends EventEmitter implements ThresholdWatcher {
       this.emit('error', err);
       return;
     }
+    // Stamped once the value is in hand: the counter may cross during the read itself, and an
+    // event stamped before it would claim to know before it could.
+    const at = process.hrtime.bigint();
     this.reads++;
     const seconds = Number(at - this.last.at) / 1e9;
     const growth = seconds > 0 ? (usage - this.last.usage) / seconds : 0;

@@ -69,7 +69,6 @@ abstract class PollingWatcher extends EventEmitter implements Watcher {
   protected abstract check(): Record<string, number> | null;
 
   private tick(): void {
-    const monotonicNs = process.hrtime.bigint();
     let counters: Record<string, number> | null;
     try {
       counters = this.check();
@@ -80,6 +79,8 @@ abstract class PollingWatcher extends EventEmitter implements Watcher {
       return;
     }
     if (counters === null) return;
+    // Stamped once the value is read: the file may change during the read itself.
+    const monotonicNs = process.hrtime.bigint();
     const event: KernelEvent = { source: this.source, kind: this.kind, count: 1, monotonicNs, counters };
     this.emit('event', event);
   }

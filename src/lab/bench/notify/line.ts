@@ -8,21 +8,47 @@ import { ScratchCgroup } from '../../workload';
 export const MiB = 1024 * 1024;
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Waits for the first event at index >= from that matches; null on timeout. */
+/** Who waits for the next event pushed into a recorded array (see record()). */
+const arrivals = new WeakMap<KernelEvent[], Set<() => void>>();
+
+/**
+ * Waits for the first event at index >= from that matches; null on timeout. Woken by the
+ * arrival itself, not by a 1 ms timer: a polling wait would keep the JS thread busy and delay
+ * the very callbacks being measured (under emulation, by a good part of a millisecond).
+ */
 export async function nextEvent(events: KernelEvent[], from: number, match: (e: KernelEvent) => boolean, timeoutMs: number): Promise<KernelEvent | null> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const e = events.slice(from).find(match);
     if (e) return e;
-    if (Date.now() > deadline) return null;
-    await sleep(1);
+    const left = deadline - Date.now();
+    if (left <= 0) return null;
+    const waiters = arrivals.get(events);
+    if (waiters === undefined) {
+      await sleep(Math.min(left, 1));
+      continue;
+    }
+    await new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, left);
+      waiters.add(wake);
+    });
   }
 }
 
 /** Collects a watcher's events; a failure is reported and its samples count as missed. */
 export function record(w: Watcher): KernelEvent[] {
   const events: KernelEvent[] = [];
-  w.on('event', (e: KernelEvent) => events.push(e));
+  const waiters = new Set<() => void>();
+  arrivals.set(events, waiters);
+  w.on('event', (e: KernelEvent) => {
+    events.push(e);
+    for (const wake of [...waiters]) wake();
+  });
   w.on('error', (err: Error) => process.stderr.write(`  ${w.kind} watcher failed: ${err.message}\n`));
   return events;
 }
