@@ -28,6 +28,17 @@ export interface LineChoice {
   fallbacks: string[];
 }
 
+/** cgroup2's statfs magic (CGROUP2_SUPER_MAGIC, include/uapi/linux/magic.h). */
+const CGROUP2_SUPER_MAGIC = 0x63677270;
+
+function onCgroup2(dir: string): boolean {
+  try {
+    return fs.statfsSync(dir).type === CGROUP2_SUPER_MAGIC;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Which mechanism watches a usage line on `cgroupDir`, best first: the eBPF tripwire on cgroup
  * v2 (the root included), the memcg threshold eventfd on cgroup v1, else the adaptive poller.
@@ -35,7 +46,7 @@ export interface LineChoice {
 export function chooseLineMechanism(cgroupDir: string): LineChoice {
   const fallbacks: string[] = [];
   const v1 = fs.existsSync(path.join(cgroupDir, 'cgroup.event_control'));
-  const v2 = !v1 && (fs.existsSync(path.join(cgroupDir, 'memory.current')) || isCgroup2Root(cgroupDir));
+  const v2 = !v1 && onCgroup2(cgroupDir) && (fs.existsSync(path.join(cgroupDir, 'memory.current')) || isCgroup2Root(cgroupDir));
   if (v2) {
     const why = tripwireUnavailable();
     if (why === null) return { mechanism: 'bpf-tripwire', fallbacks };
@@ -44,7 +55,7 @@ export function chooseLineMechanism(cgroupDir: string): LineChoice {
     if (nativeAvailable()) return { mechanism: 'memcg-threshold-eventfd', fallbacks };
     fallbacks.push(`memcg-threshold-eventfd: native addon unavailable: ${nativeLoadError()?.message}`);
   } else {
-    fallbacks.push('no memory controller files here (neither cgroup.event_control nor memory.current)');
+    fallbacks.push('not a memory cgroup: no cgroup.event_control (v1), not a cgroup2 directory with memory.current');
   }
   return { mechanism: 'adaptive-poll', fallbacks };
 }

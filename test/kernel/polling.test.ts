@@ -56,7 +56,7 @@ test('the polling fallback reports usage crossings both ways, and cgroup.events 
   assert.equal(err.code, 'ENOENT');
 });
 
-test('without a cgroup v1 memory controller the usage threshold falls back to polling and says so', async (t) => {
+test('without a kernel mechanism the usage threshold falls back to the adaptive poller and says so', async (t) => {
   // A stand-in cgroup dir (a cgroup v2 memory.current file in a temp dir): this unit test is about
   // the selection and the poller, not the kernel.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-v2-'));
@@ -66,10 +66,12 @@ test('without a cgroup v1 memory controller the usage threshold falls back to po
   const w = watchUsageThreshold(dir, 20 * MiB, { intervalMs: 10, log: { warn: (fields, message) => warnings.push({ fields, message }) } });
   t.after(() => w.close());
   assert.equal(w.mechanism, 'polling');
+  assert.equal(w.lineMechanism, 'adaptive-poll');
   assert.equal(warnings.length, 1);
+  assert.equal(warnings[0].fields.mechanism, 'adaptive-poll');
   assert.match(String(warnings[0].fields.reason), /cgroup\.event_control/);
   const rec = new Recorder(w);
   fs.writeFileSync(path.join(dir, 'memory.current'), String(30 * MiB));
   const e = await rec.waitEvent(() => true, 2000);
-  assert.equal(e.counters?.current, 30 * MiB);
+  assert.equal(e.counters?.usage_bytes, 30 * MiB);
 });

@@ -165,7 +165,9 @@ export async function run(argv: string[]): Promise<number> {
   const tw = tripwireStatus();
 
   if (json) {
-    for (const r of rows) process.stdout.write(JSON.stringify({ ...r, crossing_stamp: th.stamp }) + '\n');
+    // The line rows share one crossing stamp; cgroup-events and psi have their own (see `how`).
+    const lineRows = new Set([thr.mechanism, `${thr.mechanism}-rt`, 'adaptive-poll', 'poll-100ms', 'poll-1s', 'poll-10s']);
+    for (const r of rows) process.stdout.write(JSON.stringify(lineRows.has(r.mechanism) ? { ...r, crossing_stamp: th.stamp } : r) + '\n');
     for (const g of granularity) process.stdout.write(JSON.stringify(g) + '\n');
     process.stdout.write(JSON.stringify({ mechanism: 'ratio-to-poll-100ms', of: thr.mechanism, p50_x: ratio.p50, p99_x: ratio.p99, target_p50_x: 50, target_p99_x: 20 }) + '\n');
     if (tw.loadMs) process.stdout.write(JSON.stringify({ mechanism: 'tripwire-load', load_ms: tw.loadMs, attach_ms: tw.attachMs }) + '\n');
