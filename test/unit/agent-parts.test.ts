@@ -6,7 +6,7 @@ import { joinPods, specFromSandbox } from '../../src/agent/active-pods';
 import { Arming } from '../../src/agent/arming';
 import { bindsAllInterfaces, parseListenAddress, startMetricsServer } from '../../src/agent/http-server';
 import { AgentMetrics } from '../../src/agent/metrics';
-import type { RuntimePod } from '../../src/agent/ports';
+import type { NotificationPort, RuntimePod } from '../../src/agent/ports';
 import type { MemoryReading } from '../../src/node/memory';
 import type { ObservedPodCgroup } from '../../src/node/observer';
 import { compileConfig, configFromFlags } from '../../src/policy/config';
