@@ -203,7 +203,8 @@ export async function run(argv: string[]): Promise<number> {
   lines.push('');
   lines.push('granularity: usage past the line in the event, per ramp rate (p50 / p99 / max):');
   for (const g of granularity) lines.push(`  ${g.of.padEnd(24)} ${g.ramp.padEnd(9)} ${(g.p50_bytes / 1024).toFixed(0)} / ${(g.p99_bytes / 1024).toFixed(0)} / ${(g.max_bytes / 1024).toFixed(0)} KiB (${g.samples})`);
-  lines.push('  (memcg charges in 64-page batches per CPU: a counter mechanism sees usage up to that far past; a poller adds ramp x delay)');
+  lines.push('  (a counter moves by whole charges: 64 pages (256 KiB) per stock refill, 512 pages (2 MiB) for a THP fault; a counter');
+  lines.push('  mechanism sees usage up to one charge past the line, a poller adds ramp x its delay)');
   if (tw.loadMs) lines.push(`tripwire load ${tw.loadMs.toFixed(0)} ms, attach ${tw.attachMs?.toFixed(0)} ms (last load in this process)`);
   lines.push(`target ${thr.mechanism} p50 >= 50x lower than poll-100ms: ${ratio.p50.toFixed(0)}x -> ${ratio.p50 >= 50 ? 'met' : 'NOT met'}; p99 >= 20x: ${ratio.p99.toFixed(0)}x -> ${ratio.p99 >= 20 ? 'met' : 'NOT met'}`);
   lines.push(`target ${thr.mechanism} p99 < 1 ms: ${thr.p99_us.toFixed(0)} us with default scheduling -> ${thr.p99_us < 1000 ? 'met' : 'NOT met'}`);
