@@ -9,10 +9,9 @@ import { pollCounters } from './polling';
 import { tripwireUnavailable, watchTripwire } from './tripwire';
 import type { LineMechanism, ThresholdWatcher, Watcher } from './types';
 
-/** What the selection reports (pino's logger fits): one line per line armed, and why a fallback. */
+/** What the selection reports (pino's logger fits): why a line falls back. */
 export interface FallbackLog {
   warn(fields: Record<string, unknown>, message: string): void;
-  info?(fields: Record<string, unknown>, message: string): void;
 }
 
 export interface SelectOptions {
@@ -61,8 +60,8 @@ export function chooseLineMechanism(cgroupDir: string): LineChoice {
 }
 
 /**
- * A usage line on `cgroupDir` by the best mechanism here (chooseLineMechanism); logs the
- * mechanism in force, and the reason for a fallback.
+ * A usage line on `cgroupDir` by the best mechanism here (chooseLineMechanism); logs the reason
+ * for a fallback. `lineMechanism` on the result says which is in force.
  */
 export function watchUsageThreshold(cgroupDir: string, thresholdBytes: number, opts: SelectOptions): ThresholdWatcher {
   const choice = chooseLineMechanism(cgroupDir);
@@ -70,9 +69,9 @@ export function watchUsageThreshold(cgroupDir: string, thresholdBytes: number, o
   if (choice.mechanism === 'bpf-tripwire') w = watchTripwire(cgroupDir, thresholdBytes);
   else if (choice.mechanism === 'memcg-threshold-eventfd') w = watchMemcgThreshold(cgroupDir, thresholdBytes);
   else w = watchAdaptivePoll(cgroupDir, thresholdBytes);
-  const fields = { cgroupDir, thresholdBytes, mechanism: w.lineMechanism };
-  if (choice.fallbacks.length > 0) opts.log?.warn({ ...fields, reason: choice.fallbacks.join('; ') }, 'memory line: fallback');
-  else opts.log?.info?.(fields, 'memory line: armed');
+  // The mechanism in force is the caller's to log, once per line (src/agent/arming.ts); the
+  // reason for a fallback is known only here.
+  if (choice.fallbacks.length > 0) opts.log?.warn({ cgroupDir, thresholdBytes, mechanism: w.lineMechanism, reason: choice.fallbacks.join('; ') }, 'memory line: fallback');
   return w;
 }
 
