@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Controller, type PassTrigger } from '../../src/agent/controller';
+import { waitFor } from '../support/wait';
 
 /** A fake pass that records its triggers, tracks overlap and takes `ms` per pass. */
 function fakePass(ms: number) {
@@ -64,14 +65,21 @@ test('events during a pass merge into exactly one follow-up pass; passes never o
   await c.stop();
 });
 
-test('the housekeeping tick runs a pass when nothing else does', async () => {
+test('the housekeeping tick runs a pass when nothing else does, never more often than its interval', async () => {
   const p = fakePass(1);
-  const c = new Controller(p.fn, { housekeepingIntervalMs: 40 });
+  const at: number[] = [];
+  const c = new Controller(
+    async (t) => {
+      if (t.sources.housekeeping) at.push(performance.now());
+      await p.fn(t);
+    },
+    { housekeepingIntervalMs: 40 },
+  );
   c.start();
-  await sleep(230);
+  // A condition, not a fixed sleep: on a loaded machine the ticks come late, never early.
+  await waitFor('three housekeeping passes', () => at.length >= 3, 10_000);
   await c.stop();
-  const hk = p.triggers.filter((t) => t.sources.housekeeping);
-  assert.ok(hk.length >= 3 && hk.length <= 6, `housekeeping passes: ${hk.length}`);
+  for (let i = 1; i < at.length; i++) assert.ok(at[i] - at[i - 1] >= 39, `housekeeping passes ${(at[i] - at[i - 1]).toFixed(1)} ms apart`);
   const n = p.triggers.length;
   await sleep(100);
   assert.equal(p.triggers.length, n, 'no pass after stop');
