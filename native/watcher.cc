@@ -28,38 +28,6 @@ uint64_t MonotonicNs() {
 
 }  // namespace
 
-void AddonData::OnEnvCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
-  auto* data = static_cast<AddonData*>(arg);
-  data->cleanup_hook = handle;
-  data->tearing_down = true;
-  if (data->sources.empty() && data->tripwire == nullptr && data->tripwire_closing == 0) {
-    napi_remove_async_cleanup_hook(handle);
-    data->cleanup_hook = nullptr;
-    return;
-  }
-  // OnClosed erases from `sources`, but only later, from the loop: iterating here is safe.
-  for (Source* source : data->sources) Watcher::BeginClose(source);
-  TripwireShutdown(data);
-}
-
-void AddonData::SourceClosed(Source* source) {
-  sources.erase(source);
-  if (source->kind == SourceKind::kTripwire) TripwireShutdown(this, /*only_if_idle=*/true);
-}
-
-bool AddonData::MaybeDone() {
-  if (!sources.empty() || tripwire != nullptr || tripwire_closing > 0) return false;
-  if (tearing_down && cleanup_hook != nullptr) {
-    napi_remove_async_cleanup_hook(cleanup_hook);
-    cleanup_hook = nullptr;
-  }
-  if (instance_finalized) {
-    delete this;
-    return true;
-  }
-  return false;
-}
-
 Napi::Function Watcher::DefineClass(Napi::Env env) {
   return ObjectWrap<Watcher>::DefineClass(env, "Watcher",
                                           {
@@ -391,66 +359,6 @@ void Watcher::DispatchError(int err, const char* syscall, const std::string& pat
   Napi::HandleScope scope(env);
   Napi::Error error = SystemError(env, err, syscall, path);
   CallJs(callback_, {error.Value()});
-}
-
-Napi::Value Watcher::Start(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
-  source_->want_poll = true;
-  int err = UpdatePolling(source_);
-  if (err != 0) throw SystemError(env, err, "uv_poll_start", source_->poll_path);
-  return env.Undefined();
-}
-
-Napi::Value Watcher::Stop(const Napi::CallbackInfo& info) {
-  // Signals that arrive while stopped stay pending in the fd and are delivered on start().
-  if (source_ != nullptr && !source_->closing) {
-    source_->want_poll = false;
-    UpdatePolling(source_);
-  }
-  return info.Env().Undefined();
-}
-
-Napi::Value Watcher::Close(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Function cb = info.Length() > 0 && info[0].IsFunction() ? info[0].As<Napi::Function>() : Napi::Function();
-  if (closed_) {
-    if (!cb.IsEmpty()) cb.MakeCallback(Value(), {}, *async_context_);
-    return env.Undefined();
-  }
-  if (!cb.IsEmpty()) close_callbacks_.push_back(Napi::Persistent(cb));
-  if (source_ != nullptr) BeginClose(source_);
-  return env.Undefined();
-}
-
-Napi::Value Watcher::JsRef(const Napi::CallbackInfo& info) {
-  if (source_ != nullptr && !source_->closing) uv_ref(reinterpret_cast<uv_handle_t*>(&source_->poll));
-  return info.Env().Undefined();
-}
-
-Napi::Value Watcher::JsUnref(const Napi::CallbackInfo& info) {
-  if (source_ != nullptr && !source_->closing) uv_unref(reinterpret_cast<uv_handle_t*>(&source_->poll));
-  return info.Env().Undefined();
-}
-
-Napi::Value Watcher::HasRef(const Napi::CallbackInfo& info) {
-  bool has = source_ != nullptr && !source_->closing && uv_has_ref(reinterpret_cast<uv_handle_t*>(&source_->poll));
-  return Napi::Boolean::New(info.Env(), has);
-}
-
-Napi::Value Watcher::Read(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
-  if (source_->kind == SourceKind::kTripwire) return Napi::String::New(env, source_->tripwire_text);
-  if (!source_->probe_fd.valid()) return env.Undefined();
-  char buffer[kProbeBufferSize];
-  ssize_t len = PreadRetry(source_->probe_fd.get(), buffer, sizeof buffer - 1, 0);
-  if (len < 0) throw SystemError(env, errno, "read", source_->probe_path);
-  return Napi::String::New(env, buffer, static_cast<size_t>(len));
-}
-
-Napi::Value Watcher::IsClosed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed_ || source_ == nullptr || source_->closing);
 }
 
 }  // namespace evictd
