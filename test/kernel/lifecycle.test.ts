@@ -8,24 +8,26 @@ import { watchMemcgThreshold, watchOom, watchPressureLevel } from '../../src/ker
 import { watchPsi } from '../../src/kernel/psi';
 import type { KernelError, Watcher } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
-import { skipped } from '../support/environment';
-import { MiB, missingKernel, openFds, Recorder, sleep, v1Root, v2Root } from './support';
+import { memcgV1Root, needsV1, skipped, slow } from '../support/environment';
+import { memory, MiB, missingKernel, openFds, Recorder, sleep, v1Root, v2Root } from './support';
 
 const kernelModule = path.join(packageRoot, 'dist', 'src', 'kernel', 'index.js');
 const psiTrigger = { kind: 'some' as const, stallUs: 100_000, windowUs: 2_000_000 };
+/** Watchers on cgroup2 files; the others are the v1 memory controller's. */
+const cgroup2Kinds = new Set(['psi', 'cgroup-events', 'memory-events']);
 
 test('removing a watched cgroup ends each watcher with one ENODEV error and leaves no fd', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true, cgroup2: true }))) return;
-  const v1 = ScratchCgroup.create(v1Root(), 'test', 1);
+  if (skipped(t, missingKernel({ memory: true, cgroup2: true }))) return;
+  // Every watcher kind the kernel has here: the v1 memory controller's on a hybrid host,
+  // memory.events on pure cgroup v2.
+  const v1 = memcgV1Root() !== null ? ScratchCgroup.create(v1Root(), 'test', 1) : null;
   const v2 = ScratchCgroup.create(v2Root(), 'test', 2);
-  t.after(() => v1.remove());
+  t.after(() => v1?.remove());
   t.after(() => v2.remove());
   const fdsBefore = openFds();
   const live = addon().liveSources();
   const watchers: Watcher[] = [
-    watchMemcgThreshold(v1.dir, 64 * MiB),
-    watchPressureLevel(v1.dir, 'medium'),
-    watchOom(v1.dir),
+    ...(v1 !== null ? [watchMemcgThreshold(v1.dir, 64 * MiB), watchPressureLevel(v1.dir, 'medium'), watchOom(v1.dir)] : [watchCgroupEvents(v2.file('memory.events'))]),
     watchPsi(v2.file('memory.pressure'), psiTrigger),
     watchCgroupEvents(v2.file('cgroup.events')),
   ];
@@ -33,14 +35,14 @@ test('removing a watched cgroup ends each watcher with one ENODEV error and leav
   await Promise.all(watchers.map((w) => w.ready()));
   assert.ok(openFds().length > fdsBefore.length);
 
-  await v1.remove();
+  await v1?.remove();
   await v2.remove();
   for (const r of recs) {
-    const err = (await r.waitError(5000)) as KernelError;
+    const err = (await r.waitError(slow(5000))) as KernelError;
     assert.equal(err.code, 'ENODEV', `${r.watcher.kind}: ${err.message}`);
     assert.equal(err.errno, -19);
     assert.ok(typeof err.syscall === 'string' && err.syscall.length > 0);
-    assert.ok(err.path?.startsWith(r.watcher.kind === 'psi' || r.watcher.kind === 'cgroup-events' ? v2.dir : v1.dir), err.path);
+    assert.ok(err.path?.startsWith(cgroup2Kinds.has(r.watcher.kind) ? v2.dir : (v1?.dir ?? '(no v1)')), err.path);
     assert.equal(r.watcher.closed, true);
   }
   // No second error and no busy loop of events after the first error.
@@ -55,8 +57,10 @@ test('removing a watched cgroup ends each watcher with one ENODEV error and leav
 });
 
 test('10,000 open/close cycles leave /proc/self/fd as it was', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true, cgroup2: true }))) return;
-  const v1 = [1, 2, 3, 4].map(() => ScratchCgroup.create(v1Root(), 'test', 1));
+  if (skipped(t, missingKernel({ memory: true, cgroup2: true }))) return;
+  // Pure cgroup v2 has no v1 memory controller: memory.events stands in for its three kinds.
+  const hasV1 = memcgV1Root() !== null;
+  const v1 = hasV1 ? [1, 2, 3, 4].map(() => ScratchCgroup.create(v1Root(), 'test', 1)) : [];
   const v2 = [1, 2, 3, 4].map(() => ScratchCgroup.create(v2Root(), 'test', 2));
   for (const cg of [...v1, ...v2]) t.after(() => cg.remove());
   // Registering a memcg threshold, and closing a PSI trigger or an inotify fd, each wait for a
@@ -69,11 +73,15 @@ test('10,000 open/close cycles leave /proc/self/fd as it was', async (t) => {
     const v1 = ${JSON.stringify(v1.map((c) => c.dir))};
     const v2 = ${JSON.stringify(v2.map((c) => c.dir))};
     const open = [
-      (j) => k.watchMemcgThreshold(v1[j % 4], 1 + Math.floor(Math.random() * 1024 * 1048576)),
       (j) => k.watchCgroupEvents(v2[j % 4] + '/cgroup.events'),
       (j) => k.watchPsi(v2[j % 4] + '/memory.pressure', { kind: 'some', stallUs: 100000, windowUs: 2000000 }),
-      (j) => k.watchOom(v1[j % 4]),
-      (j) => k.watchPressureLevel(v1[j % 4], 'critical'),
+      ...(v1.length > 0 ? [
+        (j) => k.watchMemcgThreshold(v1[j % 4], 1 + Math.floor(Math.random() * 1024 * 1048576)),
+        (j) => k.watchOom(v1[j % 4]),
+        (j) => k.watchPressureLevel(v1[j % 4], 'critical'),
+      ] : [
+        (j) => k.watchCgroupEvents(v2[j % 4] + '/memory.events'),
+      ]),
     ];
     const fds = () => fs.readdirSync('/proc/self/fd').sort().join(',');
     const before = fds();
@@ -93,7 +101,7 @@ test('10,000 open/close cycles leave /proc/self/fd as it was', async (t) => {
       console.log(JSON.stringify({ cycles: next, same: fds() === before, before, after: fds(), live: addon.liveSources() }));
     });
   `;
-  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, UV_THREADPOOL_SIZE: '64' } });
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: slow(120_000), env: { ...process.env, UV_THREADPOOL_SIZE: '64' } });
   assert.equal(r.status, 0, `exit ${r.status} ${r.signal}: ${r.stderr}`);
   const result = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
   assert.equal(result.cycles, 10_000);
@@ -102,7 +110,7 @@ test('10,000 open/close cycles leave /proc/self/fd as it was', async (t) => {
 });
 
 test('stop() holds eventfd signals in the kernel and start() delivers them', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true }))) return;
+  if (skipped(t, missingKernel()) || needsV1(t)) return;
   const cg = ScratchCgroup.create(v1Root(), 'test', 1);
   t.after(() => cg.remove());
   const hog = await Memhog.start([cg.dir]);
@@ -116,13 +124,14 @@ test('stop() holds eventfd signals in the kernel and start() delivers them', asy
   await sleep(200);
   assert.equal(rec.events.length, 0, 'no event while stopped');
   w.start();
-  const e = await rec.waitEvent(() => true, 5000);
+  const e = await rec.waitEvent(() => true, slow(5000));
   assert.ok(e.count >= 1);
 });
 
 test('native errors carry code, errno, syscall and path like fs errors', (t) => {
-  if (skipped(t, missingKernel({ memcg: true, cgroup2: true }))) return;
-  const missing = path.join(v1Root(), 'evictd-no-such-cgroup');
+  if (skipped(t, missingKernel({ memory: true, cgroup2: true }))) return;
+  // The registration opens the usage file first: a missing cgroup fails there, v1 or not.
+  const missing = path.join(memory().root, 'evictd-no-such-cgroup');
   assert.throws(
     () => watchMemcgThreshold(missing, 64 * MiB),
     (err: KernelError) =>
@@ -157,7 +166,7 @@ test("an unref'd watcher lets the process exit; a ref'd one keeps it alive", asy
     ${unref ? 'w.unref();' : ''}
     console.log('armed');
   `;
-  const unrefd = runNode(script(true), 10_000);
+  const unrefd = runNode(script(true), slow(10_000));
   assert.equal(unrefd.status, 0, unrefd.stderr);
   assert.equal(unrefd.stdout.trim(), 'armed');
   // The ref'd one: still running a second after it armed (then killed here).
@@ -190,23 +199,27 @@ test('a listener that throws reaches uncaughtException; the watcher keeps workin
     // populated 0 -> 1 -> 0: a child joins the cgroup and exits.
     spawn('/bin/sh', ['-c', 'echo $$ > ${cg.file('cgroup.procs')}; sleep 0.1']);
   `;
-  const r = runNode(script, 20_000);
+  const r = runNode(script, slow(20_000));
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /caught listener 1\ncaught listener 0\nclosed/);
 });
 
 test('a worker receives events, and terminating it with live watchers does not crash', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true, cgroup2: true }))) return;
-  const v1 = ScratchCgroup.create(v1Root(), 'test', 1);
+  if (skipped(t, missingKernel({ memory: true, cgroup2: true }))) return;
+  const v1 = memcgV1Root() !== null ? ScratchCgroup.create(v1Root(), 'test', 1) : null;
   const v2 = ScratchCgroup.create(v2Root(), 'test', 2);
-  t.after(() => v1.remove());
+  t.after(() => v1?.remove());
   t.after(() => v2.remove());
+  // 50 eventfd registrations on v1, or 50 memory.events watchers on pure v2.
+  const many = v1 !== null
+    ? `k.watchMemcgThreshold(${JSON.stringify(v1.dir)}, (i + 1) * 1048576 * 64)`
+    : `k.watchCgroupEvents(${JSON.stringify(v2.file('memory.events'))})`;
   const worker = `
     const k = require(${JSON.stringify(kernelModule)});
     const { parentPort } = require('node:worker_threads');
     const events = k.watchCgroupEvents(${JSON.stringify(v2.file('cgroup.events'))});
     events.on('event', (e) => parentPort.postMessage('populated=' + e.counters.populated));
-    for (let i = 0; i < 50; i++) k.watchMemcgThreshold(${JSON.stringify(v1.dir)}, (i + 1) * 1048576 * 64);
+    for (let i = 0; i < 50; i++) ${many};
     for (let i = 0; i < 10; i++) k.watchPsi('/proc/pressure/memory', { kind: 'some', stallUs: 100000, windowUs: 2000000 });
     for (let i = 0; i < 10; i++) k.watchCgroupEvents(${JSON.stringify(v2.file('cgroup.events'))});
     parentPort.postMessage('armed');
@@ -235,7 +248,7 @@ test('a worker receives events, and terminating it with live watchers does not c
       console.log(JSON.stringify({ before, after: fds() }));
     })();
   `;
-  const r = runNode(main, 60_000);
+  const r = runNode(main, slow(60_000));
   assert.equal(r.status, 0, `exit ${r.status} ${r.signal}: ${r.stderr}`);
   assert.match(r.stdout, /worker event populated=0/);
   const fds = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');

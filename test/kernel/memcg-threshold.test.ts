@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { test } from 'node:test';
 import { watchMemcgThreshold } from '../../src/kernel/memcg';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
-import { skipped } from '../support/environment';
+import { needsV1, skipped, slow } from '../support/environment';
 import { MiB, missingKernel, Recorder, sleep, v1Root } from './support';
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
@@ -16,7 +16,7 @@ async function setup(t: { after(fn: () => Promise<void> | void): void }) {
 }
 
 test('a memcg threshold fires when a child allocation crosses it, and again when usage falls', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true }))) return;
+  if (skipped(t, missingKernel()) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
   const threshold = base + 32 * MiB;
   const w = watchMemcgThreshold(cg.dir, threshold);
@@ -28,7 +28,7 @@ test('a memcg threshold fires when a child allocation crosses it, and again when
   // 160 MiB past a line 32 MiB up: the ramp goes on well after the crossing, so "before the end"
   // below is a real bound (tens of ms), not a race with the last page
   const step = await hog.alloc(192 * MiB, cg.file('memory.usage_in_bytes'), threshold);
-  const up = await rec.waitEvent(() => true, 5000);
+  const up = await rec.waitEvent(() => true, slow(5000));
   assert.equal(up.kind, 'memcg-threshold');
   assert.equal(up.source, cg.file('memory.usage_in_bytes'));
   assert.ok(up.count >= 1);
@@ -45,13 +45,13 @@ test('a memcg threshold fires when a child allocation crosses it, and again when
 
   const n = rec.events.length;
   await hog.free();
-  const down = await rec.waitEvent((e) => (e.counters?.usage_in_bytes ?? Infinity) < threshold, 5000, n);
+  const down = await rec.waitEvent((e) => (e.counters?.usage_in_bytes ?? Infinity) < threshold, slow(5000), n);
   assert.equal(down.kind, 'memcg-threshold');
   assert.equal(rec.errors.length, 0);
 });
 
 test('several thresholds on one cgroup each fire', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true }))) return;
+  if (skipped(t, missingKernel()) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
   const low = new Recorder(watchMemcgThreshold(cg.dir, base + 16 * MiB));
   const high = new Recorder(watchMemcgThreshold(cg.dir, base + 48 * MiB));
@@ -59,14 +59,14 @@ test('several thresholds on one cgroup each fire', async (t) => {
   t.after(() => Promise.all([low.watcher.close(), high.watcher.close(), never.watcher.close()]).then(() => undefined));
   await Promise.all([low.watcher.ready(), high.watcher.ready(), never.watcher.ready()]);
   await hog.alloc(64 * MiB);
-  await low.waitEvent(() => true, 5000);
-  await high.waitEvent(() => true, 5000);
+  await low.waitEvent(() => true, slow(5000));
+  await high.waitEvent(() => true, slow(5000));
   await sleep(200);
   assert.equal(never.events.length, 0, 'a threshold above the usage does not fire');
 });
 
 test('rearm keeps the old threshold reporting until the new one is in force', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true }))) return;
+  if (skipped(t, missingKernel()) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
   const w = watchMemcgThreshold(cg.dir, base + 16 * MiB);
   t.after(() => w.close());
@@ -75,7 +75,7 @@ test('rearm keeps the old threshold reporting until the new one is in force', as
   // Cross the old line while the new registration is being written: the old one reports it.
   const rearmed = w.rearm(base + 512 * MiB);
   const step = await hog.alloc(32 * MiB);
-  const e = await rec.waitEvent(() => true, 5000);
+  const e = await rec.waitEvent(() => true, slow(5000));
   // It is the old line's event: usage past 16 MiB (after that crossing) but far below the new
   // 512 MiB line, which no usage here reaches; and it came during this allocation.
   const usage = e.counters?.usage_in_bytes ?? NaN;
@@ -88,7 +88,7 @@ test('rearm keeps the old threshold reporting until the new one is in force', as
 });
 
 test('rearm moves the threshold: the old one stops firing, the new one fires', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true }))) return;
+  if (skipped(t, missingKernel()) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
   const w = watchMemcgThreshold(cg.dir, base + 16 * MiB);
   t.after(() => w.close());
@@ -100,23 +100,20 @@ test('rearm moves the threshold: the old one stops firing, the new one fires', a
   await sleep(300);
   assert.equal(rec.events.length, 0, 'the old threshold (16 MiB) was released');
   await hog.alloc(64 * MiB);
-  const e = await rec.waitEvent(() => true, 5000);
+  const e = await rec.waitEvent(() => true, slow(5000));
   assert.ok((e.counters?.usage_in_bytes ?? 0) >= base + 96 * MiB);
 });
 
 test('a memsw threshold fires where memory.memsw.usage_in_bytes exists', async (t) => {
-  if (skipped(t, missingKernel({ memcg: true }))) return;
+  if (skipped(t, missingKernel()) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
-  if (!fs.existsSync(cg.file('memory.memsw.usage_in_bytes'))) {
-    t.skip('no memory.memsw.usage_in_bytes (swap accounting off)');
-    return;
-  }
+  if (skipped(t, fs.existsSync(cg.file('memory.memsw.usage_in_bytes')) ? null : 'no memory.memsw.usage_in_bytes (swap accounting off)')) return;
   const w = watchMemcgThreshold(cg.dir, base + 16 * MiB, { memsw: true });
   t.after(() => w.close());
   const rec = new Recorder(w);
   assert.equal(w.source, cg.file('memory.memsw.usage_in_bytes'));
   await w.ready();
   await hog.alloc(32 * MiB);
-  const e = await rec.waitEvent(() => true, 5000);
+  const e = await rec.waitEvent(() => true, slow(5000));
   assert.ok((e.counters?.memsw_usage_in_bytes ?? 0) >= base + 16 * MiB);
 });

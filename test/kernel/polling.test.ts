@@ -7,8 +7,8 @@ import { watchUsageThreshold } from '../../src/kernel/select';
 import { parseCounters } from '../../src/kernel/counters';
 import { pollCounters, pollMemoryUsage } from '../../src/kernel/polling';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
-import { memcgV1Root, missingRoot, skipped } from '../support/environment';
-import { MiB, Recorder, v1Root, v2Root } from './support';
+import { missingRoot, skipped, slow } from '../support/environment';
+import { memory, memoryHierarchy, MiB, Recorder, v2Root } from './support';
 
 test('parseCounters reads single values, flat keyed files and PSI lines', () => {
   assert.deepEqual(parseCounters('123\n', 'usage_in_bytes'), { usage_in_bytes: 123 });
@@ -26,21 +26,25 @@ test('parseCounters reads single values, flat keyed files and PSI lines', () => 
 });
 
 test('the polling fallback reports usage crossings both ways, and cgroup.events changes', async (t) => {
-  if (skipped(t, missingRoot() ?? (memcgV1Root() === null ? 'no cgroup v1 memory controller' : null))) return;
-  const cg = ScratchCgroup.create(v1Root(), 'test', 1);
+  if (skipped(t, missingRoot() ?? (memoryHierarchy() === null ? 'no memory controller' : null))) return;
+  // It polls memory.usage_in_bytes on v1, memory.current on pure v2.
+  const mem = memory();
+  const cg = ScratchCgroup.create(mem.root, 'test', mem.version);
   t.after(() => cg.remove());
   const hog = await Memhog.start([cg.dir]);
   t.after(() => hog.kill());
-  const threshold = Number(cg.read('memory.usage_in_bytes')) + 16 * MiB;
+  const threshold = Number(cg.read(mem.usage)) + 16 * MiB;
   const w = pollMemoryUsage(cg.dir, threshold, 20);
   t.after(() => w.close());
   assert.equal(w.mechanism, 'polling');
+  assert.equal(w.source, cg.file(mem.usage));
+  const key = mem.usage.replace(/^memory\./, '');
   const rec = new Recorder(w);
   await hog.alloc(32 * MiB);
-  const up = await rec.waitEvent(() => true, 5000);
-  assert.ok((up.counters?.usage_in_bytes ?? 0) >= threshold);
+  const up = await rec.waitEvent(() => true, slow(5000));
+  assert.ok((up.counters?.[key] ?? 0) >= threshold);
   await hog.free();
-  const down = await rec.waitEvent((e) => (e.counters?.usage_in_bytes ?? Infinity) < threshold, 5000);
+  const down = await rec.waitEvent((e) => (e.counters?.[key] ?? Infinity) < threshold, slow(5000));
   assert.equal(down.kind, 'memcg-threshold');
 
   const v2 = ScratchCgroup.create(v2Root(), 'test', 2);
@@ -49,10 +53,10 @@ test('the polling fallback reports usage crossings both ways, and cgroup.events 
   const events = new Recorder(pollCounters(v2.file('cgroup.events'), 20));
   t.after(() => events.watcher.close());
   await hog2.exit();
-  const e = await events.waitEvent((ev) => ev.counters?.populated === 0, 5000);
+  const e = await events.waitEvent((ev) => ev.counters?.populated === 0, slow(5000));
   assert.equal(e.kind, 'cgroup-events');
   await v2.remove();
-  const err = (await events.waitError(5000)) as NodeJS.ErrnoException;
+  const err = (await events.waitError(slow(5000))) as NodeJS.ErrnoException;
   assert.equal(err.code, 'ENOENT');
 });
 
@@ -72,6 +76,6 @@ test('without a kernel mechanism the usage threshold falls back to the adaptive 
   assert.match(String(warnings[0].fields.reason), /cgroup\.event_control/);
   const rec = new Recorder(w);
   fs.writeFileSync(path.join(dir, 'memory.current'), String(30 * MiB));
-  const e = await rec.waitEvent(() => true, 2000);
+  const e = await rec.waitEvent(() => true, slow(2000));
   assert.equal(e.counters?.usage_bytes, 30 * MiB);
 });

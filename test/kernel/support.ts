@@ -5,14 +5,45 @@ import { cgroup2Root, memcgV1Root, missingRoot } from '../support/environment';
 
 export const MiB = 1024 * 1024;
 
-/** Why the kernel tests cannot run here (root, addon, cgroup mounts), or null. */
-export function missingKernel(needs: { memcg?: boolean; cgroup2?: boolean } = {}): string | null {
+/**
+ * Why the kernel tests cannot run here (root, addon, cgroup mounts), or null. A test of a
+ * cgroup v1 mechanism adds `needsV1(t)` (allowed to skip only in the pure v2 VM).
+ */
+export function missingKernel(needs: { cgroup2?: boolean; memory?: boolean } = {}): string | null {
   const root = missingRoot();
   if (root !== null) return root;
   if (!nativeAvailable()) return `native addon not built: ${nativeLoadError()?.message}`;
-  if (needs.memcg && memcgV1Root() === null) return 'no cgroup v1 memory controller at /sys/fs/cgroup/memory';
   if (needs.cgroup2 && cgroup2Root() === null) return 'no cgroup2 mount';
+  if (needs.memory && memoryHierarchy() === null) return 'no memory controller (neither cgroup v1 memory nor cgroup2 with memory enabled)';
   return null;
+}
+
+/**
+ * Where the memory controller is, with the file names that differ: the v1 hierarchy on hybrid
+ * hosts, cgroup2 on pure v2 nodes (where the root must delegate memory to its children).
+ */
+export interface MemoryHierarchy {
+  version: 1 | 2;
+  root: string;
+  /** memory.usage_in_bytes (v1) or memory.current (v2). */
+  usage: string;
+  /** memory.limit_in_bytes (v1) or memory.max (v2). */
+  limit: string;
+}
+
+export function memoryHierarchy(): MemoryHierarchy | null {
+  const v1 = memcgV1Root();
+  if (v1 !== null) return { version: 1, root: v1, usage: 'memory.usage_in_bytes', limit: 'memory.limit_in_bytes' };
+  const v2 = cgroup2Root();
+  if (v2 === null) return null;
+  const delegated = fs.readFileSync(`${v2}/cgroup.subtree_control`, 'utf8').split(/\s+/);
+  return delegated.includes('memory') ? { version: 2, root: v2, usage: 'memory.current', limit: 'memory.max' } : null;
+}
+
+export function memory(): MemoryHierarchy {
+  const m = memoryHierarchy();
+  if (m === null) throw new Error('no memory controller');
+  return m;
 }
 
 export function v1Root(): string {
