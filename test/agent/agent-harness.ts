@@ -17,7 +17,7 @@ import { CriClient } from '../../src/cri';
 import { ensureHarness, harnessMissing, type Harness } from '../../src/lab/harness';
 import { NodeObserver } from '../../src/node/observer';
 import { compileConfig, configFromFlags, type EvictionFlags } from '../../src/policy/config';
-import { missingRoot, memcgV1Root, cgroup2Root } from '../support/environment';
+import { missingRoot, memcgV1Root, cgroup2Root, slow } from '../support/environment';
 
 export const MiB = 1024 * 1024;
 
@@ -40,7 +40,7 @@ export function containerdPid(): number | null {
 
 export async function criClient(): Promise<{ client: CriClient; endpoint: string }> {
   if (!harness) harness = await ensureHarness(AGENT_HARNESS_DIR, '/evictd-agent-harness');
-  if (!client) client = CriClient.connect(harness.endpoint, { timeoutMs: 5000 });
+  if (!client) client = CriClient.connect(harness.endpoint, { timeoutMs: slow(5000) });
   return { client, endpoint: harness.endpoint };
 }
 
@@ -79,7 +79,7 @@ export async function startAgent(
   },
 ): Promise<TestAgent> {
   const { endpoint } = await criClient();
-  const runtime = CriRuntime.connect(endpoint, 2000);
+  const runtime = CriRuntime.connect(endpoint, slow(2000));
   const logFile = path.join('/tmp', `evictd-agent-test-${process.pid}-${lab.labId}.log`);
   const logger = pino({ level: 'debug' }, pino.destination({ dest: logFile, sync: true }));
   const metrics = new AgentMetrics();

@@ -10,6 +10,20 @@ import { detectCgroups, type CgroupLayout } from '../../src/node/cgroups';
 
 let counter = 0;
 
+/**
+ * On cgroup2 a child has a controller's files (memory.max, pids.max) only when its parent
+ * enables that controller in cgroup.subtree_control, as systemd and the kubelet do down to the
+ * pods on a v2 node. A hybrid host's controller-less cgroup2 has nothing to enable.
+ */
+function delegate(parent: string): void {
+  const control = path.join(parent, 'cgroup.subtree_control');
+  if (!fs.existsSync(control)) return;
+  const enabled = fs.readFileSync(control, 'utf8').split(/\s+/);
+  const available = fs.readFileSync(path.join(parent, 'cgroup.controllers'), 'utf8').split(/\s+/);
+  const wanted = ['memory', 'pids'].filter((c) => available.includes(c) && !enabled.includes(c));
+  if (wanted.length > 0) fs.writeFileSync(control, wanted.map((c) => `+${c}`).join(' '));
+}
+
 export class CgroupFixture {
   readonly layout: CgroupLayout;
   /** the node cgroup path inside the hierarchies, e.g. "/evictd-agent-test-123-1" */
@@ -36,6 +50,7 @@ export class CgroupFixture {
       const parts = p.split('/').filter(Boolean);
       let d = mount;
       for (const part of parts) {
+        delegate(d);
         d = path.join(d, part);
         if (!fs.existsSync(d)) {
           fs.mkdirSync(d);

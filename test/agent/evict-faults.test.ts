@@ -87,7 +87,9 @@ test('a pod cgroup that vanishes mid-pass is handled: no other pod pays for it',
         vanished = true;
         await client.stopPodSandbox(victim.sandboxId);
         await client.removePodSandbox(victim.sandboxId);
-        for (const h of fs.readdirSync('/sys/fs/cgroup')) {
+        // Every hierarchy: /sys/fs/cgroup itself on pure v2, its v1 controllers and
+        // unified/ on a hybrid host.
+        for (const h of ['', ...fs.readdirSync('/sys/fs/cgroup')]) {
           const d = path.join('/sys/fs/cgroup', h, victim.cgroupPath);
           if (fs.existsSync(d)) fs.rmdirSync(d);
         }

@@ -1,8 +1,12 @@
+import { slow } from './environment';
+
 /**
  * Polls `fn` until it returns something truthy, and returns that; fails naming `what` after
- * `timeoutMs`. The one wait of every suite: a condition, never a fixed sleep.
+ * `timeoutMs`, scaled by EVICTD_SLOW (the emulated VM), since this waits for what must happen.
+ * The one wait of every suite: a condition, never a fixed sleep.
  */
 export async function waitFor<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 20_000, everyMs = 10): Promise<T> {
+  timeoutMs = slow(timeoutMs);
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
