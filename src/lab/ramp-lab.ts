@@ -27,6 +27,8 @@ export interface AgentProcessOptions {
   evictionHard: string;
   /** extra `evictd run` flags, e.g. ['--notifications', 'none', '--housekeeping-interval', '1s'] */
   extraArgs?: string[];
+  /** how long `evictd run` may take to log its start (default 15 s; emulated CPUs need more) */
+  startTimeoutMs?: number;
 }
 
 /** One JSON log line of the agent. */
@@ -81,7 +83,7 @@ export class AgentProcess {
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const p = new AgentProcess(child);
-    const started = await Promise.race([p.waitFor((l) => l.msg === 'evictd starting', 15_000).catch(() => null), p.exited.then(() => null)]);
+    const started = await Promise.race([p.waitFor((l) => l.msg === 'evictd starting', o.startTimeoutMs ?? 15_000).catch(() => null), p.exited.then(() => null)]);
     if (!started) {
       child.kill('SIGKILL');
       throw new Error(`evictd run did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);

@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { skipped } from '../support/environment';
+import { skipped, slow } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { AgentProcess, runRamp } from '../../src/lab/ramp-lab';
 import { MiB, criClient, missingE2e, newLab, releaseHarness, sleeper } from './agent-harness';
@@ -42,7 +42,7 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   const lab = await newLab('process', { memoryLimitBytes: 384 * MiB });
   labs.push(lab);
   const kept = await lab.runPod({ name: 'kept', namespace: 'demo', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
-  const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi', extraArgs: ['--admission-address', '127.0.0.1:0'] });
+  const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi', extraArgs: ['--admission-address', '127.0.0.1:0'], startTimeoutMs: slow(15_000) });
   procs.push(agent);
   assert.ok(agent.metricsAddress, 'the starting line names the metrics address');
   const r = await runRamp(lab, agent, { name: 'hog', rateMiBs: 500, targetMiB: 448 });
