@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { CriClient, CriError, evictPod } from '../../src/cri';
 import { runtimeV1 } from '../../src/cri/client';
 import { UsageError } from '../../src/errors';
+import { slow } from '../support/environment';
 
 type Handler = (call: grpc.ServerUnaryCall<Record<string, unknown>, unknown>, cb: grpc.sendUnaryData<unknown>) => void;
 
@@ -65,7 +66,7 @@ test('ListPodSandboxStats falls back to container stats when the runtime answers
       }),
     ListContainerStats: (_c, cb) => cb(null, { stats: [cstats('a1', 1000), cstats('a2', 2000), cstats('b1', 7)] }),
   });
-  const client = CriClient.connect(`unix://${sock}`, { timeoutMs: 2000 });
+  const client = CriClient.connect(`unix://${sock}`, { timeoutMs: slow(2000) });
   try {
     const stats = await client.listPodSandboxStats();
     assert.equal(client.podStatsRpc, false);
@@ -247,7 +248,7 @@ test('evictPod returns ok=false with the failed step when a container stop times
       cb(null, {});
     },
   });
-  const client = CriClient.connect(`unix://${sock}`, { timeoutMs: 2000 });
+  const client = CriClient.connect(`unix://${sock}`, { timeoutMs: slow(2000) });
   try {
     const r = await evictPod(client, 'p1', 0, { stopSlackMs: 300 });
     assert.equal(r.ok, false);
