@@ -11,7 +11,7 @@ import { rootCounterBytes, tripwireStatus, tripwireUnavailable, watchTripwire } 
 import type { KernelError } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { readCgroupMemory } from '../../src/node/memory';
-import { skipped } from '../support/environment';
+import { needsPureV2, skipped } from '../support/environment';
 import { MiB, missingKernel, Recorder, sleep } from './support';
 
 // The memcg tripwire on pure cgroup v2 (native/bpf/memcg_tripwire.bpf.c). These run where the
@@ -21,11 +21,11 @@ import { MiB, missingKernel, Recorder, sleep } from './support';
 const PAGE = 4096;
 const V2 = '/sys/fs/cgroup';
 
-/** Why the tripwire tests cannot run here, or null. */
+/**
+ * Why the tripwire tests cannot run here, or null. Pure cgroup v2 is checked first with
+ * needsPureV2 (a skip only outside the VM); inside it, anything else missing is a failure.
+ */
 function missingTripwire(): string | null {
-  const k = missingKernel();
-  if (k !== null) return k;
-  if (!fs.existsSync(`${V2}/cgroup.subtree_control`) || fs.existsSync(`${V2}/memory`)) return 'needs pure cgroup v2 at /sys/fs/cgroup';
   if (!fs.readFileSync(`${V2}/cgroup.subtree_control`, 'utf8').includes('memory')) return 'the memory controller is not enabled for children of the cgroup2 root';
   const why = tripwireUnavailable();
   return why === null ? null : `memcg tripwire unavailable: ${why}`;
@@ -60,7 +60,7 @@ async function setup(t: { after(fn: () => Promise<void> | void): void }, limitBy
 }
 
 test('the tripwire fires after the counter crosses the line, before the limit, in both directions', async (t) => {
-  if (skipped(t, missingTripwire())) return;
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const { cg, hog, base } = await setup(t);
   const line = base + 32 * MiB;
   const w = watchTripwire(cg.dir, line);
@@ -91,7 +91,7 @@ test('the tripwire fires after the counter crosses the line, before the limit, i
 });
 
 test('a line on a parent fires for a child allocation (the pod cgroup root), and several lines on one cgroup each fire', async (t) => {
-  if (skipped(t, missingTripwire())) return;
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const parent = ScratchCgroup.create(V2, 'tripwire-parent', 2);
   fs.writeFileSync(parent.file('cgroup.subtree_control'), '+memory');
   const child = path.join(parent.dir, 'pod');
@@ -130,7 +130,7 @@ test('a line on a parent fires for a child allocation (the pod cgroup root), and
 });
 
 test('rearm moves the line in place, at once: no kernel registration, no grace period', async (t) => {
-  if (skipped(t, missingTripwire())) return;
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const { cg, hog, base } = await setup(t);
   const w = watchTripwire(cg.dir, base + 16 * MiB);
   t.after(() => w.close());
@@ -159,7 +159,7 @@ test('rearm moves the line in place, at once: no kernel registration, no grace p
 });
 
 test('at most one event per line is in flight: a storm of crossings while JS is busy gives one event', async (t) => {
-  if (skipped(t, missingTripwire())) return;
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const cg = ScratchCgroup.create(V2, 'tripwire-storm', 2);
   t.after(() => cg.remove());
   const base = Number(cg.read('memory.current'));
@@ -195,7 +195,7 @@ test('at most one event per line is in flight: a storm of crossings while JS is 
 });
 
 test('removing a watched cgroup ends the line with ENODEV', async (t) => {
-  if (skipped(t, missingTripwire())) return;
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const cg = ScratchCgroup.create(V2, 'tripwire-rm', 2);
   t.after(() => cg.remove());
   const w = watchTripwire(cg.dir, 64 * MiB);
@@ -211,7 +211,7 @@ test('removing a watched cgroup ends the line with ENODEV', async (t) => {
 });
 
 test('the v2 root: its counter tracks the machine usage evictd computes memory.available from, and a root line fires', async (t) => {
-  if (skipped(t, missingTripwire())) return;
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const { cg, hog } = await setup(t, 512 * MiB);
   // What evictd computes for the node when the node cgroup is the v2 root (src/node/memory.ts).
   const node = () => readCgroupMemory(V2, 2, { root: true })!.usageBytes;
@@ -258,7 +258,7 @@ test('the v2 root: its counter tracks the machine usage evictd computes memory.a
 });
 
 test('a worker that is terminated with live tripwire lines does not crash and leaves nothing loaded', (t) => {
-  if (skipped(t, missingTripwire())) return;
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const cg = ScratchCgroup.create(V2, 'tripwire-worker', 2);
   t.after(() => cg.remove());
   const kernel = path.join(packageRoot, 'dist', 'src', 'kernel', 'index.js');
