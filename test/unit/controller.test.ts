@@ -124,16 +124,18 @@ test('a pass can ask to run again at once', async () => {
 });
 
 test('stop waits for the running pass', async () => {
+  let started = false;
   let finished = false;
   const c = new Controller(
     async () => {
+      started = true;
       await sleep(60);
       finished = true;
     },
     { housekeepingIntervalMs: 60_000 },
   );
   c.start();
-  await sleep(5);
+  await waitFor('the first pass to start', () => started, 10_000);
   await c.stop();
   assert.equal(finished, true);
 });
