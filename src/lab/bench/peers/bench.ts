@@ -30,6 +30,7 @@ import { meminfo } from './meminfo';
 import { nohang } from './nohang';
 import { oomd } from './oomd';
 import { startProtectedPods } from './pods';
+import { calibrate } from './calibrate';
 import { cellOf, notRunCell, ratios, renderTable, svg, type Cell } from './report';
 import { runTrial, settle, type Trial } from './trial';
 import { systemdOomd } from './systemd-oomd';
@@ -117,7 +118,7 @@ export async function run(argv: string[]): Promise<number> {
   const client = CriClient.connect(harness.endpoint, { timeoutMs: 30_000 });
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-peers-'));
   const lab = NodeLab.create(client, { name: 'evictd-bench-peers', memoryLimitBytes: null, logRoot: path.join(harness.dir, 'bench-peers', String(process.pid)) });
-  const ctx: ContenderContext = { lab, endpoint: harness.endpoint, lineMiB: o.lineMiB, workDir };
+  const ctx: ContenderContext = { lab, endpoint: harness.endpoint, lineMiB: o.lineMiB, evictdLineMiB: o.lineMiB, workDir };
   const scale = o.realMarginMiB / o.lineMiB;
   const cells: Cell[] = [];
   const configs: Record<string, string> = {};
@@ -130,6 +131,11 @@ export async function run(argv: string[]): Promise<number> {
     const env = `${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, kernel ${os.release()}, MemTotal ${Math.round(m.total / MiB)} MiB, ${fs.readFileSync('/proc/meminfo', 'utf8').match(/^SwapTotal:\s+(\d+)/m)?.[1] === '0' ? 'no swap' : 'swap on'}`;
     log(`bench protect --peers: ${env}`);
     log(`  node = the whole machine; pods: Guaranteed ${bigMiB} MiB (the largest process, oom_score_adj -997), Burstable (request 32Mi), BestEffort hog (1000) ramping past MemAvailable`);
+    const before = meminfo().available;
+    const cal = await calibrate(lab, pods, o.rates[0]!, o.lineMiB);
+    await settle(before);
+    ctx.evictdLineMiB = cal.evictdLineMiB;
+    log(`  evictd's line: memory.available<${cal.evictdLineMiB}Mi (${cal.note})`);
     log(`  line: ${o.lineMiB} MiB free for every contender; ${o.lineMiB} MiB at r MiB/s leaves ${o.lineMiB}/r s, as ${o.realMarginMiB} MiB at ${round(scale, 2)}r does on a real node`);
     for (const c of o.contenders) {
       configs[c.name] = c.config(ctx);
@@ -155,7 +161,7 @@ export async function run(argv: string[]): Promise<number> {
           const ts: Trial[] = [];
           for (let i = 0; i < o.trials; i++) {
             const before = meminfo().available;
-            const t = await runTrial(lab, c, pods, rate, i, o.lineMiB);
+            const { samples: _samples, ...t } = await runTrial(lab, c, pods, rate, i, o.lineMiB);
             ts.push(t);
             log(`    ${c.name} ${rate} MiB/s #${i + 1}: ${t.outcome} via ${t.via}, reaction ${t.reactionMs === null ? '-' : round(t.reactionMs, 0)} ms, ${t.availableAtKillMiB ?? '-'} MiB left, rate ${round(t.measuredRateMiBs, 0)} MiB/s${t.protectedLost.length ? `, LOST ${t.protectedLost.join(' ')}` : ''}`);
             if (t.protectedLost.length) throw new Error(`protected pods lost (${t.protectedLost.join(', ')}): the node is no longer the same for the next trial`);
@@ -177,14 +183,14 @@ export async function run(argv: string[]): Promise<number> {
     }
     const names = o.contenders.map((c) => c.name);
     const ordered = o.rates.flatMap((r) => names.flatMap((n) => cells.filter((c) => c.contender === n && c.rateMiBs === r)));
-    const title = `bench protect --peers: ${env}; line ${o.lineMiB} MiB (real-node rates for a ${o.realMarginMiB} MiB margin)`;
+    const title = `bench protect --peers: ${env}; line MemAvailable < ${o.lineMiB} MiB (evictd: memory.available<${ctx.evictdLineMiB}Mi) (real-node rates for a ${o.realMarginMiB} MiB margin)`;
     fs.writeFileSync(o.svg, svg(ordered, names, o.rates, title));
     const r = ratios(ordered, o.rates);
     log('\n' + renderTable(ordered));
     log('\nevictd against the best peer, per rate:\n' + r.map((x) => `  ${x.rateMiBs} MiB/s: ${x.text}`).join('\n'));
     log('\nconfigurations:\n' + names.map((n) => `  ${n}: ${configs[n]}${ran[n] ? ` [ran: ${ran[n]}]` : ''}`).join('\n'));
     log(`picture: ${o.svg}   (${round((Date.now() - t0) / 1000, 0)} s)`);
-    if (o.json) process.stdout.write(JSON.stringify({ bench: 'protect-peers', environment: env, lineMiB: o.lineMiB, realMarginMiB: o.realMarginMiB, rates: o.rates, trials: o.trials, cells: ordered, ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, text: x.text })), configs, ran, svg: o.svg }) + '\n');
+    if (o.json) process.stdout.write(JSON.stringify({ bench: 'protect-peers', environment: env, lineMiB: o.lineMiB, evictdLineMiB: ctx.evictdLineMiB, calibration: cal.note, realMarginMiB: o.realMarginMiB, rates: o.rates, trials: o.trials, cells: ordered, ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, text: x.text })), configs, ran, svg: o.svg }) + '\n');
   } finally {
     await lab.destroy().catch(() => undefined);
     client.close();

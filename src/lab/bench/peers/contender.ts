@@ -14,8 +14,15 @@ export interface ContenderContext {
   lab: NodeLab;
   /** CRI endpoint of the lab's containerd */
   endpoint: string;
-  /** the free-memory line every contender is given, MiB (memory.available / MemAvailable) */
+  /** the free-memory line, MiB of MemAvailable (earlyoom's, nohang's and oomd's trigger) */
   lineMiB: number;
+  /**
+   * evictd's (and the kubelet's) memory.available line, MiB: the kubelet's signal is
+   * MemFree + Inactive(file), which stays well above MemAvailable under pressure (page cache the
+   * kernel cannot drop in time), so it is calibrated on this machine to cross when MemAvailable
+   * crosses lineMiB (calibrate.ts).
+   */
+  evictdLineMiB: number;
   /** a directory for the contender's configuration files and log */
   workDir: string;
 }

@@ -16,10 +16,12 @@ export async function startAgent(ctx: ContenderContext, extraArgs: string[]): Pr
   const agent = await AgentProcess.start({
     lab: ctx.lab,
     endpoint: ctx.endpoint,
-    evictionHard: `memory.available<${ctx.lineMiB}Mi`,
+    evictionHard: `memory.available<${ctx.evictdLineMiB}Mi`,
     cgroupRoot: '/',
     podCgroupRoot: ctx.lab.podRoot,
     extraArgs,
+    // Under TCG, after a ramp has pushed the node's code out of the page cache, starting takes long.
+    startTimeoutMs: 90_000,
   });
   if (agent.child.pid) setOomScoreAdj(agent.child.pid, -999);
   const fallbacks = agent.lines.filter((l) => typeof l.msg === 'string' && /fallback|unavailable/.test(l.msg)).map((l) => l.msg as string);
@@ -33,7 +35,7 @@ export const evictd: Contender = {
   name: 'evictd',
   stops: 'CRI',
   missing: () => null,
-  config: (ctx) => `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.lineMiB}Mi: the mechanism evictd run selects here, housekeeping 10 s; the kubelet's victim, fast kill + StopPodSandbox`,
+  config: (ctx) => `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi: the mechanism evictd run selects here, housekeeping 10 s; the kubelet's victim, fast kill + StopPodSandbox`,
   start: (ctx) => startAgent(ctx, []),
 };
 
@@ -41,6 +43,6 @@ export const evictdPoll: Contender = {
   name: 'evictd-poll',
   stops: 'CRI',
   missing: () => null,
-  config: (ctx) => `evictd run --notifications none --housekeeping-interval 100ms, memory.available<${ctx.lineMiB}Mi: a 100 ms poll of /proc/meminfo (fixed: the adaptive poller has no flag on main yet)`,
+  config: (ctx) => `evictd run --notifications none --housekeeping-interval 100ms, memory.available<${ctx.evictdLineMiB}Mi: a 100 ms poll of /proc/meminfo (fixed: the adaptive poller has no flag on main yet)`,
   start: (ctx) => startAgent(ctx, ['--notifications', 'none', '--housekeeping-interval', '100ms']),
 };

@@ -11,6 +11,6 @@ export const kubelet: Contender = {
   name: 'kubelet',
   stops: 'CRI',
   missing: () => null,
-  config: (ctx) => `evictd run --notifications none --housekeeping-interval 10s, memory.available<${ctx.lineMiB}Mi: the kubelet's 10 s loop and ranking (its default 100Mi, scaled to the lab)`,
+  config: (ctx) => `evictd run --notifications none --housekeeping-interval 10s, memory.available<${ctx.evictdLineMiB}Mi: the kubelet's 10 s loop and ranking (its default 100Mi, scaled to the lab)`,
   start: (ctx) => startAgent(ctx, ['--notifications', 'none', '--housekeeping-interval', '10s']),
 };

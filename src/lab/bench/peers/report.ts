@@ -73,7 +73,7 @@ export function ratios(cells: Cell[], rates: number[]): { rateMiBs: number; evic
 }
 
 export function renderTable(cells: Cell[]): string {
-  const head = ['contender', 'lab MiB/s (asked)', 'real-node MiB/s', 'stopped before OOM', 'protected lost', 'kernel OOM kills', 'reaction p50/p99 ms', 'memory.available at kill MiB', 'stop'];
+  const head = ['contender', 'lab MiB/s (asked)', 'real-node MiB/s', 'stopped before OOM', 'protected lost', 'kernel OOM kills', 'reaction p50/p99 ms', 'MemAvailable at kill MiB', 'stop'];
   const rows = cells.map((c) =>
     c.notRun
       ? [c.contender, `(${c.rateMiBs})`, '-', `not run: ${c.notRun}`, '', '', '', '', '']

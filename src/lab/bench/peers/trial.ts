@@ -4,9 +4,9 @@
  * Everything is measured from outside the contender, the same way for every row:
  *
  * - the line: the bench samples /proc/meminfo every ~10 ms during the ramp (CLOCK_MONOTONIC,
- *   the hog's clock) and takes the kubelet's memory.available (MemFree + Inactive(file), the
- *   signal evictd's line is on); the crossing is interpolated between the last sample above the
- *   line and the first below it. (Reading MemAvailable at the start and counting the hog's MiB
+ *   the hog's clock); the line is MemAvailable < L (what earlyoom and nohang read; evictd's
+ *   memory.available line is calibrated to cross at the same moment, see calibrate.ts); the
+ *   crossing is interpolated between the last sample above the line and the first below it. (Reading MemAvailable at the start and counting the hog's MiB
  *   does not work: near the end the kernel reclaims page cache and the hog slows, so memory
  *   does not fall one MiB per MiB the hog touches.)
  * - the kill: a SIGTERM makes the hog log "<ns> term" (earlyoom and nohang send it first);
@@ -19,6 +19,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { cgroupPids } from '../../../node/cgroups';
 import { hogSteps, type NodeLab } from '../../node-lab';
 import { IMAGES } from '../../harness';
 import type { Contender } from './contender';
@@ -37,7 +38,7 @@ export interface Trial {
   oomKills: number;
   /** the line crossed -> the kill (or stop) reached the hog, ms; null when the line was never crossed */
   reactionMs: number | null;
-  /** the kubelet's memory.available at the last sample before the kill, MiB */
+  /** MemAvailable at the last sample before the kill, MiB */
   availableAtKillMiB: number | null;
   /** how the pod ended: 'CRI' (sandbox NOTREADY), 'bare kill' (container dead, sandbox up), 'kernel' */
   via: 'CRI' | 'bare kill' | 'kernel' | 'none';
@@ -46,17 +47,41 @@ export interface Trial {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number, lineMiB: number): Promise<Trial> {
+function killAll(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}
+
+export interface Sample {
+  ns: bigint;
+  /** MemAvailable, MiB */
+  available: number;
+  /** the kubelet's memory.available (MemFree + Inactive(file)), MiB */
+  kubelet: number;
+}
+
+/**
+ * One ramp against the running contender. `killBelowMiB` makes the bench itself SIGKILL the hog
+ * once MemAvailable falls below it (the calibration ramp, which must not end in an OOM kill).
+ */
+export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number, lineMiB: number, killBelowMiB?: number): Promise<Trial & { samples: Sample[] }> {
   const oom0 = vmstatOomKills();
   const m0 = meminfo();
   const targetMiB = Math.ceil(m0.available / MiB) + 128;
   const pod = await lab.runPod({ name: `hog-${contender.name}-${rate}-${index}`, namespace: 'bench', qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: [String(rate), String(targetMiB), '0'] }] });
   applyOomScoreAdj(lab, pod, 1000);
   const deadline = Date.now() + (targetMiB / rate) * 1000 + 15_000;
-  const samples: { ns: bigint; available: number }[] = [];
+  const samples: Sample[] = [];
   let started = false;
   while (Date.now() < deadline) {
-    samples.push({ ns: process.hrtime.bigint(), available: kubeletAvailable(meminfo()) / MiB });
+    const m = meminfo();
+    samples.push({ ns: process.hrtime.bigint(), available: m.available / MiB, kubelet: kubeletAvailable(m) / MiB });
+    if (killBelowMiB !== undefined && m.available / MiB < killBelowMiB) killAll(cgroupPids(path.join(lab.memoryDir(pod.cgroupPath), pod.containers.hog!)));
     const alive = lab.containerAlive(pod, 'hog');
     if (alive) started = true;
     else if (started || lab.podLog(pod, 'hog').length > 0) {
@@ -117,7 +142,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     if (to.ns > from.ns) measuredRateMiBs = ((to.mib - from.mib) * 1e9) / Number(to.ns - from.ns);
   }
   const outcome: Trial['outcome'] = !dead ? 'survived' : oomKilled || oomKills > 0 ? 'oom-killed' : 'stopped';
-  return { contender: contender.name, rateMiBs: rate, measuredRateMiBs, outcome, oomKills, reactionMs, availableAtKillMiB, via, protectedLost };
+  return { contender: contender.name, rateMiBs: rate, measuredRateMiBs, outcome, oomKills, reactionMs, availableAtKillMiB, via, protectedLost, samples };
 }
 
 /** Waits (up to 10 s) for MemAvailable to come back near where it was before the trial. */
