@@ -184,7 +184,7 @@ export async function run(argv: string[]): Promise<number> {
     const names = o.contenders.map((c) => c.name);
     const ordered = o.rates.flatMap((r) => names.flatMap((n) => cells.filter((c) => c.contender === n && c.rateMiBs === r)));
     const title = `bench protect --peers: ${env}; line MemAvailable < ${o.lineMiB} MiB (evictd: memory.available<${ctx.evictdLineMiB}Mi) (real-node rates for a ${o.realMarginMiB} MiB margin)`;
-    fs.writeFileSync(o.svg, svg(ordered, names, o.rates, title));
+    fs.writeFileSync(o.svg, svg(ordered, names, o.rates, title, scale));
     const r = ratios(ordered, o.rates);
     log('\n' + renderTable(ordered));
     log('\nevictd against the best peer, per rate:\n' + r.map((x) => `  ${x.rateMiBs} MiB/s: ${x.text}`).join('\n'));

@@ -65,7 +65,11 @@ export function ratios(cells: Cell[], rates: number[]): { rateMiBs: number; evic
     let text = 'no comparison';
     if (e && p) {
       const share = (c: Cell) => `${c.stopped}/${c.trials}`;
-      const speed = e.reactionP50Ms !== null && p.reactionP50Ms !== null && e.reactionP50Ms > 0 ? `, reaction p50 ${e.reactionP50Ms} vs ${p.reactionP50Ms} ms (${round(p.reactionP50Ms / e.reactionP50Ms, 1)}x)` : '';
+      let speed = '';
+      if (e.reactionP50Ms !== null && p.reactionP50Ms !== null && e.reactionP50Ms > 0 && p.reactionP50Ms > 0) {
+        const r = p.reactionP50Ms / e.reactionP50Ms;
+        speed = `, reaction p50 ${e.reactionP50Ms} vs ${p.reactionP50Ms} ms (${r >= 1 ? `evictd ${round(r, 1)}x faster` : `evictd ${round(1 / r, 1)}x slower`})`;
+      }
       text = `${e.contender} ${share(e)} vs best peer ${p.contender} ${share(p)}${speed}`;
     }
     return { rateMiBs: rate, evictd: e, peer: p, text };
@@ -94,10 +98,14 @@ export function renderTable(cells: Cell[]): string {
   return [line(head), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map(line)].join('\n');
 }
 
+function escapeXml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
 const COLORS: Record<string, string> = { evictd: '#1b9e77', 'evictd-poll': '#66a61e', kubelet: '#e7298a', earlyoom: '#d95f02', nohang: '#7570b3', oomd: '#e6ab02', 'systemd-oomd': '#a6761d', kernel: '#666666' };
 
 /** Two panels, rate (lab MiB/s measured, real-node rate beneath) on x, one line per contender. */
-export function svg(cells: Cell[], contenders: string[], rates: number[], title: string): string {
+export function svg(cells: Cell[], contenders: string[], rates: number[], title: string, scale: number): string {
   const W = 960;
   const H = 420;
   const panelW = 380;
@@ -106,19 +114,19 @@ export function svg(cells: Cell[], contenders: string[], rates: number[], title:
   const parts: string[] = [];
   const text = (x: number, y: number, s: string, extra = '', size = 12) =>
     parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" font-family="sans-serif" font-size="${size}" ${extra}>${s}</text>`);
-  text(20, 22, title, 'font-weight="bold"', 13);
+  text(20, 22, escapeXml(title), 'font-weight="bold"', 12);
   const xOf = (x0: number, i: number) => x0 + (rates.length === 1 ? panelW / 2 : 20 + (i * (panelW - 40)) / (rates.length - 1));
   const panel = (x0: number, heading: string, ticks: [number, string][], value: (c: Cell) => number | null, label: (c: Cell) => string) => {
-    text(x0, 46, heading, 'font-weight="bold"');
+    text(x0, 46, escapeXml(heading), 'font-weight="bold"');
     for (const [t, name] of ticks) {
       const y = top + plotH - t * plotH;
       parts.push(`<line x1="${x0}" y1="${y}" x2="${x0 + panelW}" y2="${y}" stroke="#ddd"/>`);
       text(x0 - 6, y + 4, name, 'text-anchor="end"', 10);
     }
+    // The asked rate: each contender's measured rate is in the table (and in each point's title).
     rates.forEach((rate, i) => {
-      const c = cells.find((x) => x.rateMiBs === rate && x.labRateMiBs !== null);
-      text(xOf(x0, i), top + plotH + 16, `${c?.labRateMiBs ?? rate} MiB/s`, 'text-anchor="middle"', 11);
-      text(xOf(x0, i), top + plotH + 30, c?.realRateMiBs ? `≈${c.realRateMiBs} real` : '', 'text-anchor="middle" fill="#777"', 10);
+      text(xOf(x0, i), top + plotH + 16, `${rate} MiB/s asked`, 'text-anchor="middle"', 11);
+      text(xOf(x0, i), top + plotH + 30, `≈${Math.round(rate * scale)} MiB/s real node`, 'text-anchor="middle" fill="#777"', 10);
     });
     contenders.forEach((name, k) => {
       const pts: string[] = [];
@@ -130,7 +138,7 @@ export function svg(cells: Cell[], contenders: string[], rates: number[], title:
         const x = xOf(x0, i) + (k - contenders.length / 2) * 2;
         const y = top + plotH - v * plotH;
         pts.push(`${x.toFixed(1)},${y.toFixed(1)}`);
-        parts.push(`<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="4" fill="${COLORS[name] ?? '#000'}"><title>${name} ${rate} MiB/s: ${label(c!)}</title></circle>`);
+        parts.push(`<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="4" fill="${COLORS[name] ?? '#000'}"><title>${escapeXml(`${name} ${rate} MiB/s asked, ${c!.labRateMiBs} measured: ${label(c!)}`)}</title></circle>`);
       });
       if (pts.length > 1) parts.push(`<polyline points="${pts.join(' ')}" fill="none" stroke="${COLORS[name] ?? '#000'}" stroke-width="2"/>`);
     });

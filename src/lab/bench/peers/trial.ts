@@ -104,8 +104,9 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   if (dead) {
     if (oomKilled) via = 'kernel';
     else {
-      // evictd's StopPodSandbox follows its fast kill; a peer's kill leaves the sandbox up.
-      const until = Date.now() + (contender.stops === 'CRI' ? 5000 : 300);
+      // evictd's StopPodSandbox follows its fast kill (it took over 5 s under a loaded TCG VM);
+      // a peer's kill leaves the sandbox up.
+      const until = Date.now() + (contender.stops === 'CRI' ? 15_000 : 300);
       let ready = await lab.sandboxReady(pod);
       while (ready && Date.now() < until) {
         await sleep(50);
