@@ -33,8 +33,6 @@ export interface AgentProcessOptions {
   cgroupRoot?: string;
   /** the pod cgroup root, when it is not <cgroup-root>/kubepods */
   podCgroupRoot?: string;
-  /** how long `evictd run` may take to say it started (default 15 s; emulated CPUs need more) */
-  startTimeoutMs?: number;
 }
 
 /** One JSON log line of the agent. */
