@@ -39,7 +39,8 @@ export interface LabPodOptions {
 export interface NodeLabOptions {
   /** cgroup name, e.g. "evictd-demo" (made unique with the pid) */
   name: string;
-  memoryLimitBytes: number;
+  /** the node's capacity; null leaves the node cgroup unlimited (the whole machine is the node) */
+  memoryLimitBytes: number | null;
   /** the pod cgroup root's own limit (allocatable), if any */
   podsMemoryLimitBytes?: number;
   /** pids.max of the node cgroup, if any */
@@ -69,7 +70,7 @@ export class NodeLab {
   static create(client: CriClient, opts: NodeLabOptions): NodeLab {
     const lab = new NodeLab(client, opts);
     for (const rel of ['', '/kubepods', '/kubepods/burstable', '/kubepods/besteffort']) lab.mkdir(lab.root + rel);
-    lab.writeMemoryLimit(lab.root, opts.memoryLimitBytes);
+    if (opts.memoryLimitBytes !== null) lab.writeMemoryLimit(lab.root, opts.memoryLimitBytes);
     if (opts.podsMemoryLimitBytes !== undefined) lab.writeMemoryLimit(lab.podRoot, opts.podsMemoryLimitBytes);
     if (opts.pidsMax !== undefined) lab.setPidsMax(opts.pidsMax);
     fs.mkdirSync(opts.logRoot, { recursive: true });

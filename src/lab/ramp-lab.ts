@@ -29,6 +29,10 @@ export interface AgentProcessOptions {
   extraArgs?: string[];
   /** how long `evictd run` may take to log its start (default 15 s; emulated CPUs need more) */
   startTimeoutMs?: number;
+  /** the node cgroup (default: the lab's node cgroup; '/' when the whole machine is the node) */
+  cgroupRoot?: string;
+  /** the pod cgroup root, when it is not <cgroup-root>/kubepods */
+  podCgroupRoot?: string;
 }
 
 /** One JSON log line of the agent. */
@@ -68,7 +72,8 @@ export class AgentProcess {
       bin,
       'run',
       '--cgroup-root',
-      o.lab.root,
+      o.cgroupRoot ?? o.lab.root,
+      ...(o.podCgroupRoot ? ['--pod-cgroup-root', o.podCgroupRoot] : []),
       '--container-runtime-endpoint',
       o.endpoint,
       '--eviction-hard',

@@ -17,6 +17,7 @@ import { CriClient } from '../../cri';
 import { ensureHarness, harnessMissing } from '../harness';
 import { badValue, UsageError } from '../../errors';
 import { eachFlag, parseRates } from '../flags';
+import { run as runPeers } from './peers/bench';
 
 const MiB = 1024 * 1024;
 const IDLE_WINDOW_S = 10;
@@ -28,7 +29,9 @@ const USAGE = `usage: evictd bench protect [--json] [--quick] [--trials N] [--ra
   --drivers LIST which of evictd,poll-100ms,poll-1s,poll-10s to run (default all four);
                  also evictd-no-fast-kill (StopPodSandbox alone) for comparison
   --svg FILE     where to write the picture (default ./evictd-bench-protect.svg)
-  --json         print the results as one JSON object (last line)`;
+  --json         print the results as one JSON object (last line)
+  --peers[=LIST] evictd against earlyoom, nohang, oomd, systemd-oomd, the kubelet's loop and
+                 the kernel alone, on the whole machine (see evictd bench protect --peers --help)`;
 
 interface Driver {
   name: string;
@@ -107,6 +110,7 @@ function cellOf(driver: string, rate: number, rs: RampResult[]): Cell {
 }
 
 export async function run(argv: string[]): Promise<number> {
+  if (argv.some((a) => a === '--peers' || a.startsWith('--peers='))) return runPeers(argv);
   const o = parse(argv);
   if (!o) {
     process.stdout.write(USAGE + '\n');

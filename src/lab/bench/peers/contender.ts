@@ -1,0 +1,107 @@
+/**
+ * One contender of `evictd bench protect --peers`: something that should stop the runaway pod
+ * before the kernel OOM killer does (evictd in its modes, the kubelet's loop, earlyoom, nohang,
+ * oomd, systemd-oomd, or nobody). The bench starts it once per contender, runs every rate and
+ * trial against it, and stops it; the trial's measurements come from the hog, the kernel and
+ * the runtime, never from the contender's own log, so every row is measured the same way.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { NodeLab } from '../../node-lab';
+
+export interface ContenderContext {
+  lab: NodeLab;
+  /** CRI endpoint of the lab's containerd */
+  endpoint: string;
+  /** the free-memory line, MiB of MemAvailable (earlyoom's, nohang's and oomd's trigger) */
+  lineMiB: number;
+  /**
+   * evictd's (and the kubelet's) memory.available line, MiB: the kubelet's signal is
+   * MemFree + Inactive(file), which stays well above MemAvailable under pressure (page cache the
+   * kernel cannot drop in time), so it is calibrated on this machine to cross when MemAvailable
+   * crosses lineMiB (calibrate.ts).
+   */
+  evictdLineMiB: number;
+  /** a directory for the contender's configuration files and log */
+  workDir: string;
+}
+
+export interface RunningContender {
+  /** the mechanism that actually ran, when the contender says so (e.g. evictd's notifier) */
+  ran?: string;
+  stop(): Promise<void>;
+}
+
+export interface Contender {
+  name: string;
+  /** how the stop reaches the pod: through the runtime (Kubernetes sees an eviction) or a bare kill */
+  stops: 'CRI' | 'bare kill' | 'kernel';
+  /** why it cannot run here, or null */
+  missing(ctx: ContenderContext): string | null;
+  /** the configuration used and why it is equivalent to evictd's line, printed beside the row */
+  config(ctx: ContenderContext): string;
+  start(ctx: ContenderContext): Promise<RunningContender>;
+}
+
+/** Is this executable on PATH (or at this absolute path)? */
+export function which(cmd: string): string | null {
+  if (cmd.startsWith('/')) return fs.existsSync(cmd) ? cmd : null;
+  for (const dir of (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':')) {
+    const p = path.join(dir, cmd);
+    if (fs.existsSync(p)) return p;
+  }
+  return null;
+}
+
+/**
+ * oom_score_adj of a process. The bench shields itself (the harness must outlive the trial),
+ * and children inherit that value: every daemon gets the kubelet's and containerd's -999, so no
+ * contender is a victim, and pods get their QoS class's value (see pods.ts).
+ */
+export function setOomScoreAdj(pid: number, adj: number): void {
+  try {
+    fs.writeFileSync(`/proc/${pid}/oom_score_adj`, String(adj));
+  } catch {
+    // the process is gone, or (without CAP_SYS_RESOURCE) the value may not be lowered
+  }
+}
+
+/**
+ * A peer daemon as a child process: its output goes to a log file, start resolves when a line
+ * matches `ready` (or after `readyTimeoutMs` if it prints nothing we recognise), stop sends
+ * SIGTERM, then SIGKILL. Only this child is signalled, by its pid.
+ */
+export async function startDaemon(ctx: ContenderContext, name: string, cmd: string, args: string[], ready: RegExp, readyTimeoutMs = 20_000): Promise<RunningContender> {
+  const logFile = path.join(ctx.workDir, `${name}.log`);
+  const log = fs.openSync(logFile, 'a');
+  const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.pid) setOomScoreAdj(child.pid, -999);
+  let seen = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const isReady = new Promise<boolean>((resolve) => {
+    const on = (d: Buffer): void => {
+      fs.writeSync(log, d);
+      seen += d.toString();
+      if (ready.test(seen)) resolve(true);
+    };
+    child.stdout!.on('data', on);
+    child.stderr!.on('data', on);
+    setTimeout(() => resolve(false), readyTimeoutMs);
+    void exited.then(() => resolve(false));
+  });
+  await isReady;
+  if (child.exitCode !== null || child.signalCode !== null) {
+    fs.closeSync(log);
+    throw new Error(`${name} exited at start: ${seen.trim().split('\n').slice(-3).join(' | ')}`);
+  }
+  return {
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+      fs.closeSync(log);
+    },
+  };
+}

@@ -1,0 +1,17 @@
+/**
+ * earlyoom 1.7 (Debian's package) as its unit runs it (`earlyoom $EARLYOOM_ARGS`, Debian's
+ * default `-r 3600`), with the line given in KiB: `-M <line KiB>`. earlyoom compares
+ * MemAvailable with -M (SIGTERM below it, SIGKILL below half) and, with no swap, its swap
+ * condition is always met; it picks the victim by oom_score, which the lab's pods carry as the
+ * kubelet sets them per QoS class. Its kill is a bare signal to one process.
+ */
+import { startDaemon, which, type Contender } from './contender';
+
+export const earlyoom: Contender = {
+  name: 'earlyoom',
+  stops: 'bare kill',
+  missing: () => (which('earlyoom') ? null : 'earlyoom is not installed (apt-get install earlyoom)'),
+  config: (ctx) =>
+    `earlyoom -M ${ctx.lineMiB * 1024} -r 3600: SIGTERM when MemAvailable < ${ctx.lineMiB} MiB (SIGKILL below half), victim by oom_score; Debian's unit args with -M set to the line`,
+  start: (ctx) => startDaemon(ctx, 'earlyoom', 'earlyoom', ['-M', String(ctx.lineMiB * 1024), '-r', '3600'], /sending SIGTERM when/),
+};
