@@ -122,6 +122,7 @@ export class CriClient {
     const end = Date.now() + (deadlineMs ?? this.timeoutMs);
     let attempts = 0;
     let wait = RETRY_FIRST_MS;
+    let unavailable: string | null = null;
     for (;;) {
       attempts++;
       try {
@@ -130,8 +131,15 @@ export class CriClient {
         });
       } catch (e) {
         const err = e as grpc.ServiceError;
-        const code = typeof err.code === 'number' ? err.code : grpc.status.UNKNOWN;
+        let code = typeof err.code === 'number' ? err.code : grpc.status.UNKNOWN;
         const left = end - Date.now();
+        // Retrying an endpoint that is not there, the deadline can end the last attempt while it
+        // still connects (a slow or loaded machine): the cause the caller must see is the endpoint.
+        if (code === grpc.status.DEADLINE_EXCEEDED && unavailable !== null) {
+          code = grpc.status.UNAVAILABLE;
+          err.details = `${unavailable}; deadline reached after ${attempts} attempts`;
+        }
+        if (code === grpc.status.UNAVAILABLE) unavailable = err.details || err.message || 'no details';
         if (code === grpc.status.UNAVAILABLE && idempotent && left > wait && !this.closed) {
           // Nudge the channel out of backoff so the next attempt finds a restarted runtime.
           this.runtime.getChannel().getConnectivityState(true);

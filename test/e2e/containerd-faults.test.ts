@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { CriClient, CriError, evictPod } from '../../src/cri';
-import { skipped } from '../support/environment';
+import { skipped, slow } from '../support/environment';
 import { createPod, stubborn, usePrivateHarness } from './pods';
 import { waitFor } from '../support/wait';
 
@@ -23,7 +23,9 @@ async function rejection(p: Promise<unknown>): Promise<CriError> {
 test('nothing listening at the endpoint: a clear UNAVAILABLE after retries', async (t) => {
   if (skipped(t, e2e.setupError)) return;
   const sock = path.join(FAULTS_DIR, 'nobody-here.sock');
-  const c = CriClient.connect(`unix://${sock}`, { timeoutMs: 500 });
+  // The deadline leaves room for the client's retries on emulated CPUs (slow()): they, not the
+  // deadline, must end the call.
+  const c = CriClient.connect(`unix://${sock}`, { timeoutMs: slow(500) });
   try {
     const e = await rejection(c.listPodSandbox());
     assert.equal(e.code, 'UNAVAILABLE');
