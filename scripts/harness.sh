@@ -49,8 +49,14 @@ install_packages() {
   done
   [ ${#need[@]} -eq 0 ] && return 0
   log "installing ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # Another package manager (unattended-upgrades, a user's apt) may hold the dpkg lock: wait for
+  # it a bounded time (apt's DPkg::Lock::Timeout), then fail with one line that says so.
+  local wait=${EVICTD_APT_LOCK_TIMEOUT:-120}
+  if ! apt-get -o DPkg::Lock::Timeout="$wait" update -qq >/dev/null 2>&1 ||
+    ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$wait" install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1; then
+    echo "harness: could not install ${need[*]} with apt-get (no network to Debian's mirror, or the dpkg lock held for more than ${wait} s); install them and retry" >&2
+    exit 1
+  fi
 }
 
 # Writes an OCI image layout tarball with one uncompressed layer made from directory $2.

@@ -56,6 +56,18 @@ export function formatValue(value: unknown): string {
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 3)}...` : text;
 }
 
+/**
+ * Something this machine lacks or will not give now (a package that cannot be installed, a
+ * runtime that does not come up): not the user's input, so exit 1, but still one line that says
+ * what and why, never a stack trace.
+ */
+export class EnvironmentError extends Error {
+  override readonly name = 'EnvironmentError';
+  constructor(message: string) {
+    super(message);
+  }
+}
+
 /** Builds the standard "field: value: problem" one-liner. */
 export function badValue(field: string, value: unknown, problem: string): UsageError {
   return new UsageError(`${field}: ${formatValue(value)}: ${problem}`);

@@ -1,5 +1,5 @@
 import { ConfigError } from '../policy/config';
-import { UsageError } from '../errors';
+import { EnvironmentError, UsageError } from '../errors';
 import type { Command } from './command';
 
 
@@ -33,20 +33,26 @@ export async function dispatch(argv: string[]): Promise<number> {
   return command.load()(rest);
 }
 
-/** Entry point from bin/evictd.js: maps UsageError to exit 2 with one line, no stack trace. */
+/**
+ * What a failed command prints and its exit status: a bad input is one line and exit 2; what the
+ * machine lacks (EnvironmentError) one line and exit 1; anything else is a bug: its stack, exit 1.
+ */
+export function failure(err: unknown): { code: number; text: string } {
+  if (err instanceof UsageError || err instanceof ConfigError) return { code: 2, text: `evictd: ${err.message}\n` };
+  if (err instanceof EnvironmentError) return { code: 1, text: `evictd: ${err.message.replace(/\s*\n\s*/g, ' ')}\n` };
+  return { code: 1, text: `evictd: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n` };
+}
+
+/** Entry point from bin/evictd.js. */
 export function main(argv: string[]): void {
   dispatch(argv).then(
     (code) => {
       process.exitCode = code;
     },
     (err: unknown) => {
-      if (err instanceof UsageError || err instanceof ConfigError) {
-        process.stderr.write(`evictd: ${err.message}\n`);
-        process.exitCode = 2;
-      } else {
-        process.stderr.write(`evictd: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-        process.exitCode = 1;
-      }
+      const f = failure(err);
+      process.stderr.write(f.text);
+      process.exitCode = f.code;
     },
   );
 }

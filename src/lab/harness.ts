@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { EnvironmentError } from '../errors';
 
 /**
  * Drives scripts/harness.sh (the offline containerd used by e2e tests, `evictd bench cri` and
@@ -62,7 +63,7 @@ export async function ensureHarness(dir = HARNESS_DIR, cgroup = HARNESS_CGROUP):
   let startedHere = false;
   if (status.code !== 0) {
     const up = await runHarness(['up'], dir, cgroup);
-    if (up.code !== 0) throw new Error(`scripts/harness.sh up failed (exit ${up.code}): ${up.stderr.trim().split('\n').slice(-5).join(' | ')}`);
+    if (up.code !== 0) throw new EnvironmentError(`scripts/harness.sh up failed (exit ${up.code}): ${up.stderr.trim().split('\n').slice(-5).join(' | ')}`);
     startedHere = true;
   }
   return {
