@@ -182,10 +182,11 @@ TripwireHub* EnsureHub(Napi::Env env, AddonData* data) {
   return hub;
 }
 
-void SetText(Source* source, uint64_t usage_pages, uint64_t line_pages, uint64_t fired_ns, uint32_t direction) {
-  source->tripwire_text = "usage_bytes " + std::to_string(usage_pages * kPageSize) + "\nline_bytes " +
-                          std::to_string(line_pages * kPageSize) + "\nfired_ns " + std::to_string(fired_ns) +
-                          "\nabove " + (direction == TRIPWIRE_UP ? "1" : "0") + "\n";
+void SetText(Source* source, const tripwire_event& e) {
+  source->tripwire_text = "usage_bytes " + std::to_string(e.usage_pages * kPageSize) + "\nline_bytes " +
+                          std::to_string(e.line_pages * kPageSize) + "\nfired_ns " + std::to_string(e.ktime_ns) +
+                          "\ncharge_began_ns " + std::to_string(e.began_ns) + "\nabove " +
+                          (e.direction == TRIPWIRE_UP ? "1" : "0") + "\n";
 }
 
 // Arms `slot` at `line_pages`, on the side given by `usage_pages` (the usage now, or -1 when
@@ -368,7 +369,7 @@ int TripwireHub::OnRecord(void* ctx, void* record, size_t size) {
   __u32 dir = usage >= l->line_pages ? TRIPWIRE_DOWN : TRIPWIRE_UP;
   __atomic_store_n(&l->direction, dir, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->pending, 0u, __ATOMIC_SEQ_CST);
-  SetText(source, e->usage_pages, e->line_pages, e->ktime_ns, e->direction);
+  SetText(source, *e);
   // A started watcher hears it in this loop turn (a relay through its eventfd would cost one
   // more turn: measured under emulation, milliseconds when the CPUs are contended). A stopped
   // one gets it counted in its eventfd, delivered on start().

@@ -40,11 +40,54 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  // One event per line is in flight at most (the pending flag): 256 lines * 48 bytes fit.
+  // One event per line is in flight at most (the pending flag): 256 lines * 56 bytes fit.
   __uint(max_entries, 64 * 1024);
 } events SEC(".maps");
 
-static __always_inline void check_lines(__u64 cgroup_id, __u64 usage) {
+// When the charge running on a task began (fentry), so an event can say when the crossing
+// charge started as well as when the program saw it: the counter is updated inside the charge,
+// before fexit runs, and a reader of memory.current on another CPU can see the new value in
+// between (under emulation, tens of microseconds). `depth` covers a charge nested in another
+// on the same task (an interrupt charging kmem): the outer start stays, which is earlier.
+struct charge_start {
+  __u64 ns;
+  __u32 depth;
+  __u32 pad;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);  // thread id
+  __type(value, struct charge_start);
+} charging SEC(".maps");
+
+static __always_inline void charge_begins(void) {
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct charge_start *s = bpf_map_lookup_elem(&charging, &tid);
+  if (s) {
+    s->depth++;
+    return;
+  }
+  struct charge_start fresh = {.ns = bpf_ktime_get_ns(), .depth = 1};
+  bpf_map_update_elem(&charging, &tid, &fresh, BPF_NOEXIST);
+}
+
+// The start of the charge now ending on this task (0 when unknown: the map was full), and
+// forgets it once the outermost charge ends.
+static __always_inline __u64 charge_ends(void) {
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct charge_start *s = bpf_map_lookup_elem(&charging, &tid);
+  if (!s) return 0;
+  __u64 ns = s->ns;
+  if (s->depth <= 1)
+    bpf_map_delete_elem(&charging, &tid);
+  else
+    s->depth--;
+  return ns;
+}
+
+static __always_inline void check_lines(__u64 cgroup_id, __u64 usage, __u64 began_ns) {
   struct tripwire_cgroup *cg = bpf_map_lookup_elem(&watched, &cgroup_id);
   if (!cg) return;
   for (int i = 0; i < TRIPWIRE_LINES_PER_CGROUP; i++) {
@@ -69,6 +112,7 @@ static __always_inline void check_lines(__u64 cgroup_id, __u64 usage) {
     e->usage_pages = usage;
     e->line_pages = line;
     e->ktime_ns = bpf_ktime_get_ns();
+    e->began_ns = began_ns ? began_ns : e->ktime_ns;
     e->slot = slot;
     e->generation = l->generation;
     e->direction = dir;
@@ -84,7 +128,7 @@ static __always_inline void check_lines(__u64 cgroup_id, __u64 usage) {
 // result is really a memory css: its cgroup's memory css must point back at it. For any other
 // counter the "memcg" is off by the distance between the fields and the check fails (reads
 // through a wrong pointer are probe reads: they fail, they do not fault).
-static __always_inline void counter_changed(struct page_counter *counter) {
+static __always_inline void counter_changed(struct page_counter *counter, __u64 began_ns) {
   const __u64 memory_off = bpf_core_field_offset(struct mem_cgroup, memory);
   const __u64 css_off = bpf_core_field_offset(struct mem_cgroup, css);
   const int memory_id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
@@ -107,29 +151,42 @@ static __always_inline void counter_changed(struct page_counter *counter) {
     if (!parent) root_usage_pages = usage;
     memcg = (struct mem_cgroup *)((__u64)c - memory_off);
     __u64 id = BPF_CORE_READ(memcg, css.cgroup, kn, id);
-    check_lines(id, usage);
+    check_lines(id, usage, began_ns);
     c = parent;
   }
 }
 
 // Charges: the stock refill path (try_charge_memcg), once per batch per CPU.
+SEC("fentry/page_counter_try_charge")
+int BPF_PROG(tripwire_try_charge_begins, struct page_counter *counter, unsigned long nr_pages, struct page_counter **fail) {
+  charge_begins();
+  return 0;
+}
+
 SEC("fexit/page_counter_try_charge")
 int BPF_PROG(tripwire_try_charge, struct page_counter *counter, unsigned long nr_pages, struct page_counter **fail,
              bool ret) {
-  if (ret) counter_changed(counter);
+  __u64 began = charge_ends();
+  if (ret) counter_changed(counter, began);
   return 0;
 }
 
 // Forced charges that may exceed the limit (__GFP_NOFAIL, socket memory, kmem on some paths).
+SEC("fentry/page_counter_charge")
+int BPF_PROG(tripwire_charge_begins, struct page_counter *counter, unsigned long nr_pages) {
+  charge_begins();
+  return 0;
+}
+
 SEC("fexit/page_counter_charge")
 int BPF_PROG(tripwire_charge, struct page_counter *counter, unsigned long nr_pages) {
-  counter_changed(counter);
+  counter_changed(counter, charge_ends());
   return 0;
 }
 
 // Uncharges (freed pages, a drained stock): the line is crossed downwards here.
 SEC("fexit/page_counter_uncharge")
 int BPF_PROG(tripwire_uncharge, struct page_counter *counter, unsigned long nr_pages) {
-  counter_changed(counter);
+  counter_changed(counter, 0);
   return 0;
 }

@@ -48,7 +48,10 @@ struct tripwire_event {
   __u64 cgroup_id;
   __u64 usage_pages;  // the counter right after the charge or uncharge that crossed
   __u64 line_pages;
-  __u64 ktime_ns;  // bpf_ktime_get_ns(): CLOCK_MONOTONIC
+  __u64 ktime_ns;  // bpf_ktime_get_ns() when the program saw the crossing: CLOCK_MONOTONIC
+  // When the charge that crossed began (its fentry), the earliest moment anyone could see the
+  // counter past the line; ktime_ns for an uncharge (no fentry there).
+  __u64 began_ns;
   __u32 slot;
   __u32 generation;
   __u32 direction;  // the direction that fired

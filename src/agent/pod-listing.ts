@@ -18,6 +18,8 @@ import type { RuntimePod, RuntimePort } from './ports';
 
 /** a pod listing older than this is never used in place of a fresh one */
 const POD_LIST_MAX_AGE_MS = 30_000;
+/** how long a new pod cgroup is waited for in the runtime's listing (see learn) */
+const LEARN_FOR_MS = 30_000;
 /** a dead runtime is logged once, then at most this often */
 const RUNTIME_ERROR_LOG_MS = 30_000;
 
@@ -117,7 +119,7 @@ export class PodListing {
     for (const d of dirs) {
       try {
         const w = fs.watch(d, { persistent: false }, (_event, name) => {
-          if (name && podUidFromDirName(String(name))) this.learn(5);
+          if (name && podUidFromDirName(String(name))) this.learn();
         });
         w.on('error', () => w.close());
         this.watchers.push(w);
@@ -127,17 +129,22 @@ export class PodListing {
     }
   }
 
-  /** Refreshes the listing until it covers the pod cgroups seen (a sandbox turns ready shortly after its cgroup appears). */
-  private learn(tries: number): void {
+  /**
+   * Refreshes the listing until it covers the pod cgroups seen: a sandbox turns ready a while
+   * after its cgroup appears (a second or more on a loaded node or emulated CPUs), so a fixed
+   * number of quick tries would give up before it and leave the next kernel-woken pass to wait
+   * for a CRI round trip. Backs off from 100 ms to 1 s, for at most LEARN_FOR_MS.
+   */
+  private learn(delayMs = 100, until = Date.now() + LEARN_FOR_MS): void {
     if (this.learnTimer || this.closed) return;
     this.learnTimer = setTimeout(() => {
       this.learnTimer = null;
       void this.list().then(() => {
         const known = new Set(this.pods.map((p) => p.uid));
         const missing = listPodCgroups(this.o.memoryMount, this.o.podCgroupRoot).some((c) => !known.has(c.uid));
-        if (missing && tries > 1) this.learn(tries - 1);
+        if (missing && Date.now() < until) this.learn(Math.min(delayMs * 2, 1000), until);
       });
-    }, 100);
+    }, delayMs);
     this.learnTimer.unref();
   }
 

@@ -34,7 +34,8 @@ export interface NativeAddon {
   /**
    * A line on the memory counter of cgroup `cgroupId` (cgroup2 directory inode, 1 for the root),
    * armed on the side `usageBytes` says (-1: unknown). Events carry usage_bytes, line_bytes,
-   * fired_ns (bpf_ktime_get_ns at the crossing), above. Tripwire builds only.
+   * fired_ns (bpf_ktime_get_ns at the crossing), charge_began_ns (the crossing charge's start),
+   * above. Tripwire builds only.
    */
   openTripwire?(cgroupDir: string, cgroupId: number, lineBytes: number, usageBytes: number, cb: NativeCallback): NativeWatcher;
   /** Moves a tripwire line in place (no kernel registration, no grace period). */

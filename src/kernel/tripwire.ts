@@ -169,7 +169,8 @@ class TripwireWatcher extends NativeBackedWatcher implements ThresholdWatcher {
  * `thresholdBytes` up or down, within one charge batch (64 pages per CPU) of the crossing.
  * On the v2 root the line is in machine-usage terms (MemTotal - MemFree, what evictd computes
  * memory.available from) and is placed on the root's page counter by their measured gap.
- * Events carry usage_bytes and line_bytes (at the crossing), fired_ns (the program's
+ * Events carry usage_bytes and line_bytes (at the crossing), charge_began_ns (when the crossing
+ * charge began: no reader of the counter can see it past the line before), fired_ns (the program's
  * CLOCK_MONOTONIC stamp), above (1 up, 0 down) and, on the root, counter_bytes.
  * Throws when the tripwire is unavailable (see tripwireUnavailable()).
  */

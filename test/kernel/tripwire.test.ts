@@ -80,12 +80,18 @@ test('the tripwire fires after the counter crosses the line, before the limit, i
   assert.ok(c.usage_bytes < 256 * MiB, 'before the limit');
   assert.ok(BigInt(c.fired_ns) >= reply.startNs && BigInt(c.fired_ns) <= reply.endNs, 'the program fired while the workload allocated');
   assert.ok(up.monotonicNs >= BigInt(c.fired_ns), 'delivered after it fired');
+  // The crossing charge's start (fentry), what bench notify measures from: within the
+  // workload's allocation, and no later than the program's own stamp at the charge's end.
+  assert.ok(BigInt(c.charge_began_ns) >= reply.startNs, 'the crossing charge began while the workload allocated');
+  assert.ok(BigInt(c.charge_began_ns) <= BigInt(c.fired_ns), 'the charge began before the program saw it end');
   assert.equal(rec.events.length, 1, 'one event for one crossing');
 
   const n = rec.events.length;
   await hog.free();
   const down = await rec.waitEvent(() => true, 10_000, n);
   assert.equal(down.counters?.above, 0);
+  // An uncharge has no start stamp: the event says the program's own.
+  assert.equal(down.counters?.charge_began_ns, down.counters?.fired_ns);
   assert.ok((down.counters?.usage_bytes ?? Infinity) < line, 'usage below the line on the way down');
   assert.equal(rec.errors.length, 0);
 });

@@ -3,8 +3,9 @@
  * poller, all on the same memory crossings, at several ramp rates.
  *
  * One crossing stamp for every row of a run. Where the tripwire runs, its program stamps the
- * charge that takes the counter across the line, in the kernel: that is the crossing for all
- * three rows (the pollers read the same counter). Elsewhere the workload stamps the page whose
+ * start of the charge that takes the counter across the line, in the kernel: that is the
+ * crossing for all three rows (the pollers read the same counter, which cannot show the new
+ * value before that charge began). Elsewhere the workload stamps the page whose
  * touch takes usage (read before the step) + touched bytes to the line. The workload's stamp is
  * not the counter's crossing on cgroup v2: memcg charges in 64-page batches per CPU, so the
  * counter can cross up to a batch per CPU before the page that "crosses"; measuring a counter

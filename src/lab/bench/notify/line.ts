@@ -71,9 +71,9 @@ export interface Line {
   mechanism: string;
   how: string;
   /**
-   * The crossing, as the kernel saw it, when the mechanism knows it: the tripwire's program runs
-   * inside the charge that crosses and stamps it (bpf_ktime_get_ns, CLOCK_MONOTONIC). Null: use
-   * the workload's stamp.
+   * The crossing, as the kernel saw it, when the mechanism knows it: the tripwire's programs
+   * run at the start and the end of the charge that crosses and stamp its start
+   * (bpf_ktime_get_ns, CLOCK_MONOTONIC). Null: use the workload's stamp.
    */
   kernelCrossNs(e: KernelEvent): bigint | null;
 }
@@ -92,7 +92,7 @@ export function openLine(layout: CgroupLayout): Line {
   const watcher = watchUsageThreshold(cg.dir, bytes, { intervalMs: 100 });
   const tripwire = watcher.lineMechanism === 'bpf-tripwire';
   const how = {
-    'bpf-tripwire': 'eBPF fexit on the page counters, ring buffer; from the program\'s own stamp of the crossing charge to the native callback',
+    'bpf-tripwire': 'eBPF fentry/fexit on the page counters, ring buffer; from the start of the crossing charge (fentry stamp) to the native callback',
     'memcg-threshold-eventfd': 'eventfd via cgroup.event_control; native callback stamp minus the allocator stamp',
     'adaptive-poll': 'the adaptive poller (no kernel mechanism here)',
     'fixed-poll': 'a fixed poller',
@@ -105,6 +105,9 @@ export function openLine(layout: CgroupLayout): Line {
     watcher,
     mechanism: watcher.lineMechanism,
     how: choice.fallbacks.length > 0 ? `${how} (fallback: ${choice.fallbacks.join('; ')})` : how,
-    kernelCrossNs: (e) => (tripwire && e.counters?.fired_ns !== undefined ? BigInt(e.counters.fired_ns) : null),
+    // The start of the crossing charge, not the program's own stamp at its end: the counter
+    // moves inside the charge, so a poller on another CPU may read it past the line before the
+    // program runs (measured: tens of microseconds under emulation, a negative latency).
+    kernelCrossNs: (e) => (tripwire && e.counters?.charge_began_ns !== undefined ? BigInt(e.counters.charge_began_ns) : null),
   };
 }
