@@ -1,17 +1,44 @@
 // The package as an embedder gets it: `npm pack`, `npm install` of the tarball into a fresh
 // project (the addon is built there by node-gyp), then `require('evictd')` and the example of
-// docs/embedding.md, run from that project exactly as printed.
-import { test } from 'node:test';
+// docs/embedding.md, run from that project exactly as printed. Then the same install on a
+// machine without the BPF toolchain: the addon builds without the tripwire and says so.
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 const repo = path.resolve(__dirname, '..', '..', '..');
 
-function sh(cmd: string, args: string[], cwd: string): string {
-  return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 16 << 20 });
+function sh(cmd: string, args: string[], cwd: string, env?: NodeJS.ProcessEnv): string {
+  return execFileSync(cmd, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 16 << 20 });
+}
+
+let dir = '';
+let tarball = '';
+before(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-embed-'));
+  tarball = path.join(dir, sh('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir], repo).trim().split('\n').pop()!);
+});
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** A fresh project with the tarball installed into it; returns the project dir and the install's output. */
+function install(name: string, env?: NodeJS.ProcessEnv): { app: string; output: string } {
+  const app = path.join(dir, name);
+  fs.mkdirSync(app);
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }));
+  // --foreground-scripts: the addon build's own lines (node-gyp, detect.sh) reach the output.
+  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--foreground-scripts', tarball], {
+    cwd: app,
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 64 << 20,
+  });
+  const output = `${r.stdout}${r.stderr}`;
+  assert.equal(r.status, 0, `npm install of the tarball failed:\n${output.slice(-4000)}`);
+  return { app, output };
 }
 
 /** The first ```js block of the doc: the example the doc calls complete. */
@@ -23,29 +50,38 @@ function docExample(): string {
 }
 
 test('npm pack + npm install: require("evictd") loads and the docs/embedding.md example runs', { timeout: 600_000 }, () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-embed-'));
-  try {
-    const tgz = sh('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir], repo).trim().split('\n').pop()!;
-    const app = path.join(dir, 'app');
-    fs.mkdirSync(app);
-    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'embedder', version: '1.0.0', private: true }));
-    sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(dir, tgz)], app);
+  const { app } = install('embedder');
+  // Loads from the installed copy, not from this checkout.
+  const where = sh('node', ['-e', "process.stdout.write(require.resolve('evictd'))"], app);
+  assert.ok(where.startsWith(path.join(app, 'node_modules', 'evictd')), where);
+  const loaded = sh('node', ['-e', "const e = require('evictd'); process.stdout.write(String(e.nativeAvailable()) + ' ' + typeof e.evaluate)"], app);
+  assert.equal(loaded, 'true function', 'the addon was built on install and the policy is there');
 
-    // Loads from the installed copy, not from this checkout.
-    const where = sh('node', ['-e', "process.stdout.write(require.resolve('evictd'))"], app);
-    assert.ok(where.startsWith(path.join(app, 'node_modules', 'evictd')), where);
-    const loaded = sh('node', ['-e', "const e = require('evictd'); process.stdout.write(String(e.nativeAvailable()) + ' ' + typeof e.evaluate)"], app);
-    assert.equal(loaded, 'true function', 'the addon was built on install and the policy is there');
+  fs.writeFileSync(path.join(app, 'example.js'), docExample());
+  const out = sh('node', ['example.js'], app);
+  // What the doc says the example prints.
+  assert.match(out, /^conditions: MemoryPressure$/m);
+  assert.match(out, /^threshold met: memory\.available hard < 500Mi$/m);
+  assert.match(out, /^threshold met: memory\.available soft < 1Gi$/m);
+  assert.match(out, /^evict first: default\/batch \(grace 0s\)$/m);
+  assert.match(out, /^message: The node was low on resource: memory\./m);
+});
 
-    fs.writeFileSync(path.join(app, 'example.js'), docExample());
-    const out = sh('node', ['example.js'], app);
-    // What the doc says the example prints.
-    assert.match(out, /^conditions: MemoryPressure$/m);
-    assert.match(out, /^threshold met: memory\.available hard < 500Mi$/m);
-    assert.match(out, /^threshold met: memory\.available soft < 1Gi$/m);
-    assert.match(out, /^evict first: default\/batch \(grace 0s\)$/m);
-    assert.match(out, /^message: The node was low on resource: memory\./m);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+test('npm install without clang or bpftool: the addon builds without the tripwire, says why once, and lines fall back', { timeout: 600_000 }, () => {
+  // clang and bpftool that fail, first on PATH: what native/bpf/detect.sh finds on a machine
+  // where they are absent or broken. Everything else (make, g++, python3) is the machine's.
+  const bin = path.join(dir, 'no-bpf-bin');
+  fs.mkdirSync(bin);
+  for (const tool of ['clang', 'bpftool']) fs.writeFileSync(path.join(bin, tool), '#!/bin/sh\nexit 127\n', { mode: 0o755 });
+  const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, EVICTD_TRIPWIRE: '' };
+  const result = install('no-bpf', env);
+  const said = result.output.split('\n').filter((l) => l.includes('building WITHOUT the memcg tripwire'));
+  assert.equal(said.length, 1, `one line says the tripwire is left out:\n${result.output.slice(-3000)}`);
+  assert.match(said[0], /missing: clang\(bpf target\) bpftool/);
+  const status = sh('node', ['-e', "const e = require('evictd'); process.stdout.write(JSON.stringify({ native: e.nativeAvailable(), status: e.tripwireStatus(), why: e.tripwireUnavailable() }))"], result.app);
+  const got = JSON.parse(status) as { native: boolean; status: { built: boolean; loaded: boolean }; why: string | null };
+  assert.equal(got.native, true, 'the addon itself is built (memcg v1 thresholds, PSI, kernfs events)');
+  assert.equal(got.status.built, false);
+  assert.equal(got.status.loaded, false);
+  assert.match(got.why ?? '', /tripwire not built/, 'the agent says why its v2 lines use the adaptive poller');
 });
