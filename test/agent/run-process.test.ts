@@ -57,6 +57,15 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   assert.match(metrics.body, /evictd_notifications_total\{source="memcg-threshold"\} \d+/);
   assert.match(metrics.body, /evictd_event_to_decision_seconds_count\{source="memcg-threshold"\} 1/);
   assert.match(metrics.body, /evictd_notification_mechanism\{mechanism="native"\} 1/);
+  // Each memory line's mechanism, said once at start and exposed as a gauge: the kernel's own
+  // where the platform has one (memcg v1 thresholds; the eBPF tripwire on pure cgroup v2).
+  const said = agent.lines.filter((l) => typeof l.line === 'string' && typeof l.mechanism === 'string' && String(l.msg).startsWith('memory line '));
+  assert.ok(said.length >= 2, `a start line per memory line (node, pods): ${JSON.stringify(said)}`);
+  const expected = lab.layout.memoryVersion === 1 ? 'memcg-threshold-eventfd' : 'bpf-tripwire';
+  for (const l of said) {
+    assert.equal(l.mechanism, expected, `line ${String(l.line)}`);
+    assert.match(metrics.body, new RegExp(`^evictd_notifier_mechanism\\{line="${String(l.line)}",mechanism="${expected}"\\} 1$`, 'm'));
+  }
   assert.equal((await get(`http://${agent.metricsAddress}/healthz`)).status, 200);
   const starting = agent.lines.find((l) => l.msg === 'evictd starting')!;
   assert.equal(starting.cgroupRoot, lab.root);
