@@ -13,7 +13,8 @@
  * max(1 MiB, capacity/512) — at 2 GB/s that is under a millisecond of ramp.
  *
  * On cgroup v2 the lines are the eBPF tripwire's (src/kernel/tripwire.ts): moving one is a
- * store in a BPF map, free, but the same tolerance keeps the logic one. The node line is armed
+ * store in a BPF map, free, so those lines (and the adaptive poller's) follow the drift to the
+ * page: a tolerance would leave the line up to capacity/512 late. The node line is armed
  * on the v2 root too: the tripwire watches the root's page counter, placed by its measured gap
  * to MemTotal - MemFree (the usage memory.available is computed from); the adaptive poller
  * reads /proc/meminfo.
@@ -50,6 +51,8 @@ export interface ArmingOptions {
 }
 
 type LineKey = string;
+/** The tripwire counts pages: a line moved by less than one is where it was. */
+const PAGE_BYTES = 4096;
 
 export class Arming {
   private readonly lines = new Map<LineKey, ThresholdHandle>();
@@ -118,10 +121,10 @@ export class Arming {
   /** Re-arms every line from fresh memory numbers (a pass's, or the drift tick's). */
   update(memory: MemoryReading, allocatable: MemoryReading | null): void {
     if (this.closed) return;
-    const want = new Map<LineKey, { dir: string; bytes: number; tolerance: number; usage: number }>();
+    const want = new Map<LineKey, { dir: string; bytes: number; costlyTolerance: number; usage: number }>();
     const add = (prefix: string, dir: string, m: MemoryReading, signal: 'memory.available' | 'allocatableMemory.available') => {
-      const tolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
-      Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes, tolerance, usage: m.usageBytes }));
+      const costlyTolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
+      Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes, costlyTolerance, usage: m.usageBytes }));
     };
     // On a v2 root (no memory.current) the line is in MemTotal - MemFree terms, as the reading is:
     // the tripwire places it on the root's page counter, the adaptive poller reads /proc/meminfo.
@@ -135,9 +138,11 @@ export class Arming {
         void h.close();
       }
     }
-    for (const [key, { dir, bytes, tolerance, usage }] of want) {
+    for (const [key, { dir, bytes, costlyTolerance, usage }] of want) {
       const h = this.lines.get(key);
       if (h) {
+        // Only a v1 threshold costs a kernel grace period to move (see above).
+        const tolerance = h.mechanism === 'memcg-threshold-eventfd' ? costlyTolerance : PAGE_BYTES;
         // Also move a line that usage has passed while the signal is not met (inactive_file
         // grew): left there it would only fire on the way down, and the crossing would be missed.
         const behind = h.usageBytes < usage && bytes > usage;

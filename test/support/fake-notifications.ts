@@ -18,6 +18,8 @@ export class FakeNotifications implements NotificationPort {
   readonly mechanism = 'polling' as const;
   /** every line as created: the cgroup dir and the bytes it was armed at */
   readonly created: { dir: string; bytes: number }[] = [];
+  /** what each line says watches it (the arming moves a v1 eventfd line less eagerly) */
+  lineMechanism = 'memcg-threshold-eventfd';
   /** every rearm, in bytes */
   readonly rearms: number[] = [];
   private readonly usage = new Map<string, number>();
@@ -47,6 +49,7 @@ export class FakeNotifications implements NotificationPort {
     const rearms = this.rearms;
     const usage = this.usage;
     return {
+      mechanism: this.lineMechanism,
       get usageBytes() {
         return line.bytes;
       },

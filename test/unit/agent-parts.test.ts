@@ -146,6 +146,21 @@ test("arming: the kubelet's line (capacity - threshold + inactive_file), moved o
   assert.ok(created.some((c) => c.dir === '/n/kubepods' && c.bytes === (512 - 100 + 10) * MiB));
 });
 
+test('arming: a tripwire line follows inactive_file to the page (moving it is free)', () => {
+  const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
+  const port = new FakeNotifications();
+  port.lineMechanism = 'bpf-tripwire';
+  const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
+  a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), null);
+  // 512 KiB of drift: a v1 eventfd line would stay (the test above); this one moves.
+  a.update(reading(1024 * MiB, 300 * MiB, 40.5 * MiB), null);
+  assert.deepEqual(port.rearms, [(1024 - 100 + 40.5) * MiB]);
+  // Less than a page: the tripwire could not tell the difference, so nothing moves.
+  a.update(reading(1024 * MiB, 300 * MiB, 40.5 * MiB + 1024), null);
+  assert.equal(port.rearms.length, 1);
+  assert.equal(a.rearms, 1);
+});
+
 test('arming: the node line is armed on the cgroup v2 root too, and each line reports its mechanism', () => {
   const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
   const created: Array<{ dir: string; bytes: number }> = [];
