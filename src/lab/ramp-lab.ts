@@ -27,7 +27,7 @@ export interface AgentProcessOptions {
   evictionHard: string;
   /** extra `evictd run` flags, e.g. ['--notifications', 'none', '--housekeeping-interval', '1s'] */
   extraArgs?: string[];
-  /** how long `evictd run` may take to log its start (default 15 s; emulated CPUs need more) */
+  /** how long `evictd run` may take to log its start (default 60 s: a bound on a failure, and emulated CPUs on a busy host need tens of seconds) */
   startTimeoutMs?: number;
   /** the node cgroup (default: the lab's node cgroup; '/' when the whole machine is the node) */
   cgroupRoot?: string;
@@ -88,7 +88,7 @@ export class AgentProcess {
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const p = new AgentProcess(child);
-    const started = await Promise.race([p.waitFor((l) => l.msg === 'evictd starting', o.startTimeoutMs ?? 15_000).catch(() => null), p.exited.then(() => null)]);
+    const started = await Promise.race([p.waitFor((l) => l.msg === 'evictd starting', o.startTimeoutMs ?? 60_000).catch(() => null), p.exited.then(() => null)]);
     if (!started) {
       child.kill('SIGKILL');
       throw new Error(`evictd run did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
