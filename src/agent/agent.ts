@@ -22,6 +22,7 @@ import type { AgentMetrics } from './metrics';
 import { PassRunner } from './pass';
 import { PodListing } from './pod-listing';
 import type { EvictionReporter, NotificationPort, PodSpecSource, RuntimePort, Wakeup } from './ports';
+import { VolumeUsageCache } from './volume-usage';
 
 export type { EvictionRecord } from './actuator';
 
@@ -43,6 +44,12 @@ export interface AgentOptions {
   /** bound on waiting for an evicted pod's memory to come back */
   releaseTimeoutMs?: number;
   psi?: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
+  /**
+   * The kubelet's root dir, where the pods' emptyDir volumes are (pods/<uid>/volumes/...), and
+   * how often they are measured (the kubelet's --volume-stats-agg-period; default 1 min).
+   * Without it, emptyDir usage is not observed.
+   */
+  volumes?: { kubeletRootDir: string; periodMs?: number };
 }
 
 /** how often the threshold lines follow inactive_file between passes */
@@ -53,6 +60,7 @@ export class Agent extends EventEmitter {
   private readonly listing: PodListing;
   private readonly actuator: Actuator;
   private readonly passes: PassRunner;
+  private readonly volumes: VolumeUsageCache | undefined;
   private arming: Arming | null = null;
   private graceTimer: NodeJS.Timeout | null = null;
   private driftTimer: NodeJS.Timeout | null = null;
@@ -82,6 +90,7 @@ export class Agent extends EventEmitter {
       observe: () => this.passes.observe(),
       record: (kind, rec) => this.emit(kind, rec),
     });
+    this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger }) : undefined;
     this.passes = new PassRunner({
       policy: o.policy,
       observer: o.observer,
@@ -91,6 +100,7 @@ export class Agent extends EventEmitter {
       metrics: o.metrics,
       listing: this.listing,
       actuator: this.actuator,
+      volumes: this.volumes,
       onEvaluation: (ev) => this.scheduleGrace(ev),
       afterAct: (obs) => this.arming?.update(obs.memory, obs.allocatable),
     });
@@ -151,6 +161,7 @@ export class Agent extends EventEmitter {
     await this.listing.close();
     await this.arming?.close();
     await this.actuator.settle();
+    await this.volumes?.close();
   }
 
   /** A kernel notification (or any other reason to look again). */

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { NodeObserver, Observation } from '../node/observer';
 import type { PolicyConfig } from '../policy/config';
 import { assess, initialState, planEvictions, type Evaluation, type PolicyState } from '../policy/evaluate';
+import { podFacts } from '../policy/pods';
 import { isMemorySignal } from '../policy/signals';
 import type { ContainerUsage } from '../policy/types';
 import type { Actuator } from './actuator';
@@ -18,6 +19,7 @@ import type { PassResult, PassTrigger } from './controller';
 import type { AgentMetrics } from './metrics';
 import type { PodListing } from './pod-listing';
 import type { PodSpecSource, RuntimePort } from './ports';
+import type { VolumeUsageCache } from './volume-usage';
 
 export interface PassOptions {
   policy: PolicyConfig;
@@ -28,6 +30,8 @@ export interface PassOptions {
   metrics: AgentMetrics;
   listing: PodListing;
   actuator: Actuator;
+  /** the pods' emptyDir usage, measured in the background (local-storage limits, disk ranking) */
+  volumes?: VolumeUsageCache;
   /** the evaluation is known (before acting): the agent schedules its grace-period timer */
   onEvaluation(ev: Evaluation): void;
   /** after acting, with the pass's observation: the agent moves its notification lines */
@@ -64,9 +68,13 @@ export class PassRunner {
     const joined = joinPods(runtimePods, obs.pods, o.pods).filter((j) => !o.actuator.isInFlight(j.runtime.uid));
     const input = { now: Number(ns()), node: obs.node, layout: obs.layout };
     const assessed = assess(o.policy, this.state, input);
-    // A disk threshold is met: rank on the pods' disk usage, read only now (it costs a runtime
-    // call per container), before the one ranking of this pass.
-    if (assessed.thresholdsMet.some((t) => !isMemorySignal(t.signal) && t.signal !== 'pid.available')) await this.addDiskUsage(joined);
+    this.addVolumeUsage(joined);
+    // The pods' container disk usage costs a runtime call per container, so it is read only
+    // when it decides something: a disk threshold is met (the ranking uses it), or, on the
+    // kubelet's own cadence (housekeeping), a pod has a local-storage limit to check.
+    const diskMet = assessed.thresholdsMet.some((t) => !isMemorySignal(t.signal) && t.signal !== 'pid.available');
+    const routine = trigger.sources.housekeeping !== undefined || trigger.sources.start !== undefined;
+    if (diskMet || (routine && joined.some((j) => hasLocalStorageLimit(j)))) await this.addDiskUsage(joined);
     const ev = planEvictions(o.policy, assessed, joined.map((j) => j.active), obs.layout);
     const decisionNs = ns();
     if (o.logger.isLevelEnabled('debug')) {
@@ -117,6 +125,17 @@ export class PassRunner {
     }
   }
 
+  /** The last emptyDir measurement onto the pods, and a new one started when it is due. */
+  private addVolumeUsage(joined: JoinedPod[]): void {
+    const volumes = this.o.volumes;
+    if (!volumes) return;
+    volumes.refresh(joined.map((j) => ({ uid: j.runtime.uid, spec: j.active.spec })));
+    for (const j of joined) {
+      const used = volumes.get(j.runtime.uid);
+      if (used.length > 0) (j.active.usage ??= { containers: [], volumes: [] }).volumes = used;
+    }
+  }
+
   /** Adds writable-layer and log usage to the pods; without it (the runtime cannot tell) the ranking goes on. */
   private async addDiskUsage(joined: JoinedPod[]): Promise<void> {
     if (!this.o.runtime.containerDiskUsage) return;
@@ -136,4 +155,10 @@ export class PassRunner {
       u.containers = [...u.containers.filter((c) => c.memoryBytes !== undefined).map((c) => ({ name: c.name, memoryBytes: c.memoryBytes! })), ...disk];
     }
   }
+}
+
+/** An emptyDir sizeLimit or an ephemeral-storage limit: what the kubelet's localStorageEviction checks. */
+function hasLocalStorageLimit(j: JoinedPod): boolean {
+  const f = podFacts(j.active.spec);
+  return f.emptyDirLimits.size > 0 || f.storageLimit !== undefined || f.containerStorageLimits.size > 0;
 }

@@ -50,6 +50,7 @@ const FLAGS: FlagDef[] = [
   { name: 'pod-cgroup-root', arg: 'PATH', help: 'the pod cgroup root (kubepods) inside the hierarchy', def: '<cgroup-root>/kubepods' },
   { name: 'root-dir', arg: 'DIR', help: 'kubelet root dir: nodefs is the filesystem holding it', def: '/var/lib/kubelet (or / when absent)' },
   { name: 'housekeeping-interval', arg: 'DURATION', help: 'fallback pass interval when no notification arrives', def: '10s' },
+  { name: 'volume-stats-agg-period', arg: 'DURATION', help: "how often the pods' emptyDir volumes under the root dir are measured (emptyDir sizeLimit evictions)", def: '1m' },
   { name: 'dry-run', bool: true, help: 'log decisions, act on nothing' },
   { name: 'fast-kill', bool: true, help: 'for hard memory thresholds, kill the pod processes via its cgroup before StopPodSandbox', def: 'true' },
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
@@ -139,6 +140,7 @@ export interface RunSettings {
   cgroupRoot: string;
   podCgroupRoot: string;
   nodefsPath: string;
+  volumeStatsAggPeriodMs: number;
   housekeepingIntervalMs: number;
   releaseTimeoutMs: number;
   dryRun: boolean;
@@ -241,6 +243,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     podCgroupRoot,
     nodefsPath,
     housekeepingIntervalMs: durationMs('--housekeeping-interval', str('housekeeping-interval') ?? '10s'),
+    volumeStatsAggPeriodMs: durationMs('--volume-stats-agg-period', str('volume-stats-agg-period') ?? '1m'),
     releaseTimeoutMs: durationMs('--release-timeout', str('release-timeout') ?? '5s'),
     dryRun: f['dry-run'] === true,
     fastKill: f['fast-kill'] !== false,
@@ -320,6 +323,7 @@ export async function run(argv: string[]): Promise<number> {
     housekeepingIntervalMs: s.housekeepingIntervalMs,
     releaseTimeoutMs: s.releaseTimeoutMs,
     psi: s.psi,
+    volumes: { kubeletRootDir: s.nodefsPath, periodMs: s.volumeStatsAggPeriodMs },
   });
   const server = await startMetricsServer(s.metrics, metrics.registry, () => agent.health()).catch((err: NodeJS.ErrnoException) => {
     throw badValue('--metrics-address', `${s.metrics.host}:${s.metrics.port}`, err.code ?? err.message);

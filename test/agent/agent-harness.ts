@@ -76,6 +76,8 @@ export async function startAgent(
     wrap?: (r: CriRuntime) => RuntimePort;
     pods?: PodSpecSource;
     reporter?: EvictionReporter;
+    /** measure the pods' emptyDirs under nodefsPath this often (the kubelet's --volume-stats-agg-period) */
+    volumeStatsAggPeriodMs?: number;
   },
 ): Promise<TestAgent> {
   const { endpoint } = await criClient();
@@ -98,6 +100,7 @@ export async function startAgent(
     housekeepingIntervalMs: o.housekeepingIntervalMs ?? 10_000,
     releaseTimeoutMs: 3000,
     psi: null,
+    ...(o.volumeStatsAggPeriodMs ? { volumes: { kubeletRootDir: o.nodefsPath ?? '/', periodMs: o.volumeStatsAggPeriodMs } } : {}),
   });
   const evictions: EvictionRecord[] = [];
   agent.on('eviction', (r: EvictionRecord) => evictions.push(r));
