@@ -1,8 +1,8 @@
-import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { isCgroup2Root, machineUsageBytes } from './machine-usage';
-import type { KernelEvent, ThresholdWatcher } from './types';
+import { TimerWatcher } from './timer-watcher';
+import type { ThresholdWatcher } from './types';
 
 // The fallback for a usage line where no kernel mechanism is available (no BPF: addon built
 // without libbpf, no BTF, no CAP_BPF/CAP_PERFMON, a kernel that refuses fentry/fexit; and no
@@ -57,30 +57,23 @@ function usageReader(cgroupDir: string): { source: string; read: UsageReader } {
   return { source: '/proc/meminfo', read: () => machineUsageBytes() };
 }
 
-class AdaptivePoller extends EventEmitter implements ThresholdWatcher {
-  readonly kind = 'memcg-threshold' as const;
-  readonly mechanism = 'polling' as const;
+class AdaptivePoller extends TimerWatcher implements ThresholdWatcher {
   readonly lineMechanism = 'adaptive-poll' as const;
-  readonly source: string;
   private readonly read: UsageReader;
   private bytes: number;
   private above: boolean;
   private last: { usage: number; at: bigint };
-  private timer: NodeJS.Timeout | undefined;
-  private refed = true;
-  private running = false;
-  private state: 'open' | 'failed' | 'closed' = 'open';
   /** Delay chosen for the next read (for tests and the log). */
   lastDelayMs = 0;
   reads = 0;
 
   constructor(
-    cgroupDir: string,
+    reader: { source: string; read: UsageReader },
     thresholdBytes: number,
     readonly bound: PollBound,
   ) {
-    super();
-    ({ source: this.source, read: this.read } = usageReader(cgroupDir));
+    super('memcg-threshold', reader.source);
+    this.read = reader.read;
     this.bytes = thresholdBytes;
     const usage = this.read();
     this.above = usage >= thresholdBytes;
@@ -92,72 +85,21 @@ class AdaptivePoller extends EventEmitter implements ThresholdWatcher {
     return this.bytes;
   }
 
-  get closed(): boolean {
-    return this.state !== 'open';
-  }
-
-  ready(): Promise<void> {
-    return Promise.resolve();
-  }
-
   rearm(thresholdBytes: number): Promise<void> {
     if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
     this.bytes = thresholdBytes;
     this.above = this.read() >= thresholdBytes;
     // The distance changed: re-plan now rather than after a delay planned for the old line.
-    if (this.running) this.schedule(0);
+    this.replan();
     return Promise.resolve();
   }
 
-  start(): void {
-    if (this.state !== 'open') throw new Error(`${this.kind} poller on ${this.source} is closed`);
-    if (this.running) return;
-    this.running = true;
-    this.schedule(0);
+  protected firstDelayMs(): number {
+    return 0;
   }
 
-  stop(): void {
-    this.running = false;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  close(): Promise<void> {
-    if (this.state === 'open') this.state = 'closed';
-    this.stop();
-    return Promise.resolve();
-  }
-
-  ref(): this {
-    this.refed = true;
-    this.timer?.ref();
-    return this;
-  }
-
-  unref(): this {
-    this.refed = false;
-    this.timer?.unref();
-    return this;
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.tick(), delayMs);
-    if (!this.refed) this.timer.unref();
-  }
-
-  private tick(): void {
-    this.timer = undefined;
-    if (!this.running) return;
-    let usage: number;
-    try {
-      usage = this.read();
-    } catch (err) {
-      this.state = 'failed';
-      this.stop();
-      this.emit('error', err);
-      return;
-    }
+  protected poll(): number {
+    const usage = this.read();
     // Stamped once the value is in hand: the counter may cross during the read itself, and an
     // event stamped before it would claim to know before it could.
     const at = process.hrtime.bigint();
@@ -168,14 +110,12 @@ class AdaptivePoller extends EventEmitter implements ThresholdWatcher {
     const above = usage >= this.bytes;
     if (above !== this.above) {
       this.above = above;
-      const event: KernelEvent = { source: this.source, kind: this.kind, count: 1, monotonicNs: at, counters: { usage_bytes: usage, line_bytes: this.bytes, above: above ? 1 : 0 } };
-      this.emit('event', event);
-      if (!this.running || this.state !== 'open') return;
+      this.emitEvent({ usage_bytes: usage, line_bytes: this.bytes, above: above ? 1 : 0 }, at);
     }
     // Below the line, growth moves towards it; above, shrinking does.
     const towards = above ? -growth : growth;
     this.lastDelayMs = nextPollDelayMs(Math.abs(this.bytes - usage), towards, this.bound);
-    this.schedule(this.lastDelayMs);
+    return this.lastDelayMs;
   }
 }
 
@@ -189,5 +129,5 @@ export function watchAdaptivePoll(cgroupDir: string, thresholdBytes: number, bou
   if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
   const b = { ...DEFAULT_POLL_BOUND, ...bound };
   if (!(b.minIntervalMs >= 1 && b.maxIntervalMs >= b.minIntervalMs && b.maxRampBytesPerSec > 0)) throw new RangeError(`poll bound: ${JSON.stringify(b)}: needs 1 <= minIntervalMs <= maxIntervalMs and maxRampBytesPerSec > 0`);
-  return new AdaptivePoller(cgroupDir, thresholdBytes, b);
+  return new AdaptivePoller(usageReader(cgroupDir), thresholdBytes, b);
 }

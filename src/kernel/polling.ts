@@ -1,9 +1,9 @@
-import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { eventsKind } from './cgroup-events';
 import { parseCounters } from './counters';
-import type { KernelEvent, ThresholdWatcher, Watcher, WatchKind } from './types';
+import { TimerWatcher } from './timer-watcher';
+import type { ThresholdWatcher, Watcher, WatchKind } from './types';
 
 // The fallback where the addon or a kernel interface is missing: timers on the JS loop that read
 // the same files and emit the same events, with the latency of the interval.
@@ -12,78 +12,30 @@ function checkInterval(intervalMs: number): void {
   if (!Number.isFinite(intervalMs) || intervalMs < 1) throw new RangeError(`intervalMs: ${JSON.stringify(intervalMs)}: must be at least 1`);
 }
 
-abstract class PollingWatcher extends EventEmitter implements Watcher {
-  readonly mechanism = 'polling' as const;
-  private timer: NodeJS.Timeout | undefined;
-  private refed = true;
-  private state: 'open' | 'failed' | 'closed' = 'open';
-
+/** Reads on a fixed period; a subclass says whether a read found something to report. */
+abstract class PollingWatcher extends TimerWatcher implements Watcher {
   constructor(
-    readonly kind: WatchKind,
-    readonly source: string,
+    kind: WatchKind,
+    source: string,
     readonly intervalMs: number,
   ) {
-    super();
+    super(kind, source);
     checkInterval(intervalMs);
   }
 
-  get closed(): boolean {
-    return this.state !== 'open';
+  protected firstDelayMs(): number {
+    return this.intervalMs;
   }
 
-  ready(): Promise<void> {
-    return Promise.resolve();
-  }
-
-  start(): void {
-    if (this.state !== 'open') throw new Error(`${this.kind} poller on ${this.source} is closed`);
-    if (this.timer !== undefined) return;
-    this.timer = setInterval(() => this.tick(), this.intervalMs);
-    if (!this.refed) this.timer.unref();
-  }
-
-  stop(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  close(): Promise<void> {
-    if (this.state === 'open') this.state = 'closed';
-    this.stop();
-    return Promise.resolve();
-  }
-
-  ref(): this {
-    this.refed = true;
-    this.timer?.ref();
-    return this;
-  }
-
-  unref(): this {
-    this.refed = false;
-    this.timer?.unref();
-    return this;
+  protected poll(): number {
+    // Stamped once the value is read (emitEvent): the file may change during the read itself.
+    const counters = this.check();
+    if (counters !== null) this.emitEvent(counters);
+    return this.intervalMs;
   }
 
   /** Reads the source; returns the counters of an event to emit, or null when nothing changed. */
   protected abstract check(): Record<string, number> | null;
-
-  private tick(): void {
-    let counters: Record<string, number> | null;
-    try {
-      counters = this.check();
-    } catch (err) {
-      this.state = 'failed';
-      this.stop();
-      this.emit('error', err);
-      return;
-    }
-    if (counters === null) return;
-    // Stamped once the value is read: the file may change during the read itself.
-    const monotonicNs = process.hrtime.bigint();
-    const event: KernelEvent = { source: this.source, kind: this.kind, count: 1, monotonicNs, counters };
-    this.emit('event', event);
-  }
 }
 
 /** The usage file of a cgroup: memory.usage_in_bytes (v1) or memory.current (v2). */
