@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "clock.h"
 #include "errors.h"
 #include "fd.h"
 #include "tripwire.h"
@@ -149,11 +150,8 @@ Napi::Value OpenKernfsFile(const Napi::CallbackInfo& info) {
 }
 
 // monotonicNs(): CLOCK_MONOTONIC now, the clock of event timestamps.
-Napi::Value MonotonicNs(const Napi::CallbackInfo& info) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-  return Napi::BigInt::New(info.Env(), ns);
+Napi::Value JsMonotonicNs(const Napi::CallbackInfo& info) {
+  return Napi::BigInt::New(info.Env(), MonotonicNs());
 }
 
 // liveSources(): sources not yet fully closed in this environment (for leak tests).
@@ -201,7 +199,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("openMemcgEvent", Napi::Function::New(env, OpenMemcgEvent, "openMemcgEvent"));
   exports.Set("openPsiTrigger", Napi::Function::New(env, OpenPsiTrigger, "openPsiTrigger"));
   exports.Set("openKernfsFile", Napi::Function::New(env, OpenKernfsFile, "openKernfsFile"));
-  exports.Set("monotonicNs", Napi::Function::New(env, MonotonicNs, "monotonicNs"));
+  exports.Set("monotonicNs", Napi::Function::New(env, JsMonotonicNs, "monotonicNs"));
   exports.Set("liveSources", Napi::Function::New(env, LiveSources, "liveSources"));
   exports.Set("setRealtimePriority", Napi::Function::New(env, SetRealtimePriority, "setRealtimePriority"));
   TripwireExports(env, exports);

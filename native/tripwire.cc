@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "clock.h"
 #include "errors.h"
 #include "off_loop.h"
 
@@ -47,16 +48,8 @@ namespace {
 
 constexpr uint64_t kPageSize = 4096;
 
-uint64_t NowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 double NowMs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  return static_cast<double>(MonotonicNs()) / 1e6;
 }
 
 // libbpf logs to stderr by default (verifier logs included): keep the agent's output clean and
@@ -386,7 +379,7 @@ int TripwireHub::OnRecord(void* ctx, void* record, size_t size) {
 void TripwireHub::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
   auto* hub = static_cast<TripwireHub*>(handle->data);
   // Timestamp first, as the other watchers do: the latency reported is to this point.
-  hub->now_ns = NowNs();
+  hub->now_ns = MonotonicNs();
   if (status < 0) return;  // an epoll fd of ours does not fail; the lines report their own errors
   ring_buffer__consume(hub->rb);
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 
+#include "clock.h"
 #include "errors.h"
 #include "off_loop.h"
 #include "tripwire.h"
@@ -19,12 +20,6 @@ namespace {
 
 // Large enough for memory.events, memory.oom_control, a pressure file or a usage counter.
 constexpr size_t kProbeBufferSize = 4096;
-
-uint64_t MonotonicNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 }  // namespace
 
