@@ -29,6 +29,8 @@ export const RAMP_RATES: Array<{ label: string; bytesPerSec: number }> = [
 
 export interface CrossingResult {
   native: Series;
+  /** the same crossings to the first JS listener of the line's watcher: what the agent's code sees */
+  nativeJs: Series;
   adaptive: Series | null;
   poll100: Series;
   /** native callback -> first JS listener (us) */
@@ -71,6 +73,7 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
       const tripwire = native.lineMechanism === 'bpf-tripwire';
       const result: CrossingResult = {
         native: { mechanism: line.mechanism, method: 'measured', how: line.how, latenciesUs: [] },
+        nativeJs: { mechanism: `${line.mechanism}-js`, method: 'measured', how: `as ${line.mechanism}, to the first JS listener of the event (the callback the agent runs; the pollers' rows are stamped in JS too)`, latenciesUs: [] },
         adaptive: adaptive ? { mechanism: 'adaptive-poll', method: 'measured', how: `the adaptive poller (fallback where BPF cannot load) reading ${path.basename(usageFile)} beside it, same crossings`, latenciesUs: [] } : null,
         poll100: { mechanism: 'poll-100ms', method: 'measured', how: `a real setInterval(100 ms) reading ${path.basename(usageFile)} beside it, same crossings`, latenciesUs: [] },
         nativeToJs: [],
@@ -104,7 +107,9 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
         } else {
           result.crossingsNs.push(crossNs);
           result.native.latenciesUs.push(latencyUs(line.mechanism, up.monotonicNs, crossNs));
-          result.nativeToJs.push(usOf(nativeJs[nativeEvents.indexOf(up)] - up.monotonicNs));
+          const jsNs = nativeJs[nativeEvents.indexOf(up)];
+          result.nativeJs.latenciesUs.push(latencyUs(`${line.mechanism}-js`, jsNs, crossNs));
+          result.nativeToJs.push(usOf(jsNs - up.monotonicNs));
           result.poll100.latenciesUs.push(latencyUs('poll-100ms', pollUp.monotonicNs, crossNs));
           past(line.mechanism, rate.label, up);
           past('poll-100ms', rate.label, pollUp);

@@ -1,13 +1,15 @@
 /**
  * `evictd bench notify`: how long after a workload's memory crosses a line each mechanism tells
  * JS. The crossing is stamped once per step, the same way for every row (crossings.ts): by the
- * tripwire's BPF program in the charge that crosses, where it runs, else by the allocating
+ * tripwire's BPF program at the start of the charge that crosses, where it runs, else by the allocating
  * process (native/tools/memhog.c); both CLOCK_MONOTONIC. The addon stamps the event in its
  * native poll callback, on the JS thread, right before it calls into JS. A negative latency
  * stops the bench. Mechanisms, each what `evictd run` runs:
  *   the line         what the agent selects for a usage line (src/kernel/select.ts): the eBPF
  *                    tripwire on pure cgroup v2 (bpf-tripwire), the memcg v1 threshold eventfd
  *                    (memcg-threshold-eventfd), or the adaptive poller where neither exists
+ *   <the line>-js    the same events, to the first JS listener: what the agent's code sees, and
+ *                    the row the targets (50x / 20x lower than poll-100ms) are checked on
  *   adaptive-poll    the adaptive poller on the same crossings (measured)
  *   psi              a PSI trigger on the workload's cgroup2 memory.pressure, under page-cache
  *                    thrash in a full 64 MiB memcg (the crossing: the thrash starts)
@@ -141,7 +143,7 @@ export async function run(argv: string[]): Promise<number> {
   progress(`idle CPU: 100 watchers for ${plan.idleSeconds} s, 100 pollers for ${plan.pollIdleSeconds} s`);
   const idle = await benchIdle(layout, plan);
 
-  const series: Series[] = [th.native];
+  const series: Series[] = [th.native, th.nativeJs];
   if ('latenciesUs' in rt) series.push(rt);
   if (th.adaptive !== null) series.push(th.adaptive);
   if ('latenciesUs' in ev) series.push(ev);
@@ -151,11 +153,13 @@ export async function run(argv: string[]): Promise<number> {
   fs.writeFileSync(svgPath, histogramSvg(series, `evictd bench notify on ${os.hostname()} (${new Date().toISOString().slice(0, 16)}Z)`));
 
   const thr = rows[0];
+  // The targets are on what the agent's code sees: the event in a JS callback.
+  const thrJs = rows[1];
   const p1 = rows.find((r) => r.mechanism === 'poll-1s') as Summary;
   const speedup = p1.p50_us / thr.p50_us;
   const toJs = [...th.nativeToJs].sort((a, b) => a - b);
   const p100 = rows.find((r) => r.mechanism === 'poll-100ms') as Summary;
-  const ratio = { p50: p100.p50_us / thr.p50_us, p99: p100.p99_us / thr.p99_us };
+  const ratio = { p50: p100.p50_us / thrJs.p50_us, p99: p100.p99_us / thrJs.p99_us };
   const granularity = Object.entries(th.granularity).flatMap(([mechanism, byRate]) =>
     Object.entries(byRate).map(([rate, xs]) => {
       const sorted = [...xs].sort((a, b) => a - b);
@@ -166,10 +170,10 @@ export async function run(argv: string[]): Promise<number> {
 
   if (json) {
     // The line rows share one crossing stamp; cgroup-events and psi have their own (see `how`).
-    const lineRows = new Set([thr.mechanism, `${thr.mechanism}-rt`, 'adaptive-poll', 'poll-100ms', 'poll-1s', 'poll-10s']);
+    const lineRows = new Set([thr.mechanism, thrJs.mechanism, `${thr.mechanism}-rt`, 'adaptive-poll', 'poll-100ms', 'poll-1s', 'poll-10s']);
     for (const r of rows) process.stdout.write(JSON.stringify(lineRows.has(r.mechanism) ? { ...r, crossing_stamp: th.stamp } : r) + '\n');
     for (const g of granularity) process.stdout.write(JSON.stringify(g) + '\n');
-    process.stdout.write(JSON.stringify({ mechanism: 'ratio-to-poll-100ms', of: thr.mechanism, p50_x: ratio.p50, p99_x: ratio.p99, target_p50_x: 50, target_p99_x: 20 }) + '\n');
+    process.stdout.write(JSON.stringify({ mechanism: 'ratio-to-poll-100ms', of: thrJs.mechanism, p50_x: ratio.p50, p99_x: ratio.p99, target_p50_x: 50, target_p99_x: 20 }) + '\n');
     if (tw.loadMs) process.stdout.write(JSON.stringify({ mechanism: 'tripwire-load', load_ms: tw.loadMs, attach_ms: tw.attachMs }) + '\n');
     process.stdout.write(
       JSON.stringify({
@@ -198,7 +202,7 @@ export async function run(argv: string[]): Promise<number> {
   if ('skipped' in psi) lines.push(`  ${'psi'.padEnd(16)} skipped: ${psi.skipped}`);
   lines.push('');
   lines.push(`model check: poll-100ms modelled p50 ${model100.p50_us.toFixed(0)} us / p99 ${model100.p99_us.toFixed(0)} us vs measured p50 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p50_us.toFixed(0)} us / p99 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p99_us.toFixed(0)} us`);
-  lines.push(`crossing stamp: ${th.stamp === 'kernel' ? "the tripwire program's, in the charge that crossed (all rows)" : "the allocating process's (all rows)"}`);
+  lines.push(`crossing stamp: ${th.stamp === 'kernel' ? "the start of the charge that crossed, stamped by the tripwire's fentry program (all rows)" : "the allocating process's (all rows)"}`);
   lines.push(`${thr.mechanism}: native callback -> JS listener p50 ${nearestRank(toJs, 50).toFixed(1)} us, p99 ${nearestRank(toJs, 99).toFixed(1)} us; ${th.missed} of ${plan.thresholdSamples} steps without a usable crossing`);
   lines.push('');
   lines.push('granularity: usage past the line in the event, per ramp rate (p50 / p99 / max):');
@@ -206,7 +210,7 @@ export async function run(argv: string[]): Promise<number> {
   lines.push('  (a counter moves by whole charges: 64 pages (256 KiB) per stock refill, 512 pages (2 MiB) for a THP fault; a counter');
   lines.push('  mechanism sees usage up to one charge past the line, a poller adds ramp x its delay)');
   if (tw.loadMs) lines.push(`tripwire load ${tw.loadMs.toFixed(0)} ms, attach ${tw.attachMs?.toFixed(0)} ms (last load in this process)`);
-  lines.push(`target ${thr.mechanism} p50 >= 50x lower than poll-100ms: ${ratio.p50.toFixed(0)}x -> ${ratio.p50 >= 50 ? 'met' : 'NOT met'}; p99 >= 20x: ${ratio.p99.toFixed(0)}x -> ${ratio.p99 >= 20 ? 'met' : 'NOT met'}`);
+  lines.push(`target ${thrJs.mechanism} p50 >= 50x lower than poll-100ms: ${ratio.p50.toFixed(0)}x -> ${ratio.p50 >= 50 ? 'met' : 'NOT met'}; p99 >= 20x: ${ratio.p99.toFixed(0)}x -> ${ratio.p99 >= 20 ? 'met' : 'NOT met'}`);
   lines.push(`target ${thr.mechanism} p99 < 1 ms: ${thr.p99_us.toFixed(0)} us with default scheduling -> ${thr.p99_us < 1000 ? 'met' : 'NOT met'}`);
   const rtRow = rows.find((r) => r.mechanism === `${thr.mechanism}-rt`);
   if (rtRow) lines.push(`target ${thr.mechanism} p99 < 1 ms: ${rtRow.p99_us.toFixed(0)} us with --realtime-priority ${RT_PRIORITY} -> ${rtRow.p99_us < 1000 ? 'met' : 'NOT met'}`);
