@@ -67,6 +67,11 @@ export interface PassStamps {
   decisionNs: bigint;
 }
 
+/** how long a failed stop's pod is watched for its memory coming back anyway */
+const STOPPED_ANYWAY_CHECK_MS = 200;
+/** below this working set, "released" (down to 1 MiB) says nothing about a stop */
+const MIN_TELLING_BYTES = 8 * 1024 * 1024;
+
 const ns = (): bigint => process.hrtime.bigint();
 const msBetween = (a: bigint, b: bigint): number => Number(b - a) / 1e6;
 
@@ -198,8 +203,19 @@ export class Actuator {
         o.metrics.decisionToStop.observe({ action: 'stop' }, msBetween(decisionNs, ns()) / 1000);
       } catch (err) {
         rec.error = err instanceof Error ? err.message : String(err);
-        o.metrics.evictionFailures.inc({ signal: e.signal, step: 'stop' });
         o.metrics.runtimeErrors.inc({ call: 'stopPod' });
+        // A stop that reports an error may still have done its work (the containers stopped,
+        // the sandbox's stop timed out): if the pod's memory is back, evicting the next
+        // candidate would evict a pod too many. Re-evaluate on fresh numbers instead. Only
+        // for memory, and for a pod that held enough for its release to tell.
+        if (podPath && isMemorySignal(e.signal as Signal) && beforeBytes >= MIN_TELLING_BYTES && (await waitMemoryReleased(o.layout.memoryMount, o.layout.memoryVersion, podPath, beforeBytes, STOPPED_ANYWAY_CHECK_MS)).released) {
+          rec.ok = true;
+          rec.note = 'the runtime reported the stop as failed, but the pod released its memory; re-evaluating before any other eviction';
+          o.logger.warn({ ...podLog, err }, rec.note);
+          o.record('eviction', rec);
+          return rec;
+        }
+        o.metrics.evictionFailures.inc({ signal: e.signal, step: 'stop' });
         o.logger.warn({ ...podLog, err }, 'eviction failed; trying the next candidate');
         o.record('eviction', rec);
         return rec;

@@ -8,6 +8,8 @@ export interface EvictOptions {
   stopSlackMs?: number;
   /** The whole StopContainer deadline in ms, overriding grace period + slack. */
   stopDeadlineMs?: number;
+  /** The StopPodSandbox deadline in ms. Default: the client's timeoutMs. */
+  sandboxDeadlineMs?: number;
   /** Clock for the timings; a monotonic ms clock. Default performance.now. */
   now?: () => number;
 }
@@ -81,7 +83,7 @@ export async function evictPod(client: CriClient, sandboxId: string, gracePeriod
 
   t = now();
   try {
-    await client.stopPodSandbox(sandboxId);
+    await client.stopPodSandbox(sandboxId, opts.sandboxDeadlineMs !== undefined ? { deadlineMs: opts.sandboxDeadlineMs } : {});
   } catch (e) {
     return fail('stopPodSandbox', e, 'StopPodSandbox');
   }

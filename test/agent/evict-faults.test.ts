@@ -198,3 +198,39 @@ test('a failed stop moves on to the next candidate', async (t) => {
   const failures = await a.metrics.registry.getSingleMetricAsString('evictd_eviction_failures_total');
   assert.match(failures, /signal="memory.available",step="stop"\} [1-9]/);
 });
+
+test('a stop that reports an error after the pod released its memory evicts no second pod', async (t) => {
+  if (skipped(t, missingE2e())) return;
+  const lab = await newLab('slowstop', { memoryLimitBytes: 384 * MiB });
+  labs.push(lab);
+  const calm = await lab.runPod({ name: 'calm', qos: 'BestEffort', containers: [hog(100, 40)] });
+  await waitFor('the calm pod to hold its memory', () => lab.podLog(calm, 'hog').some((l) => / 40$/.test(l)), 10_000);
+  // The runtime stops the pod, then reports a failure (as a StopPodSandbox past its deadline
+  // does after the containers stopped): the pressure is gone, so nobody else may pay for it.
+  let reported = 0;
+  const wrap = (r: CriRuntime): RuntimePort => ({
+    listPods: (d?: number) => r.listPods(d),
+    stopPod: async (p, g) => {
+      const timings = await r.stopPod(p, g);
+      if (p.uid === calm.uid) return timings;
+      reported++;
+      throw new Error('injected: StopPodSandbox deadline exceeded after the containers stopped');
+    },
+    reclaim: (fn) => r.reclaim(fn),
+    imageFsInfo: () => r.imageFsInfo(),
+    close: () => r.close(),
+  });
+  const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, fastKill: false, wrap });
+  agents.push(a);
+  const big = await lab.runPod({ name: 'big', qos: 'BestEffort', containers: [hog(200, 260)] });
+  const rec = await waitFor('the eviction', () => a.evictions.find((e) => e.pod.uid === big.uid), 20_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${logTail(a.logFile)}`);
+  });
+  assert.equal(reported, 1);
+  assert.equal(rec.ok, true, JSON.stringify(rec));
+  assert.match(rec.error ?? '', /injected/);
+  assert.match(rec.note ?? '', /released its memory/);
+  await sleep(1500);
+  assert.deepEqual(a.evictions.filter((e) => e.pod.uid === calm.uid), [], 'the calm pod was not evicted in its place');
+  assert.equal(await lab.sandboxReady(calm), true);
+});

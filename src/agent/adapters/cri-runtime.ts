@@ -37,7 +37,11 @@ export class CriRuntime implements RuntimePort {
   }
 
   async stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<StopTimings> {
-    const r = await evictPod(this.client, pod.sandboxId, gracePeriodSeconds, { remove: false });
+    // The kubelet's bound on killing a pod (killPodNow): max(10 s, 1.5 x the grace period). A
+    // shorter one (the client's 2 s default) fails a stop that is only slow, and a failed stop
+    // moves the eviction on to the next candidate.
+    const killTimeoutMs = Math.max(10, gracePeriodSeconds + Math.floor(gracePeriodSeconds / 2)) * 1000;
+    const r = await evictPod(this.client, pod.sandboxId, gracePeriodSeconds, { remove: false, stopDeadlineMs: killTimeoutMs, sandboxDeadlineMs: killTimeoutMs });
     if (!r.ok) {
       const err = r.error ?? new Error(`${r.failedStep} failed`);
       throw Object.assign(err, { step: r.failedStep });
