@@ -55,7 +55,7 @@ const FLAGS: FlagDef[] = [
   { name: 'fast-kill', bool: true, help: 'for hard memory thresholds, kill the pod processes via its cgroup before StopPodSandbox', def: 'true' },
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
-  { name: 'notifications', arg: 'MODE', help: 'kernel (notifications, polling fallback where missing) or none (housekeeping only)', def: 'kernel' },
+  { name: 'notifications', arg: 'MODE', help: 'kernel (memory lines on the eBPF tripwire or v1 eventfd, the adaptive poller where missing), poll (memory lines on the adaptive poller, no BPF; PSI and cgroup event files still notify) or none (housekeeping only)', def: 'kernel' },
   { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE)', def: '0' },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
@@ -146,7 +146,8 @@ export interface RunSettings {
   dryRun: boolean;
   fastKill: boolean;
   psi: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
-  notifications: 'kernel' | 'none';
+  /** kernel: the best line mechanism; poll: memory lines on the adaptive poller; none: housekeeping only */
+  notifications: 'kernel' | 'poll' | 'none';
   metrics: { host: string; port: number };
   admission: { host: string; port: number } | null;
   logLevel: string;
@@ -221,7 +222,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     }
   }
   const notifications = str('notifications') ?? 'kernel';
-  if (notifications !== 'kernel' && notifications !== 'none') throw badValue('--notifications', notifications, 'must be kernel or none');
+  if (notifications !== 'kernel' && notifications !== 'poll' && notifications !== 'none') throw badValue('--notifications', notifications, 'must be kernel, poll or none');
   const metricsText = str('metrics-address') ?? '127.0.0.1:9741';
   const metrics = parseListenAddress(metricsText);
   if (!metrics) throw badValue('--metrics-address', metricsText, 'expected HOST:PORT, e.g. 127.0.0.1:9741');
@@ -313,7 +314,7 @@ export async function run(argv: string[]): Promise<number> {
     layout,
     observer,
     runtime,
-    notifications: s.notifications === 'kernel' ? kernelNotifications(logger) : null,
+    notifications: s.notifications === 'none' ? null : kernelNotifications(logger, 100, s.notifications === 'poll' ? 'poll' : 'best'),
     pods,
     reporter,
     logger,
@@ -356,6 +357,7 @@ export async function run(argv: string[]): Promise<number> {
       dryRun: s.dryRun,
       fastKill: s.fastKill,
       housekeepingIntervalMs: s.housekeepingIntervalMs,
+      notifications: s.notifications,
       podSource: s.podSource,
       realtimePriority: s.realtimePriority,
       thresholds: s.policy.thresholds.map((t) => `${t.signal}<${t.value.text} (${t.kind})`),

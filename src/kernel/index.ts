@@ -6,7 +6,7 @@ export { watchMemcgThreshold, watchPressureLevel, watchOom, type PressureLevel, 
 export { watchPsi, hasCapSysResource, psiWindowInForce, type PsiTrigger } from './psi';
 export { watchCgroupEvents } from './cgroup-events';
 export { pollMemoryUsage, pollCounters, usageFile } from './polling';
-export { watchUsageThreshold, watchEventsFile, chooseLineMechanism, type FallbackLog, type LineChoice, type SelectOptions } from './select';
+export { watchUsageThreshold, watchEventsFile, chooseLineMechanism, type FallbackLog, type LineChoice, type LinePreference, type SelectOptions } from './select';
 export { watchTripwire, tripwireUnavailable, tripwireStatus, rootCounterBytes } from './tripwire';
 export { watchAdaptivePoll, nextPollDelayMs, pollMarginBytes, DEFAULT_POLL_BOUND, type PollBound } from './adaptive-poller';
 export { machineUsageBytes, isCgroup2Root } from './machine-usage';

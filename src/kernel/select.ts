@@ -14,10 +14,19 @@ export interface FallbackLog {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
+/**
+ * Which mechanisms a usage line may use: 'best' (the tripwire, the v1 eventfd, else the
+ * adaptive poller) or 'poll' (the adaptive poller alone: no BPF program is loaded, no eventfd
+ * registered; for kernels where loading BPF is not wanted, and to measure the poller itself).
+ */
+export type LinePreference = 'best' | 'poll';
+
 export interface SelectOptions {
   /** Interval of the polling fallback for events files (usage lines use the adaptive poller). */
   intervalMs: number;
   log?: FallbackLog;
+  /** default 'best' */
+  lines?: LinePreference;
 }
 
 /** The mechanism chosen for a usage line, and why the better ones were not. */
@@ -41,9 +50,12 @@ function onCgroup2(dir: string): boolean {
 /**
  * Which mechanism watches a usage line on `cgroupDir`, best first: the eBPF tripwire on cgroup
  * v2 (the root included), the memcg threshold eventfd on cgroup v1, else the adaptive poller.
+ * With 'poll' the poller is chosen, not fallen back to: no fallback is reported, and the
+ * tripwire is not even probed (probing loads the BPF object).
  */
-export function chooseLineMechanism(cgroupDir: string): LineChoice {
+export function chooseLineMechanism(cgroupDir: string, lines: LinePreference = 'best'): LineChoice {
   const fallbacks: string[] = [];
+  if (lines === 'poll') return { mechanism: 'adaptive-poll', fallbacks };
   const v1 = fs.existsSync(path.join(cgroupDir, 'cgroup.event_control'));
   const v2 = !v1 && onCgroup2(cgroupDir) && (fs.existsSync(path.join(cgroupDir, 'memory.current')) || isCgroup2Root(cgroupDir));
   if (v2) {
@@ -60,11 +72,12 @@ export function chooseLineMechanism(cgroupDir: string): LineChoice {
 }
 
 /**
- * A usage line on `cgroupDir` by the best mechanism here (chooseLineMechanism); logs the reason
+ * A usage line on `cgroupDir` by the best mechanism here (chooseLineMechanism) that
+ * `opts.lines` allows; logs the reason
  * for a fallback. `lineMechanism` on the result says which is in force.
  */
 export function watchUsageThreshold(cgroupDir: string, thresholdBytes: number, opts: SelectOptions): ThresholdWatcher {
-  const choice = chooseLineMechanism(cgroupDir);
+  const choice = chooseLineMechanism(cgroupDir, opts.lines);
   let w: ThresholdWatcher;
   if (choice.mechanism === 'bpf-tripwire') w = watchTripwire(cgroupDir, thresholdBytes);
   else if (choice.mechanism === 'memcg-threshold-eventfd') w = watchMemcgThreshold(cgroupDir, thresholdBytes);

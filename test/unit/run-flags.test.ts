@@ -96,6 +96,23 @@ test('bad input: one UsageError naming the flag and the value', () => {
   }
 });
 
+test('--notifications: kernel by default; poll and none accepted; anything else refused by name', () => {
+  assert.equal(settingsFromFlags(parseFlags([])).notifications, 'kernel');
+  for (const mode of ['kernel', 'poll', 'none'] as const) assert.equal(settingsFromFlags(parseFlags([`--notifications=${mode}`])).notifications, mode);
+  for (const bad of ['bpf', 'Poll', '']) {
+    assert.throws(
+      () => settingsFromFlags(parseFlags(['--notifications', bad])),
+      (err: unknown) => err instanceof UsageError && err.message === `--notifications: ${JSON.stringify(bad)}: must be kernel, poll or none`,
+      bad,
+    );
+  }
+  const cli = spawnSync(process.execPath, [bin, 'run', '--notifications', 'bpf'], { encoding: 'utf8' });
+  assert.equal(cli.status, 2);
+  assert.equal(cli.stderr.trim(), 'evictd: --notifications: "bpf": must be kernel, poll or none');
+  const help = spawnSync(process.execPath, [bin, 'run', '--help'], { encoding: 'utf8' });
+  assert.match(help.stdout, /^ {2}--notifications MODE\b.*\bpoll \(memory lines on the adaptive poller, no BPF/m);
+});
+
 test('evictd run --help and a bad flag through the real binary', () => {
   const help = spawnSync(process.execPath, [bin, 'run', '--help'], { encoding: 'utf8' });
   assert.equal(help.status, 0);

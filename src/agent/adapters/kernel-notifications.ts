@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold } from '../../kernel';
-import type { KernelEvent, ThresholdWatcher, Watcher } from '../../kernel';
+import type { KernelEvent, LinePreference, ThresholdWatcher, Watcher } from '../../kernel';
 import type { NotificationPort, ThresholdHandle, WatchCallbacks, WatchHandle } from '../ports';
 
 function bind(w: Watcher, cb: WatchCallbacks): void {
@@ -13,10 +13,15 @@ function bind(w: Watcher, cb: WatchCallbacks): void {
   w.unref();
 }
 
-export function kernelNotifications(logger: Logger, pollIntervalMs = 100): NotificationPort {
+/**
+ * `lines: 'poll'` puts every memory usage line on the adaptive poller (`evictd run
+ * --notifications poll`); PSI triggers and kernfs event files stay kernel notifications, since
+ * they load no BPF and cost nothing while idle.
+ */
+export function kernelNotifications(logger: Logger, pollIntervalMs = 100, lines: LinePreference = 'best'): NotificationPort {
   const native = nativeAvailable();
   if (!native) logger.warn({ err: nativeLoadError() }, 'kernel notification addon unavailable: polling fallback');
-  const opts = { intervalMs: pollIntervalMs, log: logger };
+  const opts = { intervalMs: pollIntervalMs, log: logger, lines };
   return {
     mechanism: native ? 'native' : 'polling',
     watchMemoryUsage(cgroupDir: string, usageBytes: number, cb: WatchCallbacks): ThresholdHandle {

@@ -154,7 +154,6 @@ export async function run(argv: string[]): Promise<number> {
         log(`  ${c.name}: not run: ${reason}`);
         continue;
       }
-      if (running.ran) ran[c.name] = running.ran;
       log(`  ${c.name}: ${configs[c.name]}${running.ran ? ` [ran: ${running.ran}]` : ''}`);
       try {
         for (const rate of o.rates) {
@@ -177,6 +176,8 @@ export async function run(argv: string[]): Promise<number> {
         for (const rate of o.rates) if (!cells.some((x) => x.contender === c.name && x.rateMiBs === rate)) cells.push(notRunCell(c.name, rate, reason));
         log(`  ${c.name}: ${reason}`);
       } finally {
+        // After the trials: what evictd armed is logged by its first pass, not at its start.
+        if (running.ran) ran[c.name] = running.ran;
         await running.stop();
       }
       if (cells.some((x) => x.contender === c.name && x.notRun?.startsWith('aborted'))) break;

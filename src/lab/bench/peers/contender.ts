@@ -28,8 +28,8 @@ export interface ContenderContext {
 }
 
 export interface RunningContender {
-  /** the mechanism that actually ran, when the contender says so (e.g. evictd's notifier) */
-  ran?: string;
+  /** the mechanism that actually ran, when the contender says so (e.g. evictd's notifier); read after the trials */
+  readonly ran?: string | undefined;
   stop(): Promise<void>;
 }
 
