@@ -24,6 +24,7 @@ const trial = (contender: string, outcome: Trial['outcome'], reactionMs: number 
   availableAtKillMiB: 20,
   via,
   protectedLost: [],
+  psiSomeAvg10Max: outcome === 'oom-killed' ? 7.5 : 1.25,
 });
 
 test('report: cells, the ratio to the best peer, a "not run" row kept, an SVG that is well-formed text', () => {
@@ -36,6 +37,8 @@ test('report: cells, the ratio to the best peer, a "not run" row kept, an SVG th
   assert.equal(cells[0]!.realRateMiBs, 281);
   assert.equal(cells[2]!.stopped, 0);
   assert.equal(cells[2]!.reactionP50Ms, 9000, "the kernel row's reaction is the kernel's kill");
+  assert.equal(cells[2]!.psiSomeAvg10Max, 7.5, 'the highest memory PSI of the trials');
+  assert.equal(cells[3]!.psiSomeAvg10Max, undefined);
   const [r] = ratios(cells, [100]);
   assert.match(r!.text, /evictd-poll 1\/1 vs best peer earlyoom 1\/1, reaction p50 50 vs 200 ms \(evictd 4x faster\)/);
   const table = renderTable(cells);

@@ -162,7 +162,7 @@ export async function run(argv: string[]): Promise<number> {
             const before = meminfo().available;
             const { samples: _samples, ...t } = await runTrial(lab, c, pods, rate, i, o.lineMiB);
             ts.push(t);
-            log(`    ${c.name} ${rate} MiB/s #${i + 1}: ${t.outcome} via ${t.via}, reaction ${t.reactionMs === null ? '-' : round(t.reactionMs, 0)} ms, ${t.availableAtKillMiB ?? '-'} MiB left, rate ${round(t.measuredRateMiBs, 0)} MiB/s${t.protectedLost.length ? `, LOST ${t.protectedLost.join(' ')}` : ''}`);
+            log(`    ${c.name} ${rate} MiB/s #${i + 1}: ${t.outcome} via ${t.via}, reaction ${t.reactionMs === null ? '-' : round(t.reactionMs, 0)} ms, ${t.availableAtKillMiB ?? '-'} MiB left, rate ${round(t.measuredRateMiBs, 0)} MiB/s, PSI some avg10 max ${t.psiSomeAvg10Max ?? '-'}%${t.protectedLost.length ? `, LOST ${t.protectedLost.join(' ')}` : ''}`);
             if (t.protectedLost.length) throw new Error(`protected pods lost (${t.protectedLost.join(', ')}): the node is no longer the same for the next trial`);
             await settle(before);
           }

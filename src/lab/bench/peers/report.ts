@@ -22,6 +22,8 @@ export interface Cell {
   reactionP99Ms: number | null;
   availableAtKillP50MiB: number | null;
   via: string;
+  /** the highest memory PSI some avg10 (%) in any of the trials (see Trial) */
+  psiSomeAvg10Max?: number | null;
   notRun?: string;
 }
 
@@ -44,6 +46,7 @@ export function cellOf(contender: string, rate: number, ts: Trial[], scale: numb
     reactionP99Ms: round(percentile(reactions, 99), 0),
     availableAtKillP50MiB: round(percentile(avail, 50), 0),
     via: [...new Set(ts.map((t) => t.via))].join('/'),
+    psiSomeAvg10Max: ts.some((t) => t.psiSomeAvg10Max !== null) ? Math.max(...ts.map((t) => t.psiSomeAvg10Max ?? 0)) : null,
   };
 }
 

@@ -1,11 +1,21 @@
 /**
- * systemd-oomd 252 acts only on units systemd manages (ManagedOOMMemoryPressure= or
- * ManagedOOMSwap= on a slice or service) and needs systemd as PID 1. The lab's pods live in
- * cgroups containerd makes (cgroupfs driver), not in systemd units, and it has no
- * "available below N" trigger: its memory rule is PSI avg10 over a duration of at least 1 s.
- * Running it here means booting systemd in a PID namespace and moving the pods under a
- * ManagedOOM slice (the systemd cgroup driver); the bench does not do that yet, so the row
- * says "not run" with this reason rather than disappearing.
+ * systemd-oomd 252 acts only on cgroups that systemd, as PID 1, reports to it over varlink
+ * (io.systemd.ManagedOOM.SubscribeManagedOOMCGroups): units with ManagedOOMSwap= or
+ * ManagedOOMMemoryPressure=. Tried in the lab VM, whose PID 1 is a busybox script:
+ * - systemd 252 as PID 1 of a PID namespace (`unshare --pid --fork --mount-proc`, a -.slice
+ *   drop-in with ManagedOOMMemoryPressure=kill) comes up in 8-16 s and opens its varlink server;
+ * - systemd-oomd started outside that namespace (so that it could signal the pods, which
+ *   containerd starts outside it) is refused: PID 1 hangs up on every subscription, because it
+ *   answers only a peer that belongs to its own systemd-oomd.service unit, and a peer outside
+ *   its PID namespace has no pid there;
+ * - systemd-oomd as that unit, inside the namespace, would get the cgroups, but reads the pods'
+ *   processes in cgroup.procs as pid 0 (they are outside its namespace) and cannot kill them.
+ * Faking PID 1's side of the varlink protocol would not be systemd-oomd as users run it, so the
+ * row is "not run". What it takes: the lab booted with systemd as the VM's real PID 1 (an init
+ * mode of scripts/v2vm that runs the job as a unit), or containerd started under that systemd.
+ * Even then, without swap its only rule is the root's memory PSI (some avg10) above the limit
+ * (default 60%, Debian's user@.service 50%) for at least 1 s; PSI stays in single digits on these
+ * ramps until the kernel OOM-kills (docs/benchmarks.md).
  */
 import type { Contender } from './contender';
 
@@ -13,7 +23,7 @@ export const systemdOomd: Contender = {
   name: 'systemd-oomd',
   stops: 'bare kill',
   missing: () =>
-    'not wired yet: needs systemd as PID 1 and the pods in units with ManagedOOMMemoryPressure=kill (containerd here uses the cgroupfs driver); it has no free-memory line, only PSI avg10 for >= 1 s, which stays near 0 on a no-swap ramp',
-  config: () => 'ManagedOOMMemoryPressure=kill, ManagedOOMMemoryPressureLimit=, DefaultMemoryPressureDurationSec=1s (its minimum)',
+    "needs systemd as the node's PID 1: systemd 252 answers ManagedOOM subscriptions only from its own systemd-oomd.service, and from inside a PID namespace that unit cannot see (or kill) the pods containerd starts outside it; without swap its only rule is memory PSI avg10 above 50-60% for >= 1 s, which stays in single digits on these ramps",
+  config: () => 'would be: -.slice ManagedOOMMemoryPressure=kill, ManagedOOMMemoryPressureLimit=50%, DefaultMemoryPressureDurationSec=1s (its minimum)',
   start: () => Promise.reject(new Error('not run')),
 };

@@ -43,6 +43,21 @@ export interface Trial {
   /** how the pod ended: 'CRI' (sandbox NOTREADY), 'bare kill' (container dead, sandbox up), 'kernel' */
   via: 'CRI' | 'bare kill' | 'kernel' | 'none';
   protectedLost: string[];
+  /**
+   * The highest memory PSI `some avg10` of the machine during the ramp, %: what systemd-oomd's
+   * only no-swap rule (ManagedOOMMemoryPressure) compares with its limit.
+   */
+  psiSomeAvg10Max: number | null;
+}
+
+/** /proc/pressure/memory's `some avg10`, or null without PSI. */
+function psiSomeAvg10(): number | null {
+  try {
+    const m = /^some avg10=([\d.]+)/m.exec(fs.readFileSync('/proc/pressure/memory', 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -78,8 +93,11 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const deadline = Date.now() + (targetMiB / rate) * 1000 + 15_000;
   const samples: Sample[] = [];
   let started = false;
+  let psiMax: number | null = null;
   while (Date.now() < deadline) {
     const m = meminfo();
+    const psi = psiSomeAvg10();
+    if (psi !== null) psiMax = Math.max(psiMax ?? 0, psi);
     samples.push({ ns: process.hrtime.bigint(), available: m.available / MiB, kubelet: kubeletAvailable(m) / MiB });
     if (killBelowMiB !== undefined && m.available / MiB < killBelowMiB) killAll(cgroupPids(path.join(lab.memoryDir(pod.cgroupPath), pod.containers.hog!)));
     const alive = lab.containerAlive(pod, 'hog');
@@ -143,7 +161,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     if (to.ns > from.ns) measuredRateMiBs = ((to.mib - from.mib) * 1e9) / Number(to.ns - from.ns);
   }
   const outcome: Trial['outcome'] = !dead ? 'survived' : oomKilled || oomKills > 0 ? 'oom-killed' : 'stopped';
-  return { contender: contender.name, rateMiBs: rate, measuredRateMiBs, outcome, oomKills, reactionMs, availableAtKillMiB, via, protectedLost, samples };
+  return { contender: contender.name, rateMiBs: rate, measuredRateMiBs, outcome, oomKills, reactionMs, availableAtKillMiB, via, protectedLost, psiSomeAvg10Max: psiMax, samples };
 }
 
 /** Waits (up to 10 s) for MemAvailable to come back near where it was before the trial. */
