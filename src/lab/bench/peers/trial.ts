@@ -60,6 +60,9 @@ function psiSomeAvg10(): number | null {
   }
 }
 
+/** The longest a ramp may take, however slowly the hog progresses. */
+const HARD_CAP_MS = 180_000;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function killAll(pids: number[]): void {
@@ -90,11 +93,22 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const targetMiB = Math.ceil(m0.available / MiB) + 128;
   const pod = await lab.runPod({ name: `hog-${contender.name}-${rate}-${index}`, namespace: 'bench', qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: [String(rate), String(targetMiB), '0'] }] });
   applyOomScoreAdj(lab, pod, 1000);
-  const deadline = Date.now() + (targetMiB / rate) * 1000 + 15_000;
+  // The ramp ends when the hog dies. On a host shared with other VMs the hog can run at a
+  // fraction of the asked rate, so the deadline is not from the asked rate alone: while the hog
+  // still logs progress it is extended, 5 s at a time, up to HARD_CAP_MS.
+  const t0 = Date.now();
+  let deadline = t0 + (targetMiB / rate) * 1000 + 15_000;
+  let progress = -1;
   const samples: Sample[] = [];
   let started = false;
   let psiMax: number | null = null;
-  while (Date.now() < deadline) {
+  for (;;) {
+    if (Date.now() >= deadline) {
+      const logged = lab.podLog(pod, 'hog').length;
+      if (logged <= progress || Date.now() - t0 > HARD_CAP_MS) break;
+      progress = logged;
+      deadline = Date.now() + 5_000;
+    }
     const m = meminfo();
     const psi = psiSomeAvg10();
     if (psi !== null) psiMax = Math.max(psiMax ?? 0, psi);
