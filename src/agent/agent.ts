@@ -52,8 +52,14 @@ export interface AgentOptions {
   volumes?: { kubeletRootDir: string; periodMs?: number };
 }
 
-/** how often the threshold lines follow inactive_file between passes */
+/**
+ * How often the threshold lines follow inactive_file between passes: every second, and ten
+ * times as often when usage is within NEAR_LINE of a line, where inactive_file shrinking is
+ * what brings the line to usage (see Arming.update) and no kernel event will say so.
+ */
 const DRIFT_TICK_MS = 1000;
+const DRIFT_TICK_NEAR_MS = 100;
+const nearLineBytes = (capacityBytes: number): number => Math.max(64 * 1024 * 1024, capacityBytes / 16);
 
 export class Agent extends EventEmitter {
   readonly controller: Controller;
@@ -143,8 +149,7 @@ export class Agent extends EventEmitter {
         },
       });
       this.arming.start();
-      this.driftTimer = setInterval(() => this.driftTick(), DRIFT_TICK_MS);
-      this.driftTimer.unref();
+      this.scheduleDrift(DRIFT_TICK_MS);
       this.listing.watchPodDirs();
     } else {
       o.metrics.mechanism.set({ mechanism: 'housekeeping-only' }, 1);
@@ -153,7 +158,7 @@ export class Agent extends EventEmitter {
   }
 
   async stop(): Promise<void> {
-    if (this.driftTimer) clearInterval(this.driftTimer);
+    if (this.driftTimer) clearTimeout(this.driftTimer);
     this.driftTimer = null;
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.graceTimer = null;
@@ -199,13 +204,26 @@ export class Agent extends EventEmitter {
    * lines if inactive_file drifted. No runtime call, no policy pass.
    */
   private driftTick(): void {
-    if (this.controller.busy || !this.arming) return;
-    try {
-      const m = this.o.observer.observeMemory();
-      this.arming.update(m.memory, m.allocatable);
-    } catch (err) {
-      this.o.logger.debug({ err }, 'drift tick failed');
+    this.driftTimer = null;
+    if (!this.arming) return;
+    let next = DRIFT_TICK_MS;
+    if (!this.controller.busy) {
+      try {
+        const m = this.o.observer.observeMemory();
+        this.arming.update(m.memory, m.allocatable, { wakeOnMet: true });
+        const gap = this.arming.headroomBytes();
+        if (gap !== null && gap < nearLineBytes(m.memory.capacityBytes)) next = DRIFT_TICK_NEAR_MS;
+      } catch (err) {
+        this.o.logger.debug({ err }, 'drift tick failed');
+      }
     }
+    this.scheduleDrift(next);
+  }
+
+  private scheduleDrift(ms: number): void {
+    if (this.driftTimer) clearTimeout(this.driftTimer);
+    this.driftTimer = setTimeout(() => this.driftTick(), ms);
+    this.driftTimer.unref();
   }
 
   /** Soft thresholds: wake exactly when the earliest pending grace period ends. */

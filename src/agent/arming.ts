@@ -63,6 +63,9 @@ export class Arming {
   psiWindowUs: number | null = null;
   /** how often a line was moved (each move costs an RCU grace period in the kernel) */
   rearms = 0;
+  /** per line, whether usage was at or past it at the last update */
+  private readonly met = new Map<LineKey, boolean>();
+  private headroom: number | null = null;
 
   constructor(private readonly o: ArmingOptions) {}
 
@@ -118,8 +121,16 @@ export class Arming {
     return out;
   }
 
-  /** Re-arms every line from fresh memory numbers (a pass's, or the drift tick's). */
-  update(memory: MemoryReading, allocatable: MemoryReading | null): void {
+  /**
+   * Re-arms every line from fresh memory numbers (a pass's, or the drift tick's). With
+   * `wakeOnMet` (the drift tick), a line that these numbers put at or below usage, where the
+   * last numbers had it above, wakes a pass: near the end of memory, anonymous pages replace
+   * page cache, so usage stays flat while inactive_file shrinks and the line comes down to
+   * usage. No counter crosses it, so neither the tripwire nor a v1 threshold would ever fire
+   * (each arms a line below usage for the way down). A pass's own numbers need no wake: that
+   * pass already decided on them.
+   */
+  update(memory: MemoryReading, allocatable: MemoryReading | null, o: { wakeOnMet?: boolean } = {}): void {
     if (this.closed) return;
     const want = new Map<LineKey, { dir: string; bytes: number; costlyTolerance: number; usage: number }>();
     const add = (prefix: string, dir: string, m: MemoryReading, signal: 'memory.available' | 'allocatableMemory.available') => {
@@ -138,6 +149,15 @@ export class Arming {
         void h.close();
       }
     }
+    let metNow = false;
+    this.headroom = null;
+    for (const [key, { bytes, usage }] of want) {
+      this.headroom = Math.min(this.headroom ?? Infinity, bytes - usage);
+      const met = usage >= bytes;
+      if (met && this.met.get(key) === false) metNow = true;
+      this.met.set(key, met);
+    }
+    for (const key of [...this.met.keys()]) if (!want.has(key)) this.met.delete(key);
     for (const [key, { dir, bytes, costlyTolerance, usage }] of want) {
       const h = this.lines.get(key);
       if (h) {
@@ -177,6 +197,12 @@ export class Arming {
         this.o.logger.warn({ err, key, dir }, 'memory threshold unavailable');
       }
     }
+    if (metNow && o.wakeOnMet) this.o.wake({ source: 'line-drift', monotonicNs: process.hrtime.bigint() });
+  }
+
+  /** How far usage was below the nearest line at the last update (negative: past it); null without lines. */
+  headroomBytes(): number | null {
+    return this.headroom;
   }
 
   /** The mechanism watching each current line (for the metric and --dry-run). */

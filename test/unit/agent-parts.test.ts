@@ -161,6 +161,30 @@ test('arming: a tripwire line follows inactive_file to the page (moving it is fr
   assert.equal(a.rearms, 1);
 });
 
+test('arming: inactive_file shrinking brings the line down to flat usage: the drift tick wakes a pass, once', () => {
+  const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
+  const port = new FakeNotifications();
+  port.lineMechanism = 'bpf-tripwire';
+  const wakes: string[] = [];
+  const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: (w) => wakes.push(w.source), nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
+  // usage 950 MiB, inactive_file 60 MiB: available 134 MiB, the line at 984 MiB (34 MiB above usage).
+  a.update(reading(1024 * MiB, 950 * MiB, 60 * MiB), null, { wakeOnMet: true });
+  assert.equal(a.headroomBytes(), 34 * MiB);
+  assert.deepEqual(wakes, []);
+  // Same usage, page cache reclaimed for anonymous pages: inactive_file 20 MiB, available
+  // 94 MiB < 100Mi. The line (944 MiB) is now below usage; no counter crossed it.
+  a.update(reading(1024 * MiB, 950 * MiB, 20 * MiB), null, { wakeOnMet: true });
+  assert.deepEqual(wakes, ['line-drift']);
+  assert.equal(a.headroomBytes(), -6 * MiB);
+  // Still met at the next tick: no second wake (the pass that woke already decided).
+  a.update(reading(1024 * MiB, 950 * MiB, 19 * MiB), null, { wakeOnMet: true });
+  assert.deepEqual(wakes, ['line-drift']);
+  // A pass's own numbers never wake: it decided on them.
+  a.update(reading(1024 * MiB, 900 * MiB, 60 * MiB), null);
+  a.update(reading(1024 * MiB, 950 * MiB, 20 * MiB), null);
+  assert.deepEqual(wakes, ['line-drift']);
+});
+
 test('arming: the node line is armed on the cgroup v2 root too, and each line reports its mechanism', () => {
   const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
   const created: Array<{ dir: string; bytes: number }> = [];
