@@ -97,7 +97,8 @@ build_images() {
     oci_tarball localhost/evictd/pause:1 "$r" '["/pause"]' "$b/pause.tar"
     rm -rf "$r"
   fi
-  if [ ! -f "$b/hog.tar" ]; then
+  # Rebuilt when its source changed since: a harness left up keeps its build directory.
+  if [ ! -f "$b/hog.tar" ] || [ "$SRC/hog.c" -nt "$b/hog.tar" ]; then
     r="$b/rootfs-hog"; rm -rf "$r"; mkdir -p "$r"
     gcc -static -O2 -o "$r/hog" "$SRC/hog.c"
     oci_tarball localhost/evictd/hog:1 "$r" '["/hog"]' "$b/hog.tar"

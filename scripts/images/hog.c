@@ -9,6 +9,11 @@
  * file named by $HOG_OUT, if set), flushed at once, so a reader can tell when a threshold was
  * crossed on the same clock the kernel and Node's process.hrtime use. SIGTERM prints
  * "<ns> term" and exits 0; as PID 1 of its container it must handle the signal itself.
+ *
+ * With $HOG_CHECKPOINT set, SIGTERM first writes a checkpoint there, as a workload that saves
+ * its state on a graceful stop does: "checkpoint <ns> <MiB held>\n", fsync'd, then exits 0.
+ * A checkpoint file with that line proves the handler ran to its end; a kernel OOM kill (or
+ * SIGKILL) leaves none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +28,9 @@
 #define MIB (1024L * 1024L)
 
 static int out_fd = -1;
+static const char *checkpoint_path;
+/* MiB held so far, read by the signal handler. */
+static volatile sig_atomic_t held_mib;
 
 static long long now_ns(void) {
   struct timespec ts;
@@ -37,22 +45,43 @@ static void emit(const char *line, size_t len) {
   (void)ignored;
 }
 
+/* Appends the decimal digits of v to buf at *len (snprintf is not async-signal-safe). */
+static void put_number(char *buf, size_t *len, long long v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  while (n > 0) buf[(*len)++] = digits[--n];
+}
+
+/* open/write/fsync/close only: async-signal-safe. Exit status 1 if the checkpoint failed. */
+static int write_checkpoint(long long ns) {
+  char line[96];
+  size_t len = 0;
+  memcpy(line, "checkpoint ", 11);
+  len = 11;
+  put_number(line, &len, ns);
+  line[len++] = ' ';
+  put_number(line, &len, (long long)held_mib);
+  line[len++] = '\n';
+  int fd = open(checkpoint_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return 1;
+  int ok = write(fd, line, len) == (ssize_t)len && fsync(fd) == 0;
+  return close(fd) == 0 && ok ? 0 : 1;
+}
+
 static void on_term(int sig) {
   (void)sig;
   char line[64];
   long long ns = now_ns();
-  /* snprintf is not async-signal-safe; build the digits by hand. */
-  char digits[24];
-  int n = 0;
-  do {
-    digits[n++] = (char)('0' + ns % 10);
-    ns /= 10;
-  } while (ns > 0);
+  int status = checkpoint_path ? write_checkpoint(ns) : 0;
   size_t len = 0;
-  while (n > 0) line[len++] = digits[--n];
+  put_number(line, &len, ns);
   memcpy(line + len, " term\n", 6);
   emit(line, len + 6);
-  _exit(0);
+  _exit(status);
 }
 
 static long parse_arg(const char *name, const char *text) {
@@ -80,6 +109,8 @@ int main(int argc, char **argv) {
   }
   const char *path = getenv("HOG_OUT");
   if (path && *path) out_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const char *cp = getenv("HOG_CHECKPOINT");
+  if (cp && *cp) checkpoint_path = cp;
 
   struct sigaction term = {.sa_handler = on_term};
   sigaction(SIGTERM, &term, NULL);
@@ -95,6 +126,7 @@ int main(int argc, char **argv) {
     }
     /* Touch every page so the memory is charged to the cgroup now, not on first use. */
     for (long off = 0; off < MIB; off += 4096) p[off] = (char)held;
+    held_mib = (sig_atomic_t)held;
     char line[64];
     int len = snprintf(line, sizeof line, "%lld %ld\n", now_ns(), held);
     emit(line, (size_t)len);

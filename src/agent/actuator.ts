@@ -124,6 +124,14 @@ export class Actuator {
     return;
   }
 
+  /**
+   * Stops a pod the memory brake held past its bound (see policy/brake.ts), through the runtime
+   * with the grace period the eviction gives; one EvictionRecord like any other eviction.
+   */
+  async stopBraked(j: JoinedPod, e: Eviction, stamps: PassStamps): Promise<EvictionRecord> {
+    return this.evictOne(j, e, null, false, stamps);
+  }
+
   /** Runs the node-level reclaim functions; true when a fresh look finds the pressure gone. */
   private async reclaimResolved(signal: Signal, functions: NonNullable<Evaluation['reclaim']>['functions']): Promise<boolean> {
     const o = this.o;

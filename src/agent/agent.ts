@@ -14,7 +14,9 @@ import type { NodeObserver } from '../node/observer';
 import type { PolicyConfig } from '../policy/config';
 import type { Evaluation } from '../policy/evaluate';
 import type { NodeCondition } from '../policy/types';
+import { nextBrakeDeadline } from '../policy/brake';
 import { Actuator } from './actuator';
+import { MemoryBrakes } from './brake';
 import { Arming } from './arming';
 import { Controller } from './controller';
 import type { Health } from './http-server';
@@ -50,7 +52,15 @@ export interface AgentOptions {
    * Without it, emptyDir usage is not observed.
    */
   volumes?: { kubeletRootDir: string; periodMs?: number };
+  /**
+   * Where the record of memory brakes lives (see brake.ts). With it, brakes a previous run left
+   * are released at start even when the brake is now off; without it, the brake (if on) keeps
+   * its record under /run/evictd.
+   */
+  stateDir?: string;
 }
+
+export const DEFAULT_STATE_DIR = '/run/evictd';
 
 /**
  * How often the threshold lines follow inactive_file between passes: every second, and ten
@@ -69,6 +79,8 @@ export class Agent extends EventEmitter {
   private readonly volumes: VolumeUsageCache | undefined;
   private arming: Arming | null = null;
   private graceTimer: NodeJS.Timeout | null = null;
+  private brakeTimer: NodeJS.Timeout | null = null;
+  private readonly brakes: MemoryBrakes | null;
   private driftTimer: NodeJS.Timeout | null = null;
   private lastPassOkAt = 0;
   private lastProblem = 'no pass yet';
@@ -97,6 +109,12 @@ export class Agent extends EventEmitter {
       record: (kind, rec) => this.emit(kind, rec),
     });
     this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger }) : undefined;
+    const stateDir = o.stateDir ?? (o.policy.memoryBrake ? DEFAULT_STATE_DIR : undefined);
+    if (o.policy.memoryBrake && o.layout.memoryVersion !== 2) throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
+    this.brakes =
+      stateDir === undefined
+        ? null
+        : new MemoryBrakes({ stateDir, memoryMount: o.layout.memoryMount, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, dryRun: o.dryRun, logger: o.logger, metrics: o.metrics });
     this.passes = new PassRunner({
       policy: o.policy,
       observer: o.observer,
@@ -107,6 +125,7 @@ export class Agent extends EventEmitter {
       listing: this.listing,
       actuator: this.actuator,
       volumes: this.volumes,
+      ...(o.policy.memoryBrake && this.brakes ? { brakes: this.brakes } : {}),
       onEvaluation: (ev) => this.scheduleGrace(ev),
       afterAct: (obs) => this.arming?.update(obs.memory, obs.allocatable),
     });
@@ -128,6 +147,8 @@ export class Agent extends EventEmitter {
   /** Arms notifications, runs the first pass. */
   start(): void {
     const o = this.o;
+    // Before the first pass: brakes a crashed run left on are released (or re-owned) first.
+    this.brakes?.recover();
     if (o.notifications) {
       o.metrics.mechanism.set({ mechanism: o.notifications.mechanism }, 1);
       const unified = o.layout.unifiedMount ? `${o.layout.unifiedMount}${o.observer.opts.podCgroupRoot === '/' ? '' : o.observer.opts.podCgroupRoot}` : null;
@@ -162,7 +183,11 @@ export class Agent extends EventEmitter {
     this.driftTimer = null;
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.graceTimer = null;
+    if (this.brakeTimer) clearTimeout(this.brakeTimer);
+    this.brakeTimer = null;
     await this.controller.stop();
+    // No agent, no eviction to end a brake: a braked pod must not stay throttled behind us.
+    this.brakes?.releaseAll('agent-stop');
     await this.listing.close();
     await this.arming?.close();
     await this.actuator.settle();
@@ -194,6 +219,7 @@ export class Agent extends EventEmitter {
 
   private async pass(trigger: Parameters<PassRunner['run']>[0]) {
     const result = await this.passes.run(trigger);
+    this.scheduleBrakeBound();
     this.lastPassOkAt = Date.now();
     this.lastProblem = '';
     return result;
@@ -224,6 +250,16 @@ export class Agent extends EventEmitter {
     if (this.driftTimer) clearTimeout(this.driftTimer);
     this.driftTimer = setTimeout(() => this.driftTick(), ms);
     this.driftTimer.unref();
+  }
+
+  /** A braked pod reaches the bound even when nothing else wakes the loop: wake then. */
+  private scheduleBrakeBound(): void {
+    if (this.brakeTimer) clearTimeout(this.brakeTimer);
+    this.brakeTimer = null;
+    const due = this.brakes ? nextBrakeDeadline(this.o.policy, this.brakes.active) : null;
+    if (due === null) return;
+    const ms = Math.max(0, Math.ceil((due - Number(process.hrtime.bigint())) / 1e6) + 1);
+    this.brakeTimer = setTimeout(() => this.wake({ source: 'memory-brake' }), ms);
   }
 
   /** Soft thresholds: wake exactly when the earliest pending grace period ends. */

@@ -28,6 +28,11 @@ export class AgentMetrics {
   readonly lineMechanism: Gauge<'line' | 'mechanism'>;
   readonly runtimeErrors: Counter<'call'>;
   readonly podSourceHealthy: Gauge;
+  readonly brakesActive: Gauge;
+  readonly brakes: Counter<'signal'>;
+  readonly brakeFailures: Counter;
+  readonly brakeDuration: Histogram<'end'>;
+  readonly brakeStops: Counter;
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     const r = [this.registry];
@@ -74,6 +79,17 @@ export class AgentMetrics {
     });
     this.runtimeErrors = new Counter({ name: 'evictd_runtime_errors_total', help: 'Failed container runtime calls, by call', labelNames: ['call'], registers: r });
     this.podSourceHealthy = new Gauge({ name: 'evictd_pod_source_healthy', help: '1 when the pod spec source follows its source', registers: r });
+    this.brakesActive = new Gauge({ name: 'evictd_brakes_active', help: 'Pods held by the memory brake (memory.high on the pod cgroup) now', registers: r });
+    this.brakes = new Counter({ name: 'evictd_brakes_total', help: 'Memory brakes set, by the threshold signal that called for them', labelNames: ['signal'], registers: r });
+    this.brakeFailures = new Counter({ name: 'evictd_brake_failures_total', help: 'Memory brakes that could not be set (record or memory.high write failed)', registers: r });
+    this.brakeDuration = new Histogram({
+      name: 'evictd_brake_duration_seconds',
+      help: 'How long a pod was braked, by how the brake ended: pod-gone, recovered, agent-stop, restart (found at start)',
+      labelNames: ['end'],
+      buckets: [0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+      registers: r,
+    });
+    this.brakeStops = new Counter({ name: 'evictd_brake_stops_total', help: 'Pods stopped because they stayed braked longer than memoryBrakeMaxDuration', registers: r });
     for (const c of ['MemoryPressure', 'DiskPressure', 'PIDPressure']) this.nodeCondition.set({ condition: c }, 0);
     // The event-loop-lag histogram samples on a timer (10 ms by default): at that rate it alone
     // costs about 0.5% of a core, against an idle target of under 1%. One sample a second.

@@ -9,11 +9,14 @@
 import type { Logger } from 'pino';
 import type { NodeObserver, Observation } from '../node/observer';
 import type { PolicyConfig } from '../policy/config';
-import { assess, initialState, planEvictions, type Evaluation, type PolicyState } from '../policy/evaluate';
+import { decideBrakes } from '../policy/brake';
+import { formatDuration } from '../policy/duration';
+import { assess, initialState, planEvictions, type Assessment, type Evaluation, type PolicyState } from '../policy/evaluate';
 import { podFacts } from '../policy/pods';
 import { isMemorySignal } from '../policy/signals';
-import type { ContainerUsage } from '../policy/types';
-import type { Actuator } from './actuator';
+import type { ContainerUsage, FilesystemLayout } from '../policy/types';
+import type { Actuator, PassStamps } from './actuator';
+import type { MemoryBrakes } from './brake';
 import { joinPods, type JoinedPod } from './active-pods';
 import type { PassResult, PassTrigger } from './controller';
 import type { AgentMetrics } from './metrics';
@@ -32,6 +35,8 @@ export interface PassOptions {
   actuator: Actuator;
   /** the pods' emptyDir usage, measured in the background (local-storage limits, disk ranking) */
   volumes?: VolumeUsageCache;
+  /** the memory brake, when it is on */
+  brakes?: MemoryBrakes;
   /** the evaluation is known (before acting): the agent schedules its grace-period timer */
   onEvaluation(ev: Evaluation): void;
   /** after acting, with the pass's observation: the agent moves its notification lines */
@@ -65,7 +70,8 @@ export class PassRunner {
     const podsNs = ns();
     const runtimePods = await o.listing.forPass(obs, trigger);
     const podsDoneNs = ns();
-    const joined = joinPods(runtimePods, obs.pods, o.pods).filter((j) => !o.actuator.isInFlight(j.runtime.uid));
+    const all = joinPods(runtimePods, obs.pods, o.pods);
+    const joined = all.filter((j) => !o.actuator.isInFlight(j.runtime.uid));
     const input = { now: Number(ns()), node: obs.node, layout: obs.layout };
     const assessed = assess(o.policy, this.state, input);
     this.addVolumeUsage(joined);
@@ -98,14 +104,62 @@ export class PassRunner {
     o.metrics.observePass(obs.node, ev);
     this.logConditions(ev);
     o.onEvaluation(ev);
+    const stamps = { trigger, observedNs, decisionNs };
     try {
-      return await o.actuator.act(ev, joined, { trigger, observedNs, decisionNs });
+      // Before acting: a soft eviction's stop can take the pod's whole termination grace period,
+      // and the brake is what holds the pod while it waits.
+      if (o.brakes && (await this.brake(o.brakes, assessed, { now: input.now, layout: obs.layout }, all, joined, stamps))) return { again: true };
+      return await o.actuator.act(ev, joined, stamps);
     } finally {
       // After acting: moving a line can block for an RCU grace period (see arming.ts), which
       // must not sit between a decision and its kill.
       o.afterAct(obs);
       o.metrics.passDuration.observe(msBetween(t0, ns()) / 1000);
     }
+  }
+
+  /**
+   * The memory brake's part of the pass: releases, a new brake, and stops of pods braked past
+   * the bound. True when such a stop happened: the plan was made before it, so the pass ends
+   * there and the next one decides on fresh numbers.
+   */
+  private async brake(
+    brakes: MemoryBrakes,
+    assessed: Assessment,
+    at: { now: number; layout: FilesystemLayout },
+    all: JoinedPod[],
+    joined: JoinedPod[],
+    stamps: PassStamps,
+  ): Promise<boolean> {
+    const o = this.o;
+    const d = decideBrakes(o.policy, assessed, {
+      ...at,
+      pods: joined.map((j) => j.active),
+      present: new Set(all.map((j) => j.runtime.uid)),
+      active: brakes.active,
+    });
+    for (const r of d.release) brakes.release(r.uid, r.why);
+    if (d.apply) {
+      const j = joined.find((x) => x.runtime.uid === d.apply!.pod.uid);
+      if (j?.cgroup) brakes.apply(d.apply, j.cgroup.path, process.hrtime.bigint());
+    }
+    let stopped = false;
+    for (const s of d.stop) {
+      const j = joined.find((x) => x.runtime.uid === s.uid);
+      const entry = brakes.entry(s.uid);
+      if (!j || !entry) continue;
+      const bound = formatDuration(o.policy.memoryBrake!.maxDurationNs);
+      const why = `held by the memory brake for ${formatDuration(Math.round(s.brakedNs / 1e6) * 1e6)}, past its bound of ${bound}`;
+      o.logger.warn({ pod: `${entry.pod.namespace}/${entry.pod.name}`, uid: s.uid, brakedMs: s.brakedNs / 1e6, bound }, 'memory brake: pod braked too long; stopping it');
+      o.metrics.brakeStops.inc();
+      const rec = await o.actuator.stopBraked(
+        j,
+        { pod: entry.pod, signal: entry.signal, gracePeriodSeconds: 0, message: `The node was low on resource: memory. The pod was ${why}.`, annotations: {}, reasons: [why] },
+        stamps,
+      );
+      stopped ||= rec.ok;
+    }
+    return stopped;
   }
 
   /** One log line when the node conditions change. */

@@ -12,7 +12,7 @@ import { kernelNotifications } from '../agent/adapters/kernel-notifications';
 import { bindsAllInterfaces, parseListenAddress, startMetricsServer } from '../agent/http-server';
 import { AgentMetrics } from '../agent/metrics';
 import type { EvictionReporter, PodSpecSource } from '../agent/ports';
-import { cgroupDir, detectCgroups } from '../node/cgroups';
+import { cgroupDir, detectCgroups, type CgroupLayout } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
 import { setRealtimePriority } from '../kernel/scheduling';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionFlags, type PolicyConfig } from '../policy/config';
@@ -52,6 +52,14 @@ const FLAGS: FlagDef[] = [
   { name: 'housekeeping-interval', arg: 'DURATION', help: 'fallback pass interval when no notification arrives', def: '10s' },
   { name: 'volume-stats-agg-period', arg: 'DURATION', help: "how often the pods' emptyDir volumes under the root dir are measured (emptyDir sizeLimit evictions)", def: '1m' },
   { name: 'dry-run', bool: true, help: 'log decisions, act on nothing' },
+  {
+    name: 'memory-brake',
+    bool: true,
+    help: 'on a memory threshold met, hold the top-ranked pod with memory.high just above its usage until it is evicted or the signal recovers (cgroup v2 only; config field memoryBrake)',
+    def: 'false',
+  },
+  { name: 'memory-brake-max-duration', arg: 'DURATION', help: 'a pod braked this long is stopped (config field memoryBrakeMaxDuration)', def: '2m' },
+  { name: 'state-dir', arg: 'DIR', help: 'where evictd keeps the record of the brakes it set, to release them after a crash (tmpfs)', def: '/run/evictd' },
   { name: 'fast-kill', bool: true, help: 'for hard memory thresholds, kill the pod processes via its cgroup before StopPodSandbox', def: 'true' },
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
@@ -153,6 +161,7 @@ export interface RunSettings {
   logLevel: string;
   podSource: 'api' | 'kubelet' | 'runtime';
   realtimePriority: number;
+  stateDir: string;
 }
 
 /** Turns flags into settings; every problem is a UsageError naming the flag and value. */
@@ -183,7 +192,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     }
   }
   const flags: EvictionFlags = {};
-  const map: [keyof EvictionFlags, string][] = [
+  const map: [Exclude<keyof EvictionFlags, 'memoryBrake'>, string][] = [
     ['evictionHard', 'eviction-hard'],
     ['evictionSoft', 'eviction-soft'],
     ['evictionSoftGracePeriod', 'eviction-soft-grace-period'],
@@ -191,11 +200,13 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     ['evictionMinimumReclaim', 'eviction-minimum-reclaim'],
     ['evictionPressureTransitionPeriod', 'eviction-pressure-transition-period'],
     ['enforceNodeAllocatable', 'enforce-node-allocatable'],
+    ['memoryBrakeMaxDuration', 'memory-brake-max-duration'],
   ];
   for (const [key, name] of map) {
     const v = str(name);
     if (v !== undefined) flags[key] = v;
   }
+  if (typeof f['memory-brake'] === 'boolean') flags.memoryBrake = f['memory-brake'];
   let policy: PolicyConfig;
   try {
     policy = compileConfig(configFromFlags(flags, base));
@@ -232,6 +243,8 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   const rtText = str('realtime-priority') ?? '0';
   const realtimePriority = Number(rtText);
   if (!/^\d+$/.test(rtText) || realtimePriority > 99) throw badValue('--realtime-priority', rtText, 'must be a whole number from 0 to 99');
+  const stateDir = str('state-dir') ?? '/run/evictd';
+  if (!path.isAbsolute(stateDir)) throw badValue('--state-dir', stateDir, 'must be an absolute path');
   const logLevel = str('log-level') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw badValue('--log-level', logLevel, `must be one of ${LOG_LEVELS.join(', ')}`);
   const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST) || str('kubeconfig') !== undefined;
@@ -255,7 +268,21 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     logLevel,
     podSource: podSource as RunSettings['podSource'],
     realtimePriority,
+    stateDir,
   };
+}
+
+/**
+ * The memory brake is memory.high, which only cgroup v2 has: with the memory controller on v1
+ * (a v1 or hybrid node), the brake is refused at start rather than silently doing nothing.
+ */
+export function checkMemoryBrake(policy: PolicyConfig, layout: CgroupLayout): void {
+  if (!policy.memoryBrake || layout.memoryVersion === 2) return;
+  throw badValue(
+    policy.memoryBrake.field,
+    true,
+    `needs cgroup v2 (memory.high on the pod cgroup); this node's memory controller is on cgroup v1 (${layout.mode} cgroups at ${layout.memoryMount})`,
+  );
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -269,6 +296,7 @@ export async function run(argv: string[]): Promise<number> {
   // Settings the kubelet would ignore (a repeated flag key, a containerfs threshold): one line each.
   for (const w of s.policy.warnings) logger.warn(w);
   const layout = detectCgroups();
+  checkMemoryBrake(s.policy, layout);
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
   if (!fs.existsSync(nodeDir)) throw badValue('--cgroup-root', s.cgroupRoot, `no such memory cgroup (${nodeDir})`);
 
@@ -325,6 +353,7 @@ export async function run(argv: string[]): Promise<number> {
     releaseTimeoutMs: s.releaseTimeoutMs,
     psi: s.psi,
     volumes: { kubeletRootDir: s.nodefsPath, periodMs: s.volumeStatsAggPeriodMs },
+    stateDir: s.stateDir,
   });
   const server = await startMetricsServer(s.metrics, metrics.registry, () => agent.health()).catch((err: NodeJS.ErrnoException) => {
     throw badValue('--metrics-address', `${s.metrics.host}:${s.metrics.port}`, err.code ?? err.message);
@@ -360,6 +389,7 @@ export async function run(argv: string[]): Promise<number> {
       notifications: s.notifications,
       podSource: s.podSource,
       realtimePriority: s.realtimePriority,
+      memoryBrake: s.policy.memoryBrake ? { maxDuration: formatDuration(s.policy.memoryBrake.maxDurationNs), marginBytes: s.policy.memoryBrake.marginBytes, stateDir: s.stateDir } : false,
       thresholds: s.policy.thresholds.map((t) => `${t.signal}<${t.value.text} (${t.kind})`),
     },
     'evictd starting',

@@ -18,6 +18,13 @@ export interface EvictionConfig {
   evictionPressureTransitionPeriod?: string;
   enforceNodeAllocatable?: string[];
   mergeDefaultEvictionSettings?: boolean;
+  /**
+   * evictd's own fields (no kubelet has them; named as the kubelet would): on a memory threshold
+   * met, hold the top-ranked pod with memory.high until it is evicted (see policy/brake.ts).
+   */
+  memoryBrake?: boolean;
+  /** how long a pod may stay braked before it is stopped, e.g. "2m" */
+  memoryBrakeMaxDuration?: string;
   /** Where each field came from (a flag name, a file field path), for error messages. */
   origins?: Partial<Record<ConfigKey, string>>;
   /** What reading the input kept or dropped without refusing it (one line each). */
@@ -54,7 +61,31 @@ export interface PolicyConfig {
    * threshold, a minimum reclaim with no threshold): one line each, for the caller to print.
    */
   warnings: string[];
+  /** the memory brake, when it is on (absent: off) */
+  memoryBrake?: MemoryBrakeConfig;
 }
+
+export interface MemoryBrakeConfig {
+  /** a pod braked this long is stopped */
+  maxDurationNs: number;
+  /** memory.high is set this far above the pod's usage */
+  marginBytes: number;
+  /** the flag or file field that turned it on, for messages */
+  field: string;
+}
+
+/** The stuck bound when none is configured. */
+export const DEFAULT_MEMORY_BRAKE_MAX_DURATION = '2m';
+
+/**
+ * memory.high = usage + this. Above the charge batching (64 pages per CPU, so 256 KiB times the
+ * CPUs) that lets memory.current run ahead of the pages touched, so the brake does not reclaim
+ * the moment it is set; small enough that the pod gains little before the kernel throttles it.
+ */
+export const MEMORY_BRAKE_MARGIN_BYTES = 8 * 1024 * 1024;
+
+/** Node's longest timer (2^31-1 ms): the stuck bound arms one. */
+const MAX_TIMER_NS = (2 ** 31 - 1) * 1e6;
 
 /** Invalid configuration: the message names the field and the value. */
 export class ConfigError extends Error {
@@ -91,6 +122,8 @@ export interface EvictionFlags {
   evictionMinimumReclaim?: string;
   evictionPressureTransitionPeriod?: string;
   enforceNodeAllocatable?: string;
+  memoryBrake?: boolean;
+  memoryBrakeMaxDuration?: string;
 }
 
 const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
@@ -101,6 +134,8 @@ const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
   evictionMinimumReclaim: '--eviction-minimum-reclaim',
   evictionPressureTransitionPeriod: '--eviction-pressure-transition-period',
   enforceNodeAllocatable: '--enforce-node-allocatable',
+  memoryBrake: '--memory-brake',
+  memoryBrakeMaxDuration: '--memory-brake-max-duration',
 };
 
 /**
@@ -161,6 +196,8 @@ export function configFromFlags(flags: EvictionFlags, base: EvictionConfig = {})
     set('evictionPressureTransitionPeriod', flags.evictionPressureTransitionPeriod.trim());
   if (flags.enforceNodeAllocatable !== undefined)
     set('enforceNodeAllocatable', flags.enforceNodeAllocatable.split(',').map((s) => s.trim()).filter((s) => s !== ''));
+  if (flags.memoryBrake !== undefined) set('memoryBrake', flags.memoryBrake);
+  if (flags.memoryBrakeMaxDuration !== undefined) set('memoryBrakeMaxDuration', flags.memoryBrakeMaxDuration.trim());
   return cfg;
 }
 
@@ -186,12 +223,14 @@ const EVICTION_FIELDS = [
   'evictionPressureTransitionPeriod',
   'enforceNodeAllocatable',
   'mergeDefaultEvictionSettings',
+  'memoryBrake',
+  'memoryBrakeMaxDuration',
 ] as const;
 
 /** A key that looks meant for one of the fields evictd reads (a typo would fall back to defaults). */
 function looksLikeEvictionField(key: string): boolean {
   const k = key.toLowerCase();
-  return k.includes('evict') || k.includes('enforcenode') || k.includes('mergedefault');
+  return k.includes('evict') || k.includes('enforcenode') || k.includes('mergedefault') || k.includes('brake');
 }
 
 /** A Go duration string that is zero ("0s", "0", "0m0s"): the kubelet's defaulting treats it as unset. */
@@ -256,6 +295,18 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
     if (typeof v !== 'boolean') throw new ConfigError(`${prefix}mergeDefaultEvictionSettings`, v, 'must be true or false');
     cfg.mergeDefaultEvictionSettings = v;
     name('mergeDefaultEvictionSettings');
+  }
+  if (d.memoryBrake !== undefined && d.memoryBrake !== null) {
+    const v = d.memoryBrake;
+    if (typeof v !== 'boolean') throw new ConfigError(`${prefix}memoryBrake`, v, 'must be true or false');
+    cfg.memoryBrake = v;
+    name('memoryBrake');
+  }
+  if (d.memoryBrakeMaxDuration !== undefined && d.memoryBrakeMaxDuration !== null) {
+    const v = d.memoryBrakeMaxDuration;
+    if (typeof v !== 'string') throw new ConfigError(`${prefix}memoryBrakeMaxDuration`, v, 'must be a duration string such as "2m"');
+    cfg.memoryBrakeMaxDuration = v.trim();
+    name('memoryBrakeMaxDuration');
   }
   return cfg;
 }
@@ -415,7 +466,42 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
     }
   }
 
-  return { thresholds: kept, maxPodGracePeriodSeconds: maxPodGrace, pressureTransitionPeriodNs: transitionNs, enforceNodeAllocatable: enforce, warnings };
+  const out: PolicyConfig = { thresholds: kept, maxPodGracePeriodSeconds: maxPodGrace, pressureTransitionPeriodNs: transitionNs, enforceNodeAllocatable: enforce, warnings };
+  const brake = compileMemoryBrake(cfg, fieldOf, kept, maxPodGrace, warnings);
+  if (brake) out.memoryBrake = brake;
+  return out;
+}
+
+/**
+ * The memory brake's settings. The bound is checked even with the brake off (a wrong value is
+ * wrong either way); it is refused beyond Node's longest timer, which arms it. A bound shorter
+ * than a soft memory threshold's grace period plus the pod grace would stop braked pods before
+ * their soft eviction: allowed (the operator may want it), but said once.
+ */
+function compileMemoryBrake(
+  cfg: EvictionConfig,
+  fieldOf: (k: ConfigKey) => string,
+  thresholds: readonly Threshold[],
+  maxPodGraceSeconds: number,
+  warnings: string[],
+): MemoryBrakeConfig | undefined {
+  const text = cfg.memoryBrakeMaxDuration ?? DEFAULT_MEMORY_BRAKE_MAX_DURATION;
+  const field = fieldOf('memoryBrakeMaxDuration');
+  const maxDurationNs = parseDurationField(field, text);
+  if (maxDurationNs <= 0) throw new ConfigError(field, text, 'must be positive');
+  if (maxDurationNs > MAX_TIMER_NS) throw new ConfigError(field, text, 'must be at most 596h31m23.647s (the longest timer)');
+  if (!cfg.memoryBrake) {
+    if (cfg.memoryBrakeMaxDuration !== undefined) warnings.push(`${field}: ${formatValue(text)}: ignored: ${fieldOf('memoryBrake')} is off`);
+    return undefined;
+  }
+  for (const t of thresholds) {
+    if (t.kind !== 'soft' || (t.signal !== 'memory.available' && t.signal !== 'allocatableMemory.available')) continue;
+    if (t.gracePeriodNs + maxPodGraceSeconds * 1e9 > maxDurationNs)
+      warnings.push(
+        `${field}: ${formatValue(text)}: shorter than the ${t.signal} soft grace period plus evictionMaxPodGracePeriod: a braked pod may be stopped (grace 0) before its soft eviction`,
+      );
+  }
+  return { maxDurationNs, marginBytes: MEMORY_BRAKE_MARGIN_BYTES, field: fieldOf('memoryBrake') };
 }
 
 /** The kubelet's ValidateKubeletConfiguration rules for enforceNodeAllocatable. */
