@@ -83,6 +83,8 @@ export class Agent extends EventEmitter {
   private readonly brakes: MemoryBrakes | null;
   private driftTimer: NodeJS.Timeout | null = null;
   private lastPassOkAt = 0;
+  /** set by stop(): a pass that ends after it must not arm a timer again (it would hold the process) */
+  private stopping = false;
   private lastProblem = 'no pass yet';
 
   constructor(private readonly o: AgentOptions) {
@@ -179,6 +181,7 @@ export class Agent extends EventEmitter {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.driftTimer) clearTimeout(this.driftTimer);
     this.driftTimer = null;
     if (this.graceTimer) clearTimeout(this.graceTimer);
@@ -256,6 +259,7 @@ export class Agent extends EventEmitter {
   private scheduleBrakeBound(): void {
     if (this.brakeTimer) clearTimeout(this.brakeTimer);
     this.brakeTimer = null;
+    if (this.stopping) return;
     const due = this.brakes ? nextBrakeDeadline(this.o.policy, this.brakes.active) : null;
     if (due === null) return;
     const ms = Math.max(0, Math.ceil((due - Number(process.hrtime.bigint())) / 1e6) + 1);
@@ -266,6 +270,7 @@ export class Agent extends EventEmitter {
   private scheduleGrace(ev: Evaluation): void {
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.graceTimer = null;
+    if (this.stopping) return;
     const now = Number(process.hrtime.bigint());
     let next = Infinity;
     for (const [t, at] of ev.state.firstObservedAt) {

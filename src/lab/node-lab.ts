@@ -195,6 +195,14 @@ export class NodeLab {
     return st?.status?.reason === 'OOMKilled';
   }
 
+  /** How a container ended: its state, exit code and reason (containerd: "OOMKilled", "Completed", "Error"), or null. */
+  async containerExit(pod: LabPod, container: string): Promise<{ state: string; exitCode: number; reason: string } | null> {
+    const id = pod.containers[container];
+    if (!id) return null;
+    const st = await this.client.containerStatus(id).catch(() => null);
+    return st?.status ? { state: String(st.status.state), exitCode: st.status.exitCode, reason: st.status.reason } : null;
+  }
+
   /** Kernel OOM kills so far, machine-wide (/proc/vmstat oom_kill: v1 counts per leaf memcg only). */
   static oomKills(): number {
     return parseKeyValues(fs.readFileSync('/proc/vmstat', 'utf8'))['oom_kill'] ?? 0;

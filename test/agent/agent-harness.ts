@@ -78,6 +78,8 @@ export async function startAgent(
     reporter?: EvictionReporter;
     /** measure the pods' emptyDirs under nodefsPath this often (the kubelet's --volume-stats-agg-period) */
     volumeStatsAggPeriodMs?: number;
+    /** where the memory brake keeps its record */
+    stateDir?: string;
   },
 ): Promise<TestAgent> {
   const { endpoint } = await criClient();
@@ -101,6 +103,7 @@ export async function startAgent(
     releaseTimeoutMs: 3000,
     psi: null,
     ...(o.volumeStatsAggPeriodMs ? { volumes: { kubeletRootDir: o.nodefsPath ?? '/', periodMs: o.volumeStatsAggPeriodMs } } : {}),
+    ...(o.stateDir ? { stateDir: o.stateDir } : {}),
   });
   const evictions: EvictionRecord[] = [];
   agent.on('eviction', (r: EvictionRecord) => evictions.push(r));
