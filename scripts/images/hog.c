@@ -14,6 +14,10 @@
  * its state on a graceful stop does: "checkpoint <ns> <MiB held>\n", fsync'd, then exits 0.
  * A checkpoint file with that line proves the handler ran to its end; a kernel OOM kill (or
  * SIGKILL) leaves none.
+ *
+ * With $HOG_CHURN set, once it holds <target MiB> it goes on at the same rate allocating,
+ * touching and unmapping one more MiB, printing "<ns> lat <ns it took>" each time: a pod that
+ * keeps allocating, whose allocation latency shows whether another pod's trouble slows it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -133,6 +137,26 @@ int main(int argc, char **argv) {
     long long due = start + held * step_ns;
     struct timespec ts = {.tv_sec = due / 1000000000LL, .tv_nsec = due % 1000000000LL};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+  }
+  if (getenv("HOG_CHURN")) {
+    for (long n = 1;; n++) {
+      long long t0 = now_ns();
+      char *p = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) {
+        perror("hog: mmap");
+        return 1;
+      }
+      for (long off = 0; off < MIB; off += 4096) p[off] = (char)n;
+      munmap(p, MIB);
+      long long t1 = now_ns();
+      char line[64];
+      int len = snprintf(line, sizeof line, "%lld lat %lld\n", t1, t1 - t0);
+      emit(line, (size_t)len);
+      long long due = t0 + step_ns;
+      struct timespec ts = {.tv_sec = due / 1000000000LL, .tv_nsec = due % 1000000000LL};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+      }
     }
   }
   if (hold < 0) {

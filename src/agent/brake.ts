@@ -157,7 +157,7 @@ export class MemoryBrakes {
       return;
     }
     const e: BrakeEntry = { pod: a.pod, dir, original, value: String(value), signal: a.threshold.signal, sinceNs: String(sinceNs), setAt: new Date().toISOString() };
-    const details = { ...podLog, memoryHigh: e.value, replaced: original, usageBytes: usage, marginBytes: o.marginBytes };
+    const details = { ...podLog, memoryHigh: e.value, replaced: original, usageBytes: usage, marginBytes: o.marginBytes, at: e.sinceNs };
     if (o.dryRun) {
       this.brakes.set(a.pod.uid, e);
       o.logger.info({ ...details, dryRun: true }, 'would brake pod (dry run)');

@@ -203,6 +203,19 @@ export class NodeLab {
     return st?.status ? { state: String(st.status.state), exitCode: st.status.exitCode, reason: st.status.reason } : null;
   }
 
+  /**
+   * How a container ended, once the runtime has seen it end: its processes can be gone a moment
+   * before containerd records the exit (until then it reports RUNNING with exit code 0).
+   */
+  async containerExited(pod: LabPod, container: string, timeoutMs: number): Promise<{ state: string; exitCode: number; reason: string } | null> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const st = await this.containerExit(pod, container);
+      if (st?.state === 'CONTAINER_EXITED' || Date.now() > end) return st;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
   /** Kernel OOM kills so far, machine-wide (/proc/vmstat oom_kill: v1 counts per leaf memcg only). */
   static oomKills(): number {
     return parseKeyValues(fs.readFileSync('/proc/vmstat', 'utf8'))['oom_kill'] ?? 0;

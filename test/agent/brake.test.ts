@@ -85,8 +85,9 @@ for (const rate of [200, 2000]) {
     assert.equal(rec.threshold?.kind, 'soft');
     assert.equal(rec.gracePeriodSeconds, 30, 'min(evictionMaxPodGracePeriod, terminationGracePeriodSeconds 30)');
     await waitFor('the hog to exit', () => !lab.containerAlive(pod, 'hog'), 5000);
-    const exit = await lab.containerExit(pod, 'hog');
-    assert.equal(exit?.exitCode, 0, `the SIGTERM handler's exit: ${JSON.stringify(exit)}`);
+    const exit = await lab.containerExited(pod, 'hog', slow(5000));
+    assert.equal(exit?.state, 'CONTAINER_EXITED', JSON.stringify(exit));
+    assert.equal(exit.exitCode, 0, `the SIGTERM handler's exit: ${JSON.stringify(exit)}`);
     assert.notEqual(exit?.reason, 'OOMKilled');
     assert.match(fs.readFileSync(checkpoint, 'utf8'), /^checkpoint \d+ \d+\n$/, 'the checkpoint was written');
     const events = memoryEvents(lab, pod);

@@ -18,6 +18,7 @@ import { ensureHarness, harnessMissing } from '../harness';
 import { badValue, UsageError } from '../../errors';
 import { eachFlag, parseRates } from '../flags';
 import { run as runPeers } from './peers/bench';
+import { run as runBrake } from './brake';
 
 const MiB = 1024 * 1024;
 const IDLE_WINDOW_S = 10;
@@ -31,7 +32,9 @@ const USAGE = `usage: evictd bench protect [--json] [--quick] [--trials N] [--ra
   --svg FILE     where to write the picture (default ./evictd-bench-protect.svg)
   --json         print the results as one JSON object (last line)
   --peers[=LIST] evictd against earlyoom, nohang, oomd, systemd-oomd, the kubelet's loop and
-                 the kernel alone, on the whole machine (see evictd bench protect --peers --help)`;
+                 the kernel alone, on the whole machine (see evictd bench protect --peers --help)
+  --brake        a SIGTERM-checkpointing hog under a soft threshold, with and without
+                 --memory-brake (cgroup v2; see evictd bench protect --brake --help)`;
 
 interface Driver {
   name: string;
@@ -111,6 +114,7 @@ function cellOf(driver: string, rate: number, rs: RampResult[]): Cell {
 
 export async function run(argv: string[]): Promise<number> {
   if (argv.some((a) => a === '--peers' || a.startsWith('--peers='))) return runPeers(argv);
+  if (argv.includes('--brake')) return runBrake(argv);
   const o = parse(argv);
   if (!o) {
     process.stdout.write(USAGE + '\n');
