@@ -53,6 +53,8 @@ interface Trial {
   peakMiB: number;
   /** brake on -> the hog's SIGTERM handler ran */
   brakedMs: number | null;
+  /** the agent's "eviction failed" lines for the hog (a runtime call past its deadline) */
+  stopFailures: number;
   /** the protected pod's allocation latency, ms per MiB, during the window (brake on, or the hog's life) */
   latency: number[];
 }
@@ -141,6 +143,7 @@ async function ramp(lab: NodeLab, agent: AgentProcess, protectedPod: LabPod, mod
     exitCode: exit?.exitCode ?? null,
     checkpoint,
     peakMiB: steps.length ? Math.max(...steps.map((s) => s.mib)) : 0,
+    stopFailures: agent.lines.filter((l) => l.msg === 'eviction failed; trying the next candidate' && l.pod === key).length,
     brakedMs: on && term ? round(Number(BigInt(term[1]!) - BigInt(String(on.at))) / 1e6, 0) : null,
     latency: latencies(lab, protectedPod, from, endNs),
   };
@@ -166,6 +169,7 @@ export async function run(argv: string[]): Promise<number> {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bench-state-'));
   const trials: Trial[] = [];
   const baseline: number[] = [];
+  const seen = new Set<object>();
   try {
     if (lab.layout.memoryVersion !== 2) throw new UsageError('bench protect --brake: needs cgroup v2 (memory.high); run it in the pure cgroup v2 VM: scripts/v2vm/run -- evictd bench protect --brake');
     const protectedPod = await lab.runPod({
@@ -173,7 +177,11 @@ export async function run(argv: string[]): Promise<number> {
       namespace: 'bench',
       qos: 'Guaranteed',
       containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: ['50', '8'], env: { HOG_CHURN: '1' }, memoryLimitBytes: 64 * MiB }],
-      annotations: { 'evictd.io/requests': 'memory=64Mi,cpu=100m', 'evictd.io/limits': 'memory=64Mi,cpu=100m' },
+      // Critical, so never an eviction candidate: under emulation `evictd run`'s 2 s CRI deadline
+      // can expire on the hog's StopPodSandbox (the hog is stopped all the same), and the
+      // kubelet's rule then evicts the next candidate, which would end this pod's measurement.
+      // Those failures are counted per ramp ("CRI stop failures") rather than hidden.
+      annotations: { 'evictd.io/requests': 'memory=64Mi,cpu=100m', 'evictd.io/limits': 'memory=64Mi,cpu=100m', 'evictd.io/priority': '2000001000' },
     });
     log(`bench protect --brake: node ${NODE_MIB} MiB, soft memory.available<200Mi (5 s grace), a checkpointing hog to ${TARGET_MIB} MiB at ${o.rates.join(', ')} MiB/s, ${o.trials} trial(s) each`);
     for (const mode of ['brake', 'no-brake'] as const) {
@@ -186,7 +194,20 @@ export async function run(argv: string[]): Promise<number> {
             trials.push(r.trial);
             baseline.push(...r.baseline);
             const t = r.trial;
-            log(`  ${mode.padEnd(8)} ${String(rate).padStart(5)} MiB/s: ${t.outcome}, peak ${t.peakMiB} MiB, exit ${t.exitCode}, checkpoint ${t.checkpoint ? 'yes' : 'no'}, OOM kills ${t.oomKills}${t.brakedMs !== null ? `, braked ${t.brakedMs} ms` : ''}`);
+            log(`  ${mode.padEnd(8)} ${String(rate).padStart(5)} MiB/s: ${t.outcome}, peak ${t.peakMiB} MiB, exit ${t.exitCode}, checkpoint ${t.checkpoint ? 'yes' : 'no'}, OOM kills ${t.oomKills}${t.brakedMs !== null ? `, braked ${t.brakedMs} ms` : ''}${t.stopFailures ? `, CRI stop failures ${t.stopFailures}` : ''}`);
+            // The protected pod must never be touched: say so loudly if the agent did.
+            const touched = agent.lines.filter((l) => l.pod === 'bench/protected' && !seen.has(l));
+            for (const l of touched) {
+              seen.add(l);
+              log(`    PROTECTED POD: ${String(l.msg)} ${JSON.stringify({ why: l.why, memoryHigh: l.memoryHigh, threshold: l.threshold })}`);
+            }
+            if (!lab.containerAlive(protectedPod, 'hog')) log('    PROTECTED POD: its process is gone');
+            if (process.env.EVICTD_BENCH_DEBUG) {
+              for (const l of agent.lines.filter((x) => !seen.has(x) && (Number(x.level) >= 40 || x.msg === 'node conditions changed' || x.msg === 'memory brake off'))) {
+                seen.add(l);
+                process.stderr.write(`    agent: ${JSON.stringify(l).slice(0, 700)}\n`);
+              }
+            }
           }
         }
       } finally {
