@@ -177,11 +177,9 @@ export async function run(argv: string[]): Promise<number> {
       namespace: 'bench',
       qos: 'Guaranteed',
       containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: ['50', '8'], env: { HOG_CHURN: '1' }, memoryLimitBytes: 64 * MiB }],
-      // Critical, so never an eviction candidate: under emulation `evictd run`'s 2 s CRI deadline
-      // can expire on the hog's StopPodSandbox (the hog is stopped all the same), and the
-      // kubelet's rule then evicts the next candidate, which would end this pod's measurement.
-      // Those failures are counted per ramp ("CRI stop failures") rather than hidden.
-      annotations: { 'evictd.io/requests': 'memory=64Mi,cpu=100m', 'evictd.io/limits': 'memory=64Mi,cpu=100m', 'evictd.io/priority': '2000001000' },
+      // An ordinary candidate (ranked after the hog, which exceeds its request): if the agent
+      // ever touches it, the trial says so below ("PROTECTED POD").
+      annotations: { 'evictd.io/requests': 'memory=64Mi,cpu=100m', 'evictd.io/limits': 'memory=64Mi,cpu=100m' },
     });
     log(`bench protect --brake: node ${NODE_MIB} MiB, soft memory.available<200Mi (5 s grace), a checkpointing hog to ${TARGET_MIB} MiB at ${o.rates.join(', ')} MiB/s, ${o.trials} trial(s) each`);
     for (const mode of ['brake', 'no-brake'] as const) {
