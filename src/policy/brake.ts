@@ -17,7 +17,8 @@
  *   eviction episode).
  * - stop: a pod braked for `maxDurationNs` or longer (the eviction did not come, or did not work).
  */
-import type { MemoryBrakeConfig, PolicyConfig, Threshold } from './config';
+import type { MemoryBrakeConfig } from './brake-config';
+import type { PolicyConfig, Threshold } from './config';
 import type { Assessment, ThresholdStatus } from './evaluate';
 import { podFacts } from './pods';
 import { rankMemory } from './ranking';

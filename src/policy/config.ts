@@ -3,6 +3,8 @@
  * validated with the kubelet's rules and compiled into thresholds.
  */
 import { formatValue } from '../errors';
+import { compileMemoryBrake, type MemoryBrakeConfig } from './brake-config';
+import { ConfigError } from './config-error';
 import { DurationError, parseDuration } from './duration';
 import { Quantity, QuantityError } from './quantity';
 import { isSignal } from './signals';
@@ -65,40 +67,6 @@ export interface PolicyConfig {
   memoryBrake?: MemoryBrakeConfig;
 }
 
-export interface MemoryBrakeConfig {
-  /** a pod braked this long is stopped */
-  maxDurationNs: number;
-  /** memory.high is set this far above the pod's usage */
-  marginBytes: number;
-  /** the flag or file field that turned it on, for messages */
-  field: string;
-}
-
-/** The stuck bound when none is configured. */
-export const DEFAULT_MEMORY_BRAKE_MAX_DURATION = '2m';
-
-/**
- * memory.high = usage + this. Above the charge batching (64 pages per CPU, so 256 KiB times the
- * CPUs) that lets memory.current run ahead of the pages touched, so the brake does not reclaim
- * the moment it is set; small enough that the pod gains little before the kernel throttles it.
- */
-export const MEMORY_BRAKE_MARGIN_BYTES = 8 * 1024 * 1024;
-
-/** Node's longest timer (2^31-1 ms): the stuck bound arms one. */
-const MAX_TIMER_NS = (2 ** 31 - 1) * 1e6;
-
-/** Invalid configuration: the message names the field and the value. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(
-    readonly field: string,
-    readonly value: unknown,
-    readonly problem: string,
-  ) {
-    super(`${field}: ${formatValue(value)}: ${problem}`);
-  }
-}
-
 /** The kubelet's default hard thresholds on Linux (pkg/kubelet/eviction/defaults_linux.go). */
 export const DEFAULT_EVICTION_HARD: Readonly<Record<string, string>> = {
   'memory.available': '100Mi',
@@ -109,6 +77,9 @@ export const DEFAULT_EVICTION_HARD: Readonly<Record<string, string>> = {
 };
 export const DEFAULT_PRESSURE_TRANSITION_PERIOD = '5m';
 const ENFORCE_OPTIONS = ['none', 'pods', 'system-reserved', 'kube-reserved', 'system-reserved-compressible', 'kube-reserved-compressible'];
+
+export { ConfigError } from './config-error';
+export { DEFAULT_MEMORY_BRAKE_MAX_DURATION, MEMORY_BRAKE_MARGIN_BYTES, type MemoryBrakeConfig } from './brake-config';
 
 // ---------------------------------------------------------------------------------------------
 // Reading the two input forms
@@ -467,41 +438,14 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
   }
 
   const out: PolicyConfig = { thresholds: kept, maxPodGracePeriodSeconds: maxPodGrace, pressureTransitionPeriodNs: transitionNs, enforceNodeAllocatable: enforce, warnings };
-  const brake = compileMemoryBrake(cfg, fieldOf, kept, maxPodGrace, warnings);
+  const brake = compileMemoryBrake(
+    { on: cfg.memoryBrake, maxDuration: cfg.memoryBrakeMaxDuration, field: fieldOf('memoryBrake'), maxDurationField: fieldOf('memoryBrakeMaxDuration') },
+    kept,
+    maxPodGrace,
+    warnings,
+  );
   if (brake) out.memoryBrake = brake;
   return out;
-}
-
-/**
- * The memory brake's settings. The bound is checked even with the brake off (a wrong value is
- * wrong either way); it is refused beyond Node's longest timer, which arms it. A bound shorter
- * than a soft memory threshold's grace period plus the pod grace would stop braked pods before
- * their soft eviction: allowed (the operator may want it), but said once.
- */
-function compileMemoryBrake(
-  cfg: EvictionConfig,
-  fieldOf: (k: ConfigKey) => string,
-  thresholds: readonly Threshold[],
-  maxPodGraceSeconds: number,
-  warnings: string[],
-): MemoryBrakeConfig | undefined {
-  const text = cfg.memoryBrakeMaxDuration ?? DEFAULT_MEMORY_BRAKE_MAX_DURATION;
-  const field = fieldOf('memoryBrakeMaxDuration');
-  const maxDurationNs = parseDurationField(field, text);
-  if (maxDurationNs <= 0) throw new ConfigError(field, text, 'must be positive');
-  if (maxDurationNs > MAX_TIMER_NS) throw new ConfigError(field, text, 'must be at most 596h31m23.647s (the longest timer)');
-  if (!cfg.memoryBrake) {
-    if (cfg.memoryBrakeMaxDuration !== undefined) warnings.push(`${field}: ${formatValue(text)}: ignored: ${fieldOf('memoryBrake')} is off`);
-    return undefined;
-  }
-  for (const t of thresholds) {
-    if (t.kind !== 'soft' || (t.signal !== 'memory.available' && t.signal !== 'allocatableMemory.available')) continue;
-    if (t.gracePeriodNs + maxPodGraceSeconds * 1e9 > maxDurationNs)
-      warnings.push(
-        `${field}: ${formatValue(text)}: shorter than the ${t.signal} soft grace period plus evictionMaxPodGracePeriod: a braked pod may be stopped (grace 0) before its soft eviction`,
-      );
-  }
-  return { maxDurationNs, marginBytes: MEMORY_BRAKE_MARGIN_BYTES, field: fieldOf('memoryBrake') };
 }
 
 /** The kubelet's ValidateKubeletConfiguration rules for enforceNodeAllocatable. */

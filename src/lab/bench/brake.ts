@@ -164,7 +164,9 @@ export async function run(argv: string[]): Promise<number> {
   const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
   const t0 = Date.now();
   const harness = await ensureHarness();
-  const client = CriClient.connect(harness.endpoint, { timeoutMs: 5000 });
+  // The lab's own calls (run, stop, status) are not what is measured: on emulated CPUs on a
+  // busy host a RunPodSandbox took more than 5 s, so give them room.
+  const client = CriClient.connect(harness.endpoint, { timeoutMs: 30_000 });
   const lab = NodeLab.create(client, { name: 'evictd-bench-brake', memoryLimitBytes: NODE_MIB * MiB, logRoot: path.join(harness.dir, 'bench-brake', String(process.pid)) });
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bench-state-'));
   const trials: Trial[] = [];

@@ -1,0 +1,66 @@
+/**
+ * The memory brake's settings (evictd's own fields, memoryBrake and memoryBrakeMaxDuration;
+ * see brake.ts for what the brake does), compiled beside the kubelet's eviction fields.
+ */
+import { formatValue } from '../errors';
+import { ConfigError } from './config-error';
+import { DurationError, parseDuration } from './duration';
+
+export interface MemoryBrakeConfig {
+  /** a pod braked this long is stopped */
+  maxDurationNs: number;
+  /** memory.high is set this far above the pod's usage */
+  marginBytes: number;
+  /** the flag or file field that turned it on, for messages */
+  field: string;
+}
+
+/** The stuck bound when none is configured. */
+export const DEFAULT_MEMORY_BRAKE_MAX_DURATION = '2m';
+
+/**
+ * memory.high = usage + this. Above the charge batching (64 pages per CPU, so 256 KiB times the
+ * CPUs) that lets memory.current run ahead of the pages touched, so the brake does not reclaim
+ * the moment it is set; small enough that the pod gains little before the kernel throttles it.
+ */
+export const MEMORY_BRAKE_MARGIN_BYTES = 8 * 1024 * 1024;
+
+/** Node's longest timer (2^31-1 ms): the stuck bound arms one. */
+const MAX_TIMER_NS = (2 ** 31 - 1) * 1e6;
+
+/**
+ * The memory brake's settings. The bound is checked even with the brake off (a wrong value is
+ * wrong either way); it is refused beyond Node's longest timer, which arms it. A bound shorter
+ * than a soft memory threshold's grace period plus the pod grace would stop braked pods before
+ * their soft eviction: allowed (the operator may want it), but said once.
+ */
+export function compileMemoryBrake(
+  given: { on: boolean | undefined; maxDuration: string | undefined; field: string; maxDurationField: string },
+  thresholds: readonly { signal: string; kind: string; gracePeriodNs: number }[],
+  maxPodGraceSeconds: number,
+  warnings: string[],
+): MemoryBrakeConfig | undefined {
+  const text = given.maxDuration ?? DEFAULT_MEMORY_BRAKE_MAX_DURATION;
+  const field = given.maxDurationField;
+  let maxDurationNs: number;
+  try {
+    maxDurationNs = parseDuration(text);
+  } catch (e) {
+    if (e instanceof DurationError) throw new ConfigError(field, text, e.message);
+    throw e;
+  }
+  if (maxDurationNs <= 0) throw new ConfigError(field, text, 'must be positive');
+  if (maxDurationNs > MAX_TIMER_NS) throw new ConfigError(field, text, 'must be at most 596h31m23.647s (the longest timer)');
+  if (!given.on) {
+    if (given.maxDuration !== undefined) warnings.push(`${field}: ${formatValue(text)}: ignored: ${given.field} is off`);
+    return undefined;
+  }
+  for (const t of thresholds) {
+    if (t.kind !== 'soft' || (t.signal !== 'memory.available' && t.signal !== 'allocatableMemory.available')) continue;
+    if (t.gracePeriodNs + maxPodGraceSeconds * 1e9 > maxDurationNs)
+      warnings.push(
+        `${field}: ${formatValue(text)}: shorter than the ${t.signal} soft grace period plus evictionMaxPodGracePeriod: a braked pod may be stopped (grace 0) before its soft eviction`,
+      );
+  }
+  return { maxDurationNs, marginBytes: MEMORY_BRAKE_MARGIN_BYTES, field: given.field };
+}
