@@ -106,6 +106,32 @@ for (const rate of [200, 2000]) {
   });
 }
 
+test('a pod braked past --memory-brake-max-duration is stopped (grace 0) though its soft grace period has not ended', async (t) => {
+  if (needsPureV2(t) || skipped(t, missingE2e())) return;
+  const lab = await newLab('brake-bound', { memoryLimitBytes: 512 * MiB });
+  labs.push(lab);
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-state-'));
+  // A 10 min soft grace: only the brake's 3 s bound can end this.
+  const a = await startAgent(lab, { flags: { ...SOFT, evictionSoftGracePeriod: 'memory.available=10m', memoryBrake: true, memoryBrakeMaxDuration: '3s' }, stateDir });
+  agents.push(a);
+  await waitFor('the first pass', () => a.agent.controller.stats.passes > 0, 5000);
+  const { pod } = await checkpointingHog(lab, 100, 340);
+  const fail = (err: Error) => {
+    throw new Error(`${err.message}\n${logTail(a.logFile, 40)}`);
+  };
+  await waitFor('the brake', () => highOf(lab, pod) !== 'max', 3000).catch(fail);
+  const braked = Date.now();
+  const rec = await waitFor('the stop at the bound', () => a.evictions.find((e) => e.ok), 8000).catch(fail);
+  assert.ok(Date.now() - braked >= 2500, `stopped ${Date.now() - braked} ms after the brake`);
+  assert.equal(rec.pod.uid, pod.uid);
+  assert.equal(rec.gracePeriodSeconds, 0);
+  assert.equal(rec.threshold, null, 'not a threshold eviction');
+  assert.match(rec.reasons[0]!, /^held by the memory brake for \S+, past its bound of 3s$/);
+  assert.match(await a.metrics.registry.getSingleMetricAsString('evictd_brake_stops_total'), /evictd_brake_stops_total 1/);
+  await waitFor('the hog gone', () => !lab.containerAlive(pod, 'hog'), 5000);
+  await waitFor('the brake released', async () => /evictd_brakes_active 0/.test(await a.metrics.registry.getSingleMetricAsString('evictd_brakes_active')), 5000).catch(fail);
+});
+
 test('crash safety: evictd SIGKILLed with a brake on; the next start puts the exact original memory.high back and clears the record', async (t) => {
   if (needsPureV2(t) || skipped(t, missingE2e())) return;
   const { endpoint } = await criClient();
