@@ -5,9 +5,9 @@
  *     Reads one command per line on stdin, answers one line on stdout:
  *       alloc BYTES [USAGE_FILE THRESHOLD [RATE]]
  *                                           map and touch BYTES of anonymous memory;
- *                                           with USAGE_FILE, read the cgroup's usage first
- *                                           and stamp the moment usage + touched bytes
- *                                           reaches THRESHOLD (the crossing); with RATE
+ *                                           with USAGE_FILE, read the cgroup's usage as it
+ *                                           nears THRESHOLD and stamp the start of the last
+ *                                           read below it (the crossing's lower bound); with RATE
  *                                           (bytes/s, 0: as fast as it can), pace the touches
  *                                           to that ramp rate
  *                                           -> "ok START_NS END_NS CROSS_NS" (0: no crossing)
@@ -78,15 +78,33 @@ static int cmd_alloc(size_t bytes, const char *usage_file, long long threshold, 
   regions[nregions].len = bytes;
   nregions++;
   long long base = usage_file ? read_usage(usage_file) : -1;
-  /* Touched bytes at which usage reaches the threshold; -1: no crossing to stamp. */
-  long long cross_at = base >= 0 && threshold > base ? threshold - base : -1;
-  uint64_t cross_ns = 0;
+  /* The counter runs ahead of the pages touched: memcg charges a per-CPU batch of 64 pages at
+   * a time, and a THP fault 512. So from NEAR bytes below the line on, the counter itself is
+   * read every 16 pages, and the crossing is stamped as the start of the last read that still
+   * saw it below the line: no reader of the counter can have seen it past the line earlier (a
+   * lower bound, late by at most 16 pages and one read). -1: no crossing to stamp. */
+  const long long near = 4ll << 20;
+  long long near_at = base >= 0 && threshold > base ? (threshold - base > near ? threshold - base - near : 0) : -1;
+  uint64_t cross_ns = 0, last_below_ns = 0;
+  int crossed = 0;
   uint64_t start = now_ns();
   for (size_t off = 0; off < bytes; off += (size_t)page) {
     if (rate > 0) pace_until(start + (uint64_t)((double)off * 1e9 / (double)rate));
+    if (!crossed && near_at >= 0 && (long long)off >= near_at && ((off / (size_t)page) % 16) == 0) {
+      uint64_t t = now_ns();
+      long long usage = read_usage(usage_file);
+      if (usage >= threshold) {
+        crossed = 1;
+        cross_ns = last_below_ns; /* 0 when the first read in reach was already past: no stamp */
+      } else if (usage >= 0) {
+        last_below_ns = t;
+      }
+    }
     p[off] = 1;
-    if (cross_ns == 0 && cross_at >= 0 && (long long)(off + (size_t)page) >= cross_at) cross_ns = now_ns();
   }
+  /* Usage reached the line after the last touch (a batch charged at the end): the last read
+   * below it is still the lower bound. */
+  if (!crossed && last_below_ns != 0 && usage_file && read_usage(usage_file) >= threshold) cross_ns = last_below_ns;
   printf("ok %llu %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns(), (unsigned long long)cross_ns);
   return 0;
 }

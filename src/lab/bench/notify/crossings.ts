@@ -5,11 +5,11 @@
  * One crossing stamp for every row of a run. Where the tripwire runs, its program stamps the
  * start of the charge that takes the counter across the line, in the kernel: that is the
  * crossing for all three rows (the pollers read the same counter, which cannot show the new
- * value before that charge began). Elsewhere the workload stamps the page whose
- * touch takes usage (read before the step) + touched bytes to the line. The workload's stamp is
- * not the counter's crossing on cgroup v2: memcg charges in 64-page batches per CPU, so the
- * counter can cross up to a batch per CPU before the page that "crosses"; measuring a counter
- * mechanism against it gave the negative latencies of the old memory.high row.
+ * value before that charge began). Elsewhere the workload stamps it: as its usage nears the
+ * line it reads the counter every 16 pages, and the crossing is the start of the last read that
+ * still saw it below (native/tools/memhog.c). Counting touched bytes instead is wrong: memcg
+ * charges 64 pages per CPU at a time (512 for a THP fault), so the counter runs ahead of the
+ * touches, and a poller reading it beside them showed negative latencies.
  */
 import path from 'node:path';
 import type { CgroupLayout } from '../../../node/cgroups';
