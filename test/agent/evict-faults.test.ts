@@ -161,6 +161,17 @@ test('an event storm on the real agent: one pass at a time, bounded memory, ever
   assert.equal(counted, sent);
 });
 
+/** The real runtime, but with stopPod replaced (a fault injected around the real call). */
+const withStop =
+  (stopPod: (r: CriRuntime, p: RuntimePod, gracePeriodSeconds: number) => ReturnType<RuntimePort['stopPod']>) =>
+  (r: CriRuntime): RuntimePort => ({
+    listPods: (d?: number) => r.listPods(d),
+    stopPod: (p, g) => stopPod(r, p, g),
+    reclaim: (fn) => r.reclaim(fn),
+    imageFsInfo: () => r.imageFsInfo(),
+    close: () => r.close(),
+  });
+
 test('a failed stop moves on to the next candidate', async (t) => {
   if (skipped(t, missingE2e())) return;
   const lab = await newLab('failstop', { memoryLimitBytes: 384 * MiB });
@@ -170,18 +181,12 @@ test('a failed stop moves on to the next candidate', async (t) => {
   let refused = 0;
   // The runtime refuses to stop the first candidate (as when a stop times out): the agent must
   // evict the next one in the same pass rather than give up.
-  const wrap = (r: CriRuntime): RuntimePort => ({
-    listPods: (d?: number) => r.listPods(d),
-    stopPod: async (p, g) => {
-      if (p.uid === first.uid) {
-        refused++;
-        throw new Error('injected: StopPodSandbox deadline exceeded');
-      }
-      return r.stopPod(p, g);
-    },
-    reclaim: (fn) => r.reclaim(fn),
-    imageFsInfo: () => r.imageFsInfo(),
-    close: () => r.close(),
+  const wrap = withStop(async (r, p, g) => {
+    if (p.uid === first.uid) {
+      refused++;
+      throw new Error('injected: StopPodSandbox deadline exceeded');
+    }
+    return r.stopPod(p, g);
   });
   const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, fastKill: false, wrap });
   agents.push(a);
@@ -208,17 +213,11 @@ test('a stop that reports an error after the pod released its memory evicts no s
   // The runtime stops the pod, then reports a failure (as a StopPodSandbox past its deadline
   // does after the containers stopped): the pressure is gone, so nobody else may pay for it.
   let reported = 0;
-  const wrap = (r: CriRuntime): RuntimePort => ({
-    listPods: (d?: number) => r.listPods(d),
-    stopPod: async (p, g) => {
-      const timings = await r.stopPod(p, g);
-      if (p.uid === calm.uid) return timings;
-      reported++;
-      throw new Error('injected: StopPodSandbox deadline exceeded after the containers stopped');
-    },
-    reclaim: (fn) => r.reclaim(fn),
-    imageFsInfo: () => r.imageFsInfo(),
-    close: () => r.close(),
+  const wrap = withStop(async (r, p, g) => {
+    const timings = await r.stopPod(p, g);
+    if (p.uid === calm.uid) return timings;
+    reported++;
+    throw new Error('injected: StopPodSandbox deadline exceeded after the containers stopped');
   });
   const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, fastKill: false, wrap });
   agents.push(a);
