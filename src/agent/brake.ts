@@ -19,7 +19,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { cgroupDir } from '../node/cgroups';
+import { cgroupDir, readCgroupFile, readCgroupNumber } from '../node/cgroups';
 import { brakeValue, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../policy/brake';
 import type { PodRef } from '../policy/types';
 import type { AgentMetrics } from './metrics';
@@ -64,18 +64,13 @@ const nowNs = (): bigint => process.hrtime.bigint();
 
 /** memory.high as the kernel prints it, trimmed; null when the cgroup is gone. */
 function readHigh(dir: string): string | null {
-  try {
-    return fs.readFileSync(path.join(dir, 'memory.high'), 'utf8').trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENODEV') return null;
-    throw err;
-  }
+  return readCgroupFile(path.join(dir, 'memory.high'))?.trim() ?? null;
 }
 
 function readCurrent(dir: string): number | null {
   try {
-    const t = fs.readFileSync(path.join(dir, 'memory.current'), 'utf8').trim();
-    return /^\d+$/.test(t) ? Number(t) : null;
+    const n = readCgroupNumber(path.join(dir, 'memory.current'));
+    return n !== null && Number.isFinite(n) ? n : null;
   } catch {
     return null;
   }
