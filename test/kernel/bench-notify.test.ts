@@ -40,5 +40,14 @@ test('bench notify --quick --json: the line mechanism, its JS row, the pollers a
   assert.ok(ratio && ratio.of === `${line}-js` && Number(ratio.p50_x) > 0, JSON.stringify(ratio));
   assert.ok(rows.some((row) => row.mechanism === 'granularity' && row.of === line), 'usage past the line, per ramp rate');
   assert.ok(byName.get('idle-cpu'), 'idle cost of armed watchers');
+  // Where it ran is part of every figure: the VM lab says its CPUs are emulated.
+  const env = byName.get('environment');
+  assert.ok(env && env.kernel === os.release(), JSON.stringify(env));
+  if (process.env.EVICTD_LAB === 'v2vm') assert.equal(env.cpu, 'qemu-tcg');
+  // The tripwire's events carry the program's own stamp: the wakeup is told from the JS side.
+  if (line === 'bpf-tripwire') {
+    const d = byName.get('delivery');
+    assert.ok(d && Number(d.wake_p50_us) > 0 && Number(d.to_js_p50_us) > 0, JSON.stringify(d));
+  }
   assert.match(fs.readFileSync(svg, 'utf8'), /^<svg/);
 });

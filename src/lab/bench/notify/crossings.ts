@@ -35,6 +35,11 @@ export interface CrossingResult {
   poll100: Series;
   /** native callback -> first JS listener (us) */
   nativeToJs: number[];
+  /**
+   * The tripwire only: its program's stamp as the crossing charge ends -> the native callback
+   * (us). The kernel waking the agent's thread, where under emulation the tail is.
+   */
+  wakeUs: number[];
   /** per mechanism, per ramp rate: usage past the line in the event (bytes) */
   granularity: Record<string, Record<string, number[]>>;
   crossingsNs: bigint[];
@@ -77,6 +82,7 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
         adaptive: adaptive ? { mechanism: 'adaptive-poll', method: 'measured', how: `the adaptive poller (fallback where BPF cannot load) reading ${path.basename(usageFile)} beside it, same crossings`, latenciesUs: [] } : null,
         poll100: { mechanism: 'poll-100ms', method: 'measured', how: `a real setInterval(100 ms) reading ${path.basename(usageFile)} beside it, same crossings`, latenciesUs: [] },
         nativeToJs: [],
+        wakeUs: [],
         granularity: {},
         crossingsNs: [],
         readUs: readCostUs(usageFile),
@@ -110,6 +116,8 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
           const jsNs = nativeJs[nativeEvents.indexOf(up)];
           result.nativeJs.latenciesUs.push(latencyUs(`${line.mechanism}-js`, jsNs, crossNs));
           result.nativeToJs.push(usOf(jsNs - up.monotonicNs));
+          const fired = up.counters?.fired_ns;
+          if (tripwire && fired !== undefined) result.wakeUs.push(usOf(up.monotonicNs - BigInt(fired)));
           result.poll100.latenciesUs.push(latencyUs('poll-100ms', pollUp.monotonicNs, crossNs));
           past(line.mechanism, rate.label, up);
           past('poll-100ms', rate.label, pollUp);

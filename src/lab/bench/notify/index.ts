@@ -31,6 +31,7 @@ import { nativeAvailable, nativeLoadError } from '../../../kernel/addon';
 import { tripwireStatus } from '../../../kernel/tripwire';
 import { setRealtimePriority } from '../../../kernel/scheduling';
 import { detectCgroups } from '../../../node/cgroups';
+import { benchEnvironment, describeEnvironment } from '../../environment';
 import { nearestRank } from '../../stats';
 import { benchCrossings } from './crossings';
 import { benchIdle } from './idle';
@@ -158,6 +159,8 @@ export async function run(argv: string[]): Promise<number> {
   const p1 = rows.find((r) => r.mechanism === 'poll-1s') as Summary;
   const speedup = p1.p50_us / thr.p50_us;
   const toJs = [...th.nativeToJs].sort((a, b) => a - b);
+  const wake = [...th.wakeUs].sort((a, b) => a - b);
+  const env = benchEnvironment();
   const p100 = rows.find((r) => r.mechanism === 'poll-100ms') as Summary;
   const ratio = { p50: p100.p50_us / thrJs.p50_us, p99: p100.p99_us / thrJs.p99_us };
   const granularity = Object.entries(th.granularity).flatMap(([mechanism, byRate]) =>
@@ -173,6 +176,8 @@ export async function run(argv: string[]): Promise<number> {
     const lineRows = new Set([thr.mechanism, thrJs.mechanism, `${thr.mechanism}-rt`, 'adaptive-poll', 'poll-100ms', 'poll-1s', 'poll-10s']);
     for (const r of rows) process.stdout.write(JSON.stringify(lineRows.has(r.mechanism) ? { ...r, crossing_stamp: th.stamp } : r) + '\n');
     for (const g of granularity) process.stdout.write(JSON.stringify(g) + '\n');
+    process.stdout.write(JSON.stringify({ mechanism: 'environment', ...env }) + '\n');
+    if (wake.length > 0) process.stdout.write(JSON.stringify({ mechanism: 'delivery', of: thr.mechanism, wake_p50_us: nearestRank(wake, 50), wake_p99_us: nearestRank(wake, 99), to_js_p50_us: nearestRank(toJs, 50), to_js_p99_us: nearestRank(toJs, 99) }) + '\n');
     process.stdout.write(JSON.stringify({ mechanism: 'ratio-to-poll-100ms', of: thrJs.mechanism, p50_x: ratio.p50, p99_x: ratio.p99, target_p50_x: 50, target_p99_x: 20 }) + '\n');
     if (tw.loadMs) process.stdout.write(JSON.stringify({ mechanism: 'tripwire-load', load_ms: tw.loadMs, attach_ms: tw.attachMs }) + '\n');
     process.stdout.write(
@@ -191,7 +196,7 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   const lines: string[] = [];
-  lines.push(`evictd bench notify: kernel ${os.release()}, ${os.cpus().length} CPUs, load average ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} at start, ${Math.round((Date.now() - started) / 1000)} s`);
+  lines.push(`evictd bench notify: ${describeEnvironment(env)}, load average ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} at start, ${Math.round((Date.now() - started) / 1000)} s`);
   lines.push('');
   lines.push(table(rows));
   lines.push('');
@@ -203,6 +208,7 @@ export async function run(argv: string[]): Promise<number> {
   lines.push('');
   lines.push(`model check: poll-100ms modelled p50 ${model100.p50_us.toFixed(0)} us / p99 ${model100.p99_us.toFixed(0)} us vs measured p50 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p50_us.toFixed(0)} us / p99 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p99_us.toFixed(0)} us`);
   lines.push(`crossing stamp: ${th.stamp === 'kernel' ? "the start of the charge that crossed, stamped by the tripwire's fentry program (all rows)" : "the allocating process's (all rows)"}`);
+  if (wake.length > 0) lines.push(`${thr.mechanism}: program -> native callback (the kernel waking the agent's thread) p50 ${nearestRank(wake, 50).toFixed(1)} us, p99 ${nearestRank(wake, 99).toFixed(1)} us`);
   lines.push(`${thr.mechanism}: native callback -> JS listener p50 ${nearestRank(toJs, 50).toFixed(1)} us, p99 ${nearestRank(toJs, 99).toFixed(1)} us; ${th.missed} of ${plan.thresholdSamples} steps without a usable crossing`);
   lines.push('');
   lines.push('granularity: usage past the line in the event, per ramp rate (p50 / p99 / max):');

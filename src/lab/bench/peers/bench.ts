@@ -16,6 +16,7 @@ import path from 'node:path';
 import { CriClient } from '../../../cri';
 import { detectCgroups } from '../../../node/cgroups';
 import { badValue, UsageError } from '../../../errors';
+import { describeEnvironment } from '../../environment';
 import { ensureHarness, harnessMissing } from '../../harness';
 import { NodeLab } from '../../node-lab';
 import { eachFlag, parseRates } from '../../flags';
@@ -128,7 +129,7 @@ export async function run(argv: string[]): Promise<number> {
     const m = meminfo();
     const bigMiB = Math.max(64, Math.floor((m.available / MiB) * 0.4));
     const pods = await startProtectedPods(lab, bigMiB);
-    const env = `${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, kernel ${os.release()}, MemTotal ${Math.round(m.total / MiB)} MiB, ${fs.readFileSync('/proc/meminfo', 'utf8').match(/^SwapTotal:\s+(\d+)/m)?.[1] === '0' ? 'no swap' : 'swap on'}`;
+    const env = `${describeEnvironment()} (${os.cpus()[0]?.model ?? ''}), MemTotal ${Math.round(m.total / MiB)} MiB, ${fs.readFileSync('/proc/meminfo', 'utf8').match(/^SwapTotal:\s+(\d+)/m)?.[1] === '0' ? 'no swap' : 'swap on'}`;
     log(`bench protect --peers: ${env}`);
     log(`  node = the whole machine; pods: Guaranteed ${bigMiB} MiB (the largest process, oom_score_adj -997), Burstable (request 32Mi), BestEffort hog (1000) ramping past MemAvailable`);
     const before = meminfo().available;
