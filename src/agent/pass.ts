@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { NodeObserver, Observation } from '../node/observer';
 import type { PolicyConfig } from '../policy/config';
-import { decideBrakes } from '../policy/brake';
+import { decideBrakes, killedAtOnce } from '../policy/brake';
 import { formatDuration } from '../policy/duration';
 import { assess, initialState, planEvictions, type Assessment, type Evaluation, type PolicyState } from '../policy/evaluate';
 import { podFacts } from '../policy/pods';
@@ -108,7 +108,7 @@ export class PassRunner {
     try {
       // Before acting: a soft eviction's stop can take the pod's whole termination grace period,
       // and the brake is what holds the pod while it waits.
-      if (o.brakes && (await this.brake(o.brakes, assessed, { now: input.now, layout: obs.layout }, all, joined, stamps))) return { again: true };
+      if (o.brakes && (await this.brake(o.brakes, assessed, ev, { now: input.now, layout: obs.layout }, all, joined, stamps))) return { again: true };
       return await o.actuator.act(ev, joined, stamps);
     } finally {
       // After acting: moving a line can block for an RCU grace period (see arming.ts), which
@@ -126,6 +126,7 @@ export class PassRunner {
   private async brake(
     brakes: MemoryBrakes,
     assessed: Assessment,
+    ev: Evaluation,
     at: { now: number; layout: FilesystemLayout },
     all: JoinedPod[],
     joined: JoinedPod[],
@@ -137,6 +138,7 @@ export class PassRunner {
       pods: joined.map((j) => j.active),
       present: new Set(all.map((j) => j.runtime.uid)),
       active: brakes.active,
+      killing: killedAtOnce(ev),
     });
     for (const r of d.release) brakes.release(r.uid, r.why);
     if (d.apply) {

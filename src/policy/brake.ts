@@ -11,7 +11,9 @@
  * When:
  * - brake: a memory threshold (hard or soft, grace period met or not) is met on this pass's
  *   numbers: the first pod of the memory ranking (the same ranking the plan uses; critical pods
- *   are never candidates) is braked, unless it already is. Earlier brakes stay.
+ *   are never candidates) is braked, unless it already is, or this very pass stops it with no
+ *   grace period (a hard threshold): the kill ends its growth sooner than a brake, whose two
+ *   writes would only sit before it. Earlier brakes stay.
  * - release: the pod is gone (no longer among the runtime's ready pods), or every memory
  *   threshold is clear of its line plus its minimum reclaim (the same hysteresis that ends an
  *   eviction episode).
@@ -19,7 +21,7 @@
  */
 import type { MemoryBrakeConfig } from './brake-config';
 import type { PolicyConfig, Threshold } from './config';
-import type { Assessment, ThresholdStatus } from './evaluate';
+import type { Assessment, Evaluation, ThresholdStatus } from './evaluate';
 import { podFacts } from './pods';
 import { rankMemory } from './ranking';
 import { isMemorySignal } from './signals';
@@ -65,6 +67,18 @@ export interface BrakeInput {
   /** uids of every ready pod of this node, those being stopped included */
   present: ReadonlySet<string>;
   active: readonly ActiveBrake[];
+  /** uids this pass stops with no grace period (see killedAtOnce): never worth a brake */
+  killing?: ReadonlySet<string>;
+}
+
+/**
+ * The pods an evaluation stops at once: every local-storage eviction, and the plan's first
+ * candidate when its grace period is 0 (the one the actuator tries first).
+ */
+export function killedAtOnce(ev: Evaluation): Set<string> {
+  const first = ev.plan?.candidates[0];
+  const now = [...ev.localStorageEvictions, ...(first?.gracePeriodSeconds === 0 ? [first] : [])];
+  return new Set(now.map((e) => e.pod.uid));
 }
 
 const NONE: BrakeDecision = { apply: null, release: [], stop: [] };
@@ -84,11 +98,11 @@ export function decideBrakes(config: PolicyConfig, a: Assessment, input: BrakeIn
     else kept.push(b);
   }
   const metNow = thresholdsMet(memory, a.obs, false);
-  return { apply: recovered ? null : toBrake(a, metNow, input.pods, kept), release, stop: stuck(brake, kept, input.now) };
+  return { apply: recovered ? null : toBrake(a, metNow, input.pods, kept, input.killing), release, stop: stuck(brake, kept, input.now) };
 }
 
-/** The top-ranked pod, when a memory threshold is met now (below its line) and that pod is not braked yet. */
-function toBrake(a: Assessment, metNow: readonly Threshold[], pods: readonly ActivePod[], active: readonly ActiveBrake[]): BrakeApply | null {
+/** The top-ranked pod, when a memory threshold is met now (below its line) and that pod is neither braked yet nor killed this pass. */
+function toBrake(a: Assessment, metNow: readonly Threshold[], pods: readonly ActivePod[], active: readonly ActiveBrake[], killing: ReadonlySet<string> = new Set()): BrakeApply | null {
   // Both memory signals rank pods the same way (kubelet's rankMemoryPressure): which met
   // threshold is named only changes the log line. The assessment's order (signal, then hard
   // before soft) keeps it reproducible.
@@ -99,7 +113,7 @@ function toBrake(a: Assessment, metNow: readonly Threshold[], pods: readonly Act
   const top = rankMemory(pods, facts).find((r) => !critical.has(r.pod));
   if (!top) return null;
   const uid = top.pod.spec.uid;
-  if (active.some((b) => b.uid === uid)) return null;
+  if (active.some((b) => b.uid === uid) || killing.has(uid)) return null;
   return { pod: { namespace: top.pod.spec.namespace, name: top.pod.spec.name, uid }, threshold, reasons: top.reasons };
 }
 

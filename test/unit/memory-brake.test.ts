@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brakeValue, decideBrakes, nextBrakeDeadline, type ActiveBrake } from '../../src/policy/brake';
+import { brakeValue, decideBrakes, killedAtOnce, nextBrakeDeadline, type ActiveBrake } from '../../src/policy/brake';
 import { compileConfig, configFromFlags, configFromKubeletConfiguration, ConfigError, MEMORY_BRAKE_MARGIN_BYTES, type EvictionConfig } from '../../src/policy/config';
 import { assess, initialState, planEvictions, type PolicyState } from '../../src/policy/evaluate';
 import { Quantity } from '../../src/policy/quantity';
@@ -50,8 +50,9 @@ function pass(state: PolicyState, now: number, availableMi: number, active: Acti
   const input = { now, layout: 'single' as const, node: { memory: { availableBytes: mi(availableMi), workingSetBytes: mi(4096) } } };
   const a = assess(config, state, input);
   const ev = planEvictions(config, a, podsNow, 'single');
-  const d = decideBrakes(config, a, { now, layout: 'single', pods: podsNow, present: new Set(podsNow.map((p) => p.spec.uid)), active });
-  return { a, ev, d };
+  const brakeInput = { now, layout: 'single' as const, pods: podsNow, present: new Set(podsNow.map((p) => p.spec.uid)), active };
+  const d = decideBrakes(config, a, { ...brakeInput, killing: killedAtOnce(ev) });
+  return { a, ev, d, brakeInput };
 }
 
 test('a soft memory threshold just met: the top-ranked pod is braked at once, before its grace period lets the plan exist', () => {
@@ -77,11 +78,17 @@ test('the braked pod is the one the plan evicts when the grace period ends', () 
   assert.equal(later.d.apply, null, 'already braked: nothing new');
 });
 
-test('a hard threshold brakes too (the eviction follows in the same pass)', () => {
-  const { ev, d } = pass(initialState(), 0, 32);
+test('a hard threshold: the pod this pass kills at once is not braked; if the kill does not happen, the next pass brakes it', () => {
+  const { a, ev, d, brakeInput } = pass(initialState(), 0, 32);
   assert.equal(ev.plan?.hard, true);
-  assert.equal(d.apply?.pod.name, 'far-over');
-  assert.equal(d.apply?.threshold.kind, 'hard');
+  assert.equal(ev.plan.candidates[0]!.pod.name, 'far-over');
+  assert.equal(ev.plan.candidates[0]!.gracePeriodSeconds, 0);
+  assert.deepEqual([...killedAtOnce(ev)], ['uid-far-over']);
+  assert.equal(d.apply, null, 'the kill is sooner than a brake; no other pod is braked in its place');
+  // The same numbers on a pass that kills nothing (the pod is in flight, the runtime refused): braked.
+  const next = decideBrakes(config, a, { ...brakeInput, killing: new Set() });
+  assert.equal(next.apply?.pod.name, 'far-over');
+  assert.equal(next.apply?.threshold.kind, 'hard');
 });
 
 test('no memory threshold met: no brake; the brake off: no decision at all', () => {
