@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { brakeValue, decideBrakes, killedAtOnce, nextBrakeDeadline, type ActiveBrake } from '../../src/policy/brake';
 import { compileConfig, configFromFlags, configFromKubeletConfiguration, ConfigError, MEMORY_BRAKE_MARGIN_BYTES, type EvictionConfig } from '../../src/policy/config';
 import { assess, initialState, planEvictions, type PolicyState } from '../../src/policy/evaluate';
-import { Quantity } from '../../src/policy/quantity';
 import type { ActivePod } from '../../src/policy/types';
 import { checkMemoryBrake, parseFlags, settingsFromFlags } from '../../src/cli/run';
 import type { CgroupLayout } from '../../src/node/cgroups';
@@ -16,22 +15,9 @@ import { detectCgroups } from '../../src/node/cgroups';
 import { skipped } from '../support/environment';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { memoryPod as pod, mi } from '../support/pods';
 
-const mi = (n: number) => n * 2 ** 20;
 const S = 1e9;
-const pod = (name: string, usageMi: number, requestMi: number, extra: Partial<ActivePod['spec']> = {}): ActivePod => ({
-  spec: {
-    namespace: 'ns',
-    name,
-    uid: `uid-${name}`,
-    priority: 0,
-    annotations: {},
-    volumes: [],
-    containers: [{ name: 'c', requests: requestMi ? { memory: Quantity.fromNumber(mi(requestMi), 'BinarySI') } : {}, limits: {} }],
-    ...extra,
-  },
-  usage: { containers: [{ name: 'c', memoryBytes: mi(usageMi) }], volumes: [] },
-});
 
 /** Soft memory.available<1Gi with a 5 s grace, minimum reclaim 256Mi, a hard line far below; the brake on. */
 const SOFT: EvictionConfig = {

@@ -3,23 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compileConfig } from '../../src/policy/config';
 import { evaluate, initialState, resolvedByReclaim } from '../../src/policy/evaluate';
-import { Quantity } from '../../src/policy/quantity';
-import type { ActivePod } from '../../src/policy/types';
-
-const mi = (n: number) => n * 2 ** 20;
-const pod = (name: string, usageMi: number, requestMi: number, extra: Partial<ActivePod['spec']> = {}): ActivePod => ({
-  spec: {
-    namespace: 'ns',
-    name,
-    uid: `uid-${name}`,
-    priority: 0,
-    annotations: {},
-    volumes: [],
-    containers: [{ name: 'c', requests: { memory: Quantity.fromNumber(mi(requestMi), 'BinarySI') }, limits: {} }],
-    ...extra,
-  },
-  usage: { containers: [{ name: 'c', memoryBytes: mi(usageMi) }], volumes: [] },
-});
+import { memoryPod as pod, mi } from '../support/pods';
 
 test('the plan ranks every evictable pod and serializes whole for the logs', () => {
   const config = compileConfig({ evictionHard: { 'memory.available': '1Gi' } });
