@@ -48,21 +48,30 @@ export class PodListing {
   problem = '';
   /** the last forPass() decided on the cached listing */
   usedCache = false;
+  /**
+   * uids some listing has named, kept while their pod cgroup exists: a pod that stopped (one
+   * evicted, say) leaves its cgroup until the kubelet removes it, seconds later. Such a cgroup
+   * is no new pod, so it must not send every pass in between to the runtime (measured in the VM
+   * demo: every ramp after the first listed fresh, 17-25 ms of the reaction), nor keep learn()
+   * retrying for its whole bound.
+   */
+  private readonly everListed = new Set<string>();
 
   constructor(private readonly o: PodListingOptions) {}
 
   /**
    * The runtime's pods for this pass. A pass woken by the kernel decides on the last listing
-   * when it still covers every pod cgroup observed now (no pod started since), and refreshes it
+   * when every pod cgroup observed now belongs to a pod some listing named (no pod started
+   * since; a stopped pod's cgroup may linger, see everListed), and refreshes it
    * in the background: the CRI round trip (2-10 ms while a hog saturates a core) stays out of
    * the path from the event to the kill. Housekeeping passes, and any pass that sees a pod
-   * cgroup the listing does not know, wait for a fresh listing.
+   * cgroup no listing has named, wait for a fresh listing.
    */
   async forPass(obs: Observation, trigger: PassTrigger): Promise<RuntimePod[]> {
     const kernelOnly = trigger.firstEventNs !== null && !trigger.sources.housekeeping && !trigger.sources.start;
+    this.forgetRemoved(new Set(obs.pods.keys()));
     if (kernelOnly && this.runtimeOk && this.listedAt > 0 && Date.now() - this.listedAt < POD_LIST_MAX_AGE_MS) {
-      const known = new Set(this.pods.map((p) => p.uid));
-      if ([...obs.pods.keys()].every((uid) => known.has(uid))) {
+      if ([...obs.pods.keys()].every((uid) => this.everListed.has(uid))) {
         this.usedCache = true;
         this.refreshing ??= this.list()
           .then(() => undefined)
@@ -86,6 +95,7 @@ export class PodListing {
       this.problem = '';
       this.pods = pods;
       this.listedAt = Date.now();
+      for (const p of pods) this.everListed.add(p.uid);
       return pods;
     } catch (err) {
       o.metrics.runtimeErrors.inc({ call: 'listPods' });
@@ -140,12 +150,20 @@ export class PodListing {
     this.learnTimer = setTimeout(() => {
       this.learnTimer = null;
       void this.list().then(() => {
-        const known = new Set(this.pods.map((p) => p.uid));
-        const missing = listPodCgroups(this.o.memoryMount, this.o.podCgroupRoot).some((c) => !known.has(c.uid));
+        const cgroups = listPodCgroups(this.o.memoryMount, this.o.podCgroupRoot);
+        this.forgetRemoved(new Set(cgroups.map((c) => c.uid)));
+        const missing = cgroups.some((c) => !this.everListed.has(c.uid));
         if (missing && Date.now() < until) this.learn(Math.min(delayMs * 2, 1000), until);
       });
     }, delayMs);
     this.learnTimer.unref();
+  }
+
+  /** Forgets pods whose cgroup is gone and that the last listing does not name: the set stays as small as the node. */
+  private forgetRemoved(cgroupUids: ReadonlySet<string>): void {
+    if (this.everListed.size <= this.pods.length) return;
+    const listed = new Set(this.pods.map((p) => p.uid));
+    for (const uid of this.everListed) if (!cgroupUids.has(uid) && !listed.has(uid)) this.everListed.delete(uid);
   }
 
   async close(): Promise<void> {
