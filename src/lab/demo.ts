@@ -8,11 +8,10 @@
 import { AgentProcess, runRamp, type RampResult } from './ramp-lab';
 import { percentile, round } from './stats';
 import { NodeLab } from './node-lab';
-import { CriClient } from '../cri';
-import { ensureHarness, harnessMissing } from './harness';
+import { harnessMissing } from './harness';
+import { openLabSession } from './lab-session';
 import { badValue, UsageError } from '../errors';
 import { eachFlag, parseRates } from './flags';
-import path from 'node:path';
 
 const MiB = 1024 * 1024;
 /** deploy/daemonset.yaml and deploy/evictd.service run evictd run --realtime-priority=10 */
@@ -64,9 +63,8 @@ export async function demo(argv: string[]): Promise<number> {
   };
   const t0 = Date.now();
   out({ event: 'harness' }, 'demo: bringing up the containerd harness (scripts/harness.sh up)...');
-  const harness = await ensureHarness();
-  const client = CriClient.connect(harness.endpoint, { timeoutMs: 5000 });
-  const lab = NodeLab.create(client, { name: 'evictd-demo', memoryLimitBytes: o.nodeMiB * MiB, logRoot: path.join(harness.dir, 'demo', String(process.pid)) });
+  const session = await openLabSession({ name: 'evictd-demo', memoryLimitBytes: o.nodeMiB * MiB, logDir: 'demo', clientTimeoutMs: 5000 });
+  const { harness, lab } = session;
   let agent: AgentProcess | null = null;
   let interrupted = false;
   const onSignal = (): void => {
@@ -165,8 +163,6 @@ export async function demo(argv: string[]): Promise<number> {
     process.off('SIGINT', onSignal);
     if (!o.json) process.stdout.write('demo: tearing down\n');
     await agent?.stop();
-    await lab.destroy().catch(() => undefined);
-    client.close();
-    await harness.release().catch(() => undefined);
+    await session.close();
   }
 }

@@ -26,3 +26,10 @@ export function parseRates(flag: string, text: string): number[] {
     throw badValue(flag, text, 'must be whole MiB/s values between 1 and 10000, comma separated');
   return rates;
 }
+
+/** A whole number from `min` to `max`, or a refusal naming the flag and the value. */
+export function parseWhole(flag: string, text: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) throw badValue(flag, text, `must be a whole number from ${min} to ${max}`);
+  return n;
+}

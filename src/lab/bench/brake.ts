@@ -16,13 +16,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CriClient } from '../../cri';
-import { badValue, UsageError } from '../../errors';
-import { eachFlag, parseRates } from '../flags';
-import { ensureHarness, harnessMissing } from '../harness';
+import { UsageError } from '../../errors';
+import { eachFlag, parseRates, parseWhole } from '../flags';
+import { harnessMissing } from '../harness';
+import { openLabSession } from '../lab-session';
 import { NodeLab, hogSteps, type LabPod } from '../node-lab';
 import { AgentProcess } from '../ramp-lab';
 import { percentile, round } from '../stats';
+import { pipeTable } from '../text-table';
 
 const MiB = 1024 * 1024;
 const NODE_MIB = 512;
@@ -72,11 +73,8 @@ function parse(argv: string[]): Options | null {
     if (flag === '--brake') return;
     if (flag === '--json') o.json = true;
     else if (flag === '--quick') o.trials = 1;
-    else if (flag === '--trials') {
-      const v = value();
-      o.trials = Number(v);
-      if (!Number.isInteger(o.trials) || o.trials < 1 || o.trials > 100) throw badValue('--trials', v, 'must be a whole number from 1 to 100');
-    } else if (flag === '--rates') o.rates = parseRates('--rates', value());
+    else if (flag === '--trials') o.trials = parseWhole('--trials', value(), 1, 100);
+    else if (flag === '--rates') o.rates = parseRates('--rates', value());
     else throw new UsageError(`bench protect --brake: unknown flag ${JSON.stringify(raw)}`);
   });
   return o;
@@ -163,11 +161,10 @@ export async function run(argv: string[]): Promise<number> {
   if (missing) throw new UsageError(`bench protect --brake: ${missing}`);
   const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
   const t0 = Date.now();
-  const harness = await ensureHarness();
   // The lab's own calls (run, stop, status) are not what is measured: on emulated CPUs on a
   // busy host a RunPodSandbox took more than 5 s, so give them room.
-  const client = CriClient.connect(harness.endpoint, { timeoutMs: 30_000 });
-  const lab = NodeLab.create(client, { name: 'evictd-bench-brake', memoryLimitBytes: NODE_MIB * MiB, logRoot: path.join(harness.dir, 'bench-brake', String(process.pid)) });
+  const session = await openLabSession({ name: 'evictd-bench-brake', memoryLimitBytes: NODE_MIB * MiB, logDir: 'bench-brake', clientTimeoutMs: 30_000 });
+  const { harness, lab } = session;
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bench-state-'));
   const trials: Trial[] = [];
   const baseline: number[] = [];
@@ -215,9 +212,7 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
   } finally {
-    await lab.destroy().catch(() => undefined);
-    client.close();
-    await harness.release().catch(() => undefined);
+    await session.close();
     fs.rmSync(stateDir, { recursive: true, force: true });
   }
   const cells = summarize(trials, o.rates);
@@ -275,12 +270,8 @@ function renderTable(cells: Cell[], base: { p50Ms: number | null; p99Ms: number 
     c.protectedP50Ms !== null ? `${c.protectedP50Ms}/${c.protectedP99Ms} ms` : '-',
   ]);
   rows.push(['(baseline)', '-', '-', '-', '-', '-', `${base.p50Ms ?? '-'}/${base.p99Ms ?? '-'} ms (${base.samples} samples, before each ramp)`]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cols: string[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join(' | ');
   return [
     'graceful = checkpoint written by the SIGTERM handler, exit 0, no kernel OOM kill; protected latency: while braked (brake), while the hog lived (no-brake)',
-    line(head),
-    widths.map((w) => '-'.repeat(w)).join('-|-'),
-    ...rows.map(line),
+    ...pipeTable(head, rows),
   ].join('\n');
 }

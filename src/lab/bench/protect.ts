@@ -12,11 +12,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AgentProcess, runRamp, type RampResult } from '../ramp-lab';
 import { percentile, round } from '../stats';
-import { NodeLab } from '../node-lab';
-import { CriClient } from '../../cri';
-import { ensureHarness, harnessMissing } from '../harness';
+import { pipeTable } from '../text-table';
+import { harnessMissing } from '../harness';
+import { openLabSession } from '../lab-session';
 import { badValue, UsageError } from '../../errors';
-import { eachFlag, parseRates } from '../flags';
+import { eachFlag, parseRates, parseWhole } from '../flags';
 import { run as runPeers } from './peers/bench';
 import { run as runBrake } from './brake';
 
@@ -68,11 +68,8 @@ function parse(argv: string[]): Options | null {
   eachFlag(argv, (flag, value, raw) => {
     if (flag === '--json') o.json = true;
     else if (flag === '--quick') o.trials = 1;
-    else if (flag === '--trials') {
-      const v = value();
-      o.trials = Number(v);
-      if (!Number.isInteger(o.trials) || o.trials < 1 || o.trials > 100) throw badValue('--trials', v, 'must be a whole number from 1 to 100');
-    } else if (flag === '--rates') o.rates = parseRates('--rates', value());
+    else if (flag === '--trials') o.trials = parseWhole('--trials', value(), 1, 100);
+    else if (flag === '--rates') o.rates = parseRates('--rates', value());
     else if (flag === '--drivers') {
       const v = value();
       const names = v.split(',').map((x) => x.trim());
@@ -127,9 +124,8 @@ export async function run(argv: string[]): Promise<number> {
     else process.stderr.write(s + '\n');
   };
   const t0 = Date.now();
-  const harness = await ensureHarness();
-  const client = CriClient.connect(harness.endpoint, { timeoutMs: 5000 });
-  const lab = NodeLab.create(client, { name: 'evictd-bench-protect', memoryLimitBytes: o.nodeMiB * MiB, logRoot: path.join(harness.dir, 'bench-protect', String(process.pid)) });
+  const session = await openLabSession({ name: 'evictd-bench-protect', memoryLimitBytes: o.nodeMiB * MiB, logDir: 'bench-protect', clientTimeoutMs: 5000 });
+  const { harness, lab } = session;
   const cells: Cell[] = [];
   const idle: Record<string, number | null> = {};
   const all: Record<string, RampResult[]> = {};
@@ -172,9 +168,7 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
   } finally {
-    await lab.destroy().catch(() => undefined);
-    client.close();
-    await harness.release().catch(() => undefined);
+    await session.close();
   }
 
   const byDriver = o.drivers.map((d) => {
@@ -214,14 +208,7 @@ function renderTable(cells: Cell[], rates: number[], drivers: Driver[]): string 
       return `${c.evicted}/${c.trials} evicted${c.oomKilled ? `, ${c.oomKilled} OOM` : ''}${lat}`;
     }),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cols: string[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join(' | ');
-  return [
-    'evicted before the kernel OOM killer; reaction p50/p99 (threshold crossing -> kill sent)',
-    line(head),
-    widths.map((w) => '-'.repeat(w)).join('-|-'),
-    ...rows.map(line),
-  ].join('\n');
+  return ['evicted before the kernel OOM killer; reaction p50/p99 (threshold crossing -> kill sent)', ...pipeTable(head, rows)].join('\n');
 }
 
 const COLORS: Record<string, string> = { evictd: '#1b9e77', 'poll-100ms': '#7570b3', 'poll-1s': '#d95f02', 'poll-10s': '#e7298a', 'evictd-no-fast-kill': '#66a61e' };

@@ -13,13 +13,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CriClient } from '../../../cri';
 import { detectCgroups } from '../../../node/cgroups';
 import { badValue, UsageError } from '../../../errors';
 import { describeEnvironment } from '../../environment';
-import { ensureHarness, harnessMissing } from '../../harness';
-import { NodeLab } from '../../node-lab';
-import { eachFlag, parseRates } from '../../flags';
+import { harnessMissing } from '../../harness';
+import { openLabSession } from '../../lab-session';
+import { eachFlag, parseRates, parseWhole as whole } from '../../flags';
 import { round } from '../../stats';
 import type { Contender, ContenderContext, RunningContender } from './contender';
 import { setOomScoreAdj } from './contender';
@@ -64,11 +63,6 @@ interface Options {
 
 function parse(argv: string[]): Options {
   const o: Options = { contenders: CONTENDERS, rates: [50, 100, 200, 300], trials: 3, lineMiB: 32, realMarginMiB: 100, svg: path.resolve('evictd-bench-peers.svg'), json: false, force: false };
-  const whole = (flag: string, v: string, min: number, max: number): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw badValue(flag, v, `must be a whole number from ${min} to ${max}`);
-    return n;
-  };
   eachFlag(argv, (flag, value, raw) => {
     if (flag === '--peers') {
       if (!raw.includes('=')) return;
@@ -112,13 +106,12 @@ export async function run(argv: string[]): Promise<number> {
   const t0 = Date.now();
   // The bench (the kubelet's place on a node) and the runtime must outlive every trial.
   setOomScoreAdj(process.pid, -999);
-  const harness = await ensureHarness();
+  // Emulated CPUs under load: a first RunPodSandbox took over 5 s in the VM.
+  const session = await openLabSession({ name: 'evictd-bench-peers', memoryLimitBytes: null, logDir: 'bench-peers', clientTimeoutMs: 30_000 });
+  const { harness, lab } = session;
   const cpid = harness.containerdPid();
   if (cpid) setOomScoreAdj(cpid, -999);
-  // Emulated CPUs under load: a first RunPodSandbox took over 5 s in the VM.
-  const client = CriClient.connect(harness.endpoint, { timeoutMs: 30_000 });
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-peers-'));
-  const lab = NodeLab.create(client, { name: 'evictd-bench-peers', memoryLimitBytes: null, logRoot: path.join(harness.dir, 'bench-peers', String(process.pid)) });
   const ctx: ContenderContext = { lab, endpoint: harness.endpoint, lineMiB: o.lineMiB, evictdLineMiB: o.lineMiB, workDir };
   const scale = o.realMarginMiB / o.lineMiB;
   const cells: Cell[] = [];
@@ -194,9 +187,7 @@ export async function run(argv: string[]): Promise<number> {
     log(`picture: ${o.svg}   (${round((Date.now() - t0) / 1000, 0)} s)`);
     if (o.json) process.stdout.write(JSON.stringify({ bench: 'protect-peers', environment: env, lineMiB: o.lineMiB, evictdLineMiB: ctx.evictdLineMiB, calibration: cal.note, realMarginMiB: o.realMarginMiB, rates: o.rates, trials: o.trials, cells: ordered, ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, text: x.text })), configs, ran, svg: o.svg }) + '\n');
   } finally {
-    await lab.destroy().catch(() => undefined);
-    client.close();
-    await harness.release().catch(() => undefined);
+    await session.close();
     fs.rmSync(workDir, { recursive: true, force: true });
   }
   return 0;
