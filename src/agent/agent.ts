@@ -9,21 +9,28 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
+import { hostCgroups, type CgroupPort } from '../node/cgroup-port';
 import type { CgroupLayout } from '../node/cgroups';
 import type { NodeObserver } from '../node/observer';
+import { nextDeadline } from '../policy/actions';
 import type { PolicyConfig } from '../policy/config';
 import type { Evaluation } from '../policy/evaluate';
 import type { NodeCondition } from '../policy/types';
-import { nextBrakeDeadline } from '../policy/brake';
 import { Actuator } from './actuator';
-import { MemoryBrakes } from './brake';
 import { Arming } from './arming';
-import { Controller } from './controller';
+import { msSince, systemClock } from './clock';
+import { Controller, type PassTrigger } from './controller';
+import { CriStop } from './effects/cri-stop';
+import type { EvictionDeps } from './effects/eviction';
+import { FastKill } from './effects/fast-kill';
+import { MemoryBrakes } from './effects/memory-brake';
+import { NodeReclaim } from './effects/node-reclaim';
 import type { Health } from './http-server';
 import type { AgentMetrics } from './metrics';
+import { NodeView } from './node-view';
 import { PassRunner } from './pass';
 import { PodListing } from './pod-listing';
-import type { EvictionReporter, NotificationPort, PodSpecSource, RuntimePort, Wakeup } from './ports';
+import type { Clock, EvictionReporter, NotificationPort, PodSpecSource, RuntimePort, Wakeup } from './ports';
 import { VolumeUsageCache } from './volume-usage';
 
 export type { EvictionRecord } from './actuator';
@@ -58,6 +65,10 @@ export interface AgentOptions {
    * its record under /run/evictd.
    */
   stateDir?: string;
+  /** the pod cgroups as actions touch them (default: this host's cgroupfs) */
+  cgroups?: CgroupPort;
+  /** the monotonic clock (default: the process's) */
+  clock?: Clock;
 }
 
 export const DEFAULT_STATE_DIR = '/run/evictd';
@@ -78,17 +89,21 @@ export class Agent extends EventEmitter {
   private readonly passes: PassRunner;
   private readonly volumes: VolumeUsageCache | undefined;
   private arming: Arming | null = null;
-  private graceTimer: NodeJS.Timeout | null = null;
-  private brakeTimer: NodeJS.Timeout | null = null;
+  /** the earliest soft grace period's end or brake's bound: a pass then, whatever else wakes it */
+  private deadlineTimer: NodeJS.Timeout | null = null;
   private readonly brakes: MemoryBrakes | null;
   private driftTimer: NodeJS.Timeout | null = null;
-  private lastPassOkAt = 0;
+  private readonly clock: Clock;
+  /** monotonic ns of the last pass that ended without an error; null before the first */
+  private lastPassOkAt: bigint | null = null;
   /** set by stop(): a pass that ends after it must not arm a timer again (it would hold the process) */
   private stopping = false;
   private lastProblem = 'no pass yet';
 
   constructor(private readonly o: AgentOptions) {
     super();
+    const clock = (this.clock = o.clock ?? systemClock);
+    const cgroups = o.cgroups ?? hostCgroups(o.layout);
     this.listing = new PodListing({
       runtime: o.runtime,
       logger: o.logger,
@@ -96,43 +111,44 @@ export class Agent extends EventEmitter {
       memoryMount: o.layout.memoryMount,
       podCgroupRoot: o.observer.opts.podCgroupRoot,
       podRootMemoryDir: o.observer.podRootMemoryDir,
+      clock,
     });
+    const node = new NodeView(o.observer, o.runtime, o.logger, o.metrics);
+    this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger }) : undefined;
+    const stateDir = o.stateDir ?? (o.policy.memoryBrake ? DEFAULT_STATE_DIR : undefined);
+    if (o.policy.memoryBrake && o.layout.memoryVersion !== 2) throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
+    this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics });
+    const braking = o.policy.memoryBrake ? this.brakes : null;
+    const deps: EvictionDeps = { runtime: o.runtime, cgroups, clock, logger: o.logger, metrics: o.metrics, reporter: o.reporter, releaseTimeoutMs: o.releaseTimeoutMs ?? 5000 };
     this.actuator = new Actuator({
-      policy: o.policy,
-      layout: o.layout,
-      runtime: o.runtime,
-      reporter: o.reporter,
+      effects: {
+        fastKill: new FastKill(deps, (rec) => this.emit('stopped', rec)),
+        stop: new CriStop(deps),
+        reclaim: new NodeReclaim({ policy: o.policy, runtime: o.runtime, observe: () => node.observe(), logger: o.logger, metrics: o.metrics }),
+        ...(braking ? { brake: braking.braking, releaseBrake: braking.releasing } : {}),
+      },
       logger: o.logger,
       metrics: o.metrics,
       dryRun: o.dryRun,
       fastKill: o.fastKill,
-      releaseTimeoutMs: o.releaseTimeoutMs ?? 5000,
-      observe: () => this.passes.observe(),
-      record: (kind, rec) => this.emit(kind, rec),
+      record: (rec) => this.emit('eviction', rec),
     });
-    this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger }) : undefined;
-    const stateDir = o.stateDir ?? (o.policy.memoryBrake ? DEFAULT_STATE_DIR : undefined);
-    if (o.policy.memoryBrake && o.layout.memoryVersion !== 2) throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
-    this.brakes =
-      stateDir === undefined
-        ? null
-        : new MemoryBrakes({ stateDir, memoryMount: o.layout.memoryMount, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, dryRun: o.dryRun, logger: o.logger, metrics: o.metrics });
     this.passes = new PassRunner({
       policy: o.policy,
-      observer: o.observer,
+      node,
       runtime: o.runtime,
       pods: o.pods,
       logger: o.logger,
       metrics: o.metrics,
       listing: this.listing,
       actuator: this.actuator,
+      clock,
       volumes: this.volumes,
-      ...(o.policy.memoryBrake && this.brakes ? { brakes: this.brakes } : {}),
-      onEvaluation: (ev) => this.scheduleGrace(ev),
-      afterAct: (obs) => this.arming?.update(obs.memory, obs.allocatable),
+      ...(braking ? { brakes: braking } : {}),
     });
     this.controller = new Controller((t) => this.pass(t), {
       housekeepingIntervalMs: o.housekeepingIntervalMs,
+      clock,
       onError: (err) => {
         o.metrics.passErrors.inc();
         this.lastProblem = `pass failed: ${err instanceof Error ? err.message : String(err)}`;
@@ -150,7 +166,7 @@ export class Agent extends EventEmitter {
   start(): void {
     const o = this.o;
     // Before the first pass: brakes a crashed run left on are released (or re-owned) first.
-    this.brakes?.recover();
+    this.brakes?.recover({ dryRun: o.dryRun });
     if (o.notifications) {
       o.metrics.mechanism.set({ mechanism: o.notifications.mechanism }, 1);
       const unified = o.layout.unifiedMount ? `${o.layout.unifiedMount}${o.observer.opts.podCgroupRoot === '/' ? '' : o.observer.opts.podCgroupRoot}` : null;
@@ -184,13 +200,11 @@ export class Agent extends EventEmitter {
     this.stopping = true;
     if (this.driftTimer) clearTimeout(this.driftTimer);
     this.driftTimer = null;
-    if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.graceTimer = null;
-    if (this.brakeTimer) clearTimeout(this.brakeTimer);
-    this.brakeTimer = null;
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = null;
     await this.controller.stop();
     // No agent, no eviction to end a brake: a braked pod must not stay throttled behind us.
-    this.brakes?.releaseAll('agent-stop');
+    if (!this.o.dryRun) this.brakes?.releaseAll('agent-stop');
     await this.listing.close();
     await this.arming?.close();
     await this.actuator.settle();
@@ -205,8 +219,9 @@ export class Agent extends EventEmitter {
 
   health(): Health {
     const staleMs = 3 * this.o.housekeepingIntervalMs + 5000;
-    if (this.lastPassOkAt === 0) return { ok: false, reason: this.lastProblem };
-    if (Date.now() - this.lastPassOkAt > staleMs) return { ok: false, reason: `no successful pass for ${Date.now() - this.lastPassOkAt} ms (${this.lastProblem})` };
+    if (this.lastPassOkAt === null) return { ok: false, reason: this.lastProblem };
+    const sinceMs = Math.round(msSince(this.clock, this.lastPassOkAt));
+    if (sinceMs > staleMs) return { ok: false, reason: `no successful pass for ${sinceMs} ms (${this.lastProblem})` };
     if (!this.listing.runtimeOk) return { ok: false, reason: this.listing.problem };
     return { ok: true, reason: '' };
   }
@@ -220,10 +235,24 @@ export class Agent extends EventEmitter {
     return this.arming?.armed() ?? {};
   }
 
-  private async pass(trigger: Parameters<PassRunner['run']>[0]) {
-    const result = await this.passes.run(trigger);
-    this.scheduleBrakeBound();
-    this.lastPassOkAt = Date.now();
+  /**
+   * One pass: decide, set the deadline timer from the evaluation (before acting: a soft
+   * eviction's stop can take the pod's whole grace period), act, then move the notification
+   * lines to the pass's numbers (after acting: moving a line can block for an RCU grace period,
+   * see arming.ts, which must not sit between a decision and its kill).
+   */
+  private async pass(trigger: PassTrigger) {
+    const d = await this.passes.decide(trigger);
+    this.scheduleDeadline(d.evaluation);
+    let result;
+    try {
+      result = await this.passes.act(d);
+    } finally {
+      this.arming?.update(d.observation.memory, d.observation.allocatable);
+    }
+    // The brakes may have changed while acting: the bound's deadline follows them.
+    this.scheduleDeadline(d.evaluation);
+    this.lastPassOkAt = this.clock.now();
     this.lastProblem = '';
     return result;
   }
@@ -255,29 +284,18 @@ export class Agent extends EventEmitter {
     this.driftTimer.unref();
   }
 
-  /** A braked pod reaches the bound even when nothing else wakes the loop: wake then. */
-  private scheduleBrakeBound(): void {
-    if (this.brakeTimer) clearTimeout(this.brakeTimer);
-    this.brakeTimer = null;
+  /**
+   * Soft thresholds and the brake's bound: wake exactly when the earliest pending grace period
+   * ends or the earliest brake reaches its bound, even when nothing else wakes the loop.
+   */
+  private scheduleDeadline(ev: Evaluation): void {
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = null;
     if (this.stopping) return;
-    const due = this.brakes ? nextBrakeDeadline(this.o.policy, this.brakes.active) : null;
-    if (due === null) return;
-    const ms = Math.max(0, Math.ceil((due - Number(process.hrtime.bigint())) / 1e6) + 1);
-    this.brakeTimer = setTimeout(() => this.wake({ source: 'memory-brake' }), ms);
-  }
-
-  /** Soft thresholds: wake exactly when the earliest pending grace period ends. */
-  private scheduleGrace(ev: Evaluation): void {
-    if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.graceTimer = null;
-    if (this.stopping) return;
-    const now = Number(process.hrtime.bigint());
-    let next = Infinity;
-    for (const [t, at] of ev.state.firstObservedAt) {
-      const due = at + t.gracePeriodNs;
-      if (t.gracePeriodNs > 0 && due > now) next = Math.min(next, due);
-    }
-    if (next === Infinity) return;
-    this.graceTimer = setTimeout(() => this.wake({ source: 'grace-period' }), Math.ceil((next - now) / 1e6) + 1);
+    const now = Number(this.clock.now());
+    const next = nextDeadline(this.o.policy, ev, this.o.policy.memoryBrake ? (this.brakes?.active ?? []) : [], now);
+    if (next === null) return;
+    const source = next.source;
+    this.deadlineTimer = setTimeout(() => this.wake({ source }), Math.max(0, Math.ceil((next.atNs - now) / 1e6)) + 1);
   }
 }

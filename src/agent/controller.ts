@@ -12,13 +12,15 @@
  *   is back) by returning `{ again: true }`;
  * - a pass that throws is counted and reported, and the loop goes on.
  */
+import { systemClock } from './clock';
+import type { Clock } from './ports';
 
 export interface PassTrigger {
   /** notifications merged into this pass, by source ("housekeeping" and "again" included) */
   sources: Record<string, number>;
   /** CLOCK_MONOTONIC ns of the earliest kernel event merged into this pass, if any */
   firstEventNs: bigint | null;
-  /** process.hrtime.bigint() when the first notification of this pass arrived */
+  /** the clock's monotonic ns when the first notification of this pass arrived */
   firstNotifiedNs: bigint;
 }
 
@@ -27,6 +29,8 @@ export type PassFn = (trigger: PassTrigger) => Promise<PassResult>;
 
 export interface ControllerOptions {
   housekeepingIntervalMs: number;
+  /** stamps firstNotifiedNs (default: the process's monotonic clock) */
+  clock?: Clock;
   onError?: (err: unknown) => void;
 }
 
@@ -84,7 +88,7 @@ export class Controller {
     if (this.pending) {
       this.stats.merged += count;
     } else {
-      this.pending = { sources: new Map(), firstEventNs: null, firstNotifiedNs: process.hrtime.bigint() };
+      this.pending = { sources: new Map(), firstEventNs: null, firstNotifiedNs: (this.opts.clock ?? systemClock).now() };
     }
     const p = this.pending;
     const key = p.sources.has(source) || p.sources.size < MAX_SOURCES ? source : 'other';

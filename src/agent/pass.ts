@@ -1,78 +1,79 @@
 /**
- * One pass, start to end: observe (fresh cgroup, statfs and /proc numbers), list the runtime's
- * pods, join them with their specs and cgroups, evaluate the policy once, then hand the result to
- * the actuator. It owns the policy's state between passes and the last evaluation (which the
- * agent's admission and grace-period timer read).
+ * One pass, in two halves the agent calls in turn. `decide`: observe (fresh cgroup, statfs and
+ * /proc numbers), list the runtime's pods, join them with their specs and cgroups, evaluate the
+ * policy once and turn the evaluation into the ordered actions (policy/actions.ts). `act`: hand
+ * those to the actuator. It owns the policy's state between passes and the last evaluation
+ * (which the agent's admission and deadline timer read); it calls nothing above it.
  *
  * Runs on the main JS thread, one pass at a time (the controller guarantees it).
  */
 import type { Logger } from 'pino';
-import type { NodeObserver, Observation } from '../node/observer';
+import type { Observation } from '../node/observer';
+import { decideActions, type Action } from '../policy/actions';
+import type { ActiveBrake } from '../policy/brake';
 import type { PolicyConfig } from '../policy/config';
-import { decideBrakes, killedAtOnce } from '../policy/brake';
-import { formatDuration } from '../policy/duration';
-import { assess, initialState, planEvictions, type Assessment, type Evaluation, type PolicyState } from '../policy/evaluate';
+import { assess, initialState, planEvictions, type Evaluation, type PolicyState } from '../policy/evaluate';
 import { podFacts } from '../policy/pods';
 import { isMemorySignal } from '../policy/signals';
-import type { ContainerUsage, FilesystemLayout } from '../policy/types';
+import type { ContainerUsage } from '../policy/types';
 import type { Actuator, PassStamps } from './actuator';
-import type { MemoryBrakes } from './brake';
 import { joinPods, type JoinedPod } from './active-pods';
+import { msBetween } from './clock';
 import type { PassResult, PassTrigger } from './controller';
 import type { AgentMetrics } from './metrics';
+import type { NodeView } from './node-view';
 import type { PodListing } from './pod-listing';
-import type { PodSpecSource, RuntimePort } from './ports';
+import type { Clock, PodSpecSource, RuntimePort } from './ports';
 import type { VolumeUsageCache } from './volume-usage';
 
 export interface PassOptions {
   policy: PolicyConfig;
-  observer: NodeObserver;
+  node: NodeView;
   runtime: RuntimePort;
   pods?: PodSpecSource;
   logger: Logger;
   metrics: AgentMetrics;
   listing: PodListing;
   actuator: Actuator;
+  clock: Clock;
   /** the pods' emptyDir usage, measured in the background (local-storage limits, disk ranking) */
   volumes?: VolumeUsageCache;
-  /** the memory brake, when it is on */
-  brakes?: MemoryBrakes;
-  /** the evaluation is known (before acting): the agent schedules its grace-period timer */
-  onEvaluation(ev: Evaluation): void;
-  /** after acting, with the pass's observation: the agent moves its notification lines */
-  afterAct(obs: Observation): void;
+  /** the memory brakes in force, when the brake is on */
+  brakes?: { readonly active: ActiveBrake[] };
 }
 
-const ns = (): bigint => process.hrtime.bigint();
-const msBetween = (a: bigint, b: bigint): number => Number(b - a) / 1e6;
+/** What `decide` found, for `act` and the agent. */
+export interface Decision {
+  observation: Observation;
+  evaluation: Evaluation;
+  actions: Action[];
+  /** the pods the actions may name (pods being stopped left out) */
+  pods: JoinedPod[];
+  stamps: PassStamps;
+  startedNs: bigint;
+}
 
 export class PassRunner {
   private state: PolicyState = initialState();
-  private imagefsPath: string | undefined;
   private lastConditions = '';
   lastEvaluation: Evaluation | null = null;
 
   constructor(private readonly o: PassOptions) {}
 
-  /** A fresh observation (the image filesystem as last reported by the runtime). */
-  observe(): Observation {
-    return this.o.observer.observe(this.imagefsPath);
-  }
-
-  async run(trigger: PassTrigger): Promise<PassResult> {
+  async decide(trigger: PassTrigger): Promise<Decision> {
     const o = this.o;
-    const t0 = ns();
+    const now = (): bigint => o.clock.now();
+    const t0 = now();
     o.metrics.passes.inc();
-    // In the background: the mountpoint only decides the filesystem layout, it may lag a pass.
-    if (trigger.sources.start || trigger.sources.housekeeping) void this.refreshImageFs();
-    const observedNs = ns();
-    const obs = this.observe();
-    const podsNs = ns();
+    if (trigger.sources.start || trigger.sources.housekeeping) void o.node.refreshImageFs();
+    const observedNs = now();
+    const obs = o.node.observe();
+    const podsNs = now();
     const runtimePods = await o.listing.forPass(obs, trigger);
-    const podsDoneNs = ns();
+    const podsDoneNs = now();
     const all = joinPods(runtimePods, obs.pods, o.pods);
     const joined = all.filter((j) => !o.actuator.isInFlight(j.runtime.uid));
-    const input = { now: Number(ns()), node: obs.node, layout: obs.layout };
+    const input = { now: Number(now()), node: obs.node, layout: obs.layout };
     const assessed = assess(o.policy, this.state, input);
     this.addVolumeUsage(joined);
     // The pods' container disk usage costs a runtime call per container, so it is read only
@@ -81,8 +82,11 @@ export class PassRunner {
     const diskMet = assessed.thresholdsMet.some((t) => !isMemorySignal(t.signal) && t.signal !== 'pid.available');
     const routine = trigger.sources.housekeeping !== undefined || trigger.sources.start !== undefined;
     if (diskMet || (routine && joined.some((j) => hasLocalStorageLimit(j)))) await this.addDiskUsage(joined);
-    const ev = planEvictions(o.policy, assessed, joined.map((j) => j.active), obs.layout);
-    const decisionNs = ns();
+    const active = joined.map((j) => j.active);
+    const ev = planEvictions(o.policy, assessed, active, obs.layout);
+    const brakes = o.brakes ? { now: input.now, layout: obs.layout, pods: active, present: new Set(all.map((j) => j.runtime.uid)), active: o.brakes.active } : undefined;
+    const actions = decideActions(o.policy, assessed, ev, brakes);
+    const decisionNs = now();
     if (o.logger.isLevelEnabled('debug')) {
       o.logger.debug(
         {
@@ -95,6 +99,7 @@ export class PassRunner {
           memoryAvailable: obs.node.memory?.availableBytes,
           pods: joined.length,
           thresholdsMet: ev.thresholdsMet.length,
+          actions: actions.map((a) => a.type),
         },
         'pass',
       );
@@ -103,65 +108,16 @@ export class PassRunner {
     this.lastEvaluation = ev;
     o.metrics.observePass(obs.node, ev);
     this.logConditions(ev);
-    o.onEvaluation(ev);
-    const stamps = { trigger, observedNs, decisionNs };
-    try {
-      // Before acting: a soft eviction's stop can take the pod's whole termination grace period,
-      // and the brake is what holds the pod while it waits.
-      if (o.brakes && (await this.brake(o.brakes, assessed, ev, { now: input.now, layout: obs.layout }, all, joined, stamps))) return { again: true };
-      return await o.actuator.act(ev, joined, stamps);
-    } finally {
-      // After acting: moving a line can block for an RCU grace period (see arming.ts), which
-      // must not sit between a decision and its kill.
-      o.afterAct(obs);
-      o.metrics.passDuration.observe(msBetween(t0, ns()) / 1000);
-    }
+    return { observation: obs, evaluation: ev, actions, pods: joined, stamps: { trigger, observedNs, decisionNs }, startedNs: t0 };
   }
 
-  /**
-   * The memory brake's part of the pass: releases, a new brake, and stops of pods braked past
-   * the bound. True when such a stop happened: the plan was made before it, so the pass ends
-   * there and the next one decides on fresh numbers.
-   */
-  private async brake(
-    brakes: MemoryBrakes,
-    assessed: Assessment,
-    ev: Evaluation,
-    at: { now: number; layout: FilesystemLayout },
-    all: JoinedPod[],
-    joined: JoinedPod[],
-    stamps: PassStamps,
-  ): Promise<boolean> {
-    const o = this.o;
-    const d = decideBrakes(o.policy, assessed, {
-      ...at,
-      pods: joined.map((j) => j.active),
-      present: new Set(all.map((j) => j.runtime.uid)),
-      active: brakes.active,
-      killing: killedAtOnce(ev),
-    });
-    for (const r of d.release) brakes.release(r.uid, r.why);
-    if (d.apply) {
-      const j = joined.find((x) => x.runtime.uid === d.apply!.pod.uid);
-      if (j?.cgroup) brakes.apply(d.apply, j.cgroup.path, process.hrtime.bigint());
+  /** Carries out what `decide` found; the pass's duration is observed either way. */
+  async act(d: Decision): Promise<PassResult> {
+    try {
+      return await this.o.actuator.execute(d.actions, d.pods, d.stamps);
+    } finally {
+      this.o.metrics.passDuration.observe(msBetween(d.startedNs, this.o.clock.now()) / 1000);
     }
-    let stopped = false;
-    for (const s of d.stop) {
-      const j = joined.find((x) => x.runtime.uid === s.uid);
-      const entry = brakes.entry(s.uid);
-      if (!j || !entry) continue;
-      const bound = formatDuration(o.policy.memoryBrake!.maxDurationNs);
-      const why = `held by the memory brake for ${formatDuration(Math.round(s.brakedNs / 1e6) * 1e6)}, past its bound of ${bound}`;
-      o.logger.warn({ pod: `${entry.pod.namespace}/${entry.pod.name}`, uid: s.uid, brakedMs: s.brakedNs / 1e6, bound }, 'memory brake: pod braked too long; stopping it');
-      o.metrics.brakeStops.inc();
-      const rec = await o.actuator.stopBraked(
-        j,
-        { pod: entry.pod, signal: entry.signal, gracePeriodSeconds: 0, message: `The node was low on resource: memory. The pod was ${why}.`, annotations: {}, reasons: [why] },
-        stamps,
-      );
-      stopped ||= rec.ok;
-    }
-    return stopped;
   }
 
   /** One log line when the node conditions change. */
@@ -170,15 +126,6 @@ export class PassRunner {
     if (key === this.lastConditions) return;
     this.o.logger.info({ conditions: ev.conditions, thresholdsMet: ev.thresholdsMet }, 'node conditions changed');
     this.lastConditions = key;
-  }
-
-  private async refreshImageFs(): Promise<void> {
-    try {
-      this.imagefsPath = (await this.o.runtime.imageFsInfo())?.mountpoint || undefined;
-    } catch (err) {
-      this.o.metrics.runtimeErrors.inc({ call: 'imageFsInfo' });
-      this.o.logger.debug({ err }, 'ImageFsInfo failed');
-    }
   }
 
   /** The last emptyDir measurement onto the pods, and a new one started when it is due. */

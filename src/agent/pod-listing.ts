@@ -14,7 +14,8 @@ import type { Observation } from '../node/observer';
 import { listPodCgroups, podUidFromDirName } from '../node/pod-cgroups';
 import type { PassTrigger } from './controller';
 import type { AgentMetrics } from './metrics';
-import type { RuntimePod, RuntimePort } from './ports';
+import { msSince, systemClock } from './clock';
+import type { Clock, RuntimePod, RuntimePort } from './ports';
 
 /** a pod listing older than this is never used in place of a fresh one */
 const POD_LIST_MAX_AGE_MS = 30_000;
@@ -32,16 +33,18 @@ export interface PodListingOptions {
   podCgroupRoot: string;
   /** the pod cgroup root's directory in the memory hierarchy (watched with inotify) */
   podRootMemoryDir: string;
+  /** ages of listings and log lines (default: the process's monotonic clock) */
+  clock?: Clock;
 }
 
 export class PodListing {
   private pods: RuntimePod[] = [];
-  private listedAt = 0;
+  private listedAt: bigint | null = null;
   private refreshing: Promise<void> | null = null;
   private watchers: fs.FSWatcher[] = [];
   private learnTimer: NodeJS.Timeout | null = null;
   private closed = false;
-  private errorLoggedAt = 0;
+  private errorLoggedAt: bigint | null = null;
   /** the runtime answered the last listing */
   runtimeOk = true;
   /** why the runtime is unhealthy, when it is */
@@ -57,7 +60,11 @@ export class PodListing {
    */
   private readonly everListed = new Set<string>();
 
-  constructor(private readonly o: PodListingOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly o: PodListingOptions) {
+    this.clock = o.clock ?? systemClock;
+  }
 
   /**
    * The runtime's pods for this pass. A pass woken by the kernel decides on the last listing
@@ -70,7 +77,7 @@ export class PodListing {
   async forPass(obs: Observation, trigger: PassTrigger): Promise<RuntimePod[]> {
     const kernelOnly = trigger.firstEventNs !== null && !trigger.sources.housekeeping && !trigger.sources.start;
     this.forgetRemoved(new Set(obs.pods.keys()));
-    if (kernelOnly && this.runtimeOk && this.listedAt > 0 && Date.now() - this.listedAt < POD_LIST_MAX_AGE_MS) {
+    if (kernelOnly && this.runtimeOk && this.listedAt !== null && msSince(this.clock, this.listedAt) < POD_LIST_MAX_AGE_MS) {
       if ([...obs.pods.keys()].every((uid) => this.everListed.has(uid))) {
         this.usedCache = true;
         this.refreshing ??= this.list()
@@ -94,16 +101,16 @@ export class PodListing {
       this.runtimeOk = true;
       this.problem = '';
       this.pods = pods;
-      this.listedAt = Date.now();
+      this.listedAt = this.clock.now();
       for (const p of pods) this.everListed.add(p.uid);
       return pods;
     } catch (err) {
       o.metrics.runtimeErrors.inc({ call: 'listPods' });
       this.problem = `container runtime: ${err instanceof Error ? err.message : String(err)}`;
       // The first failure, then at most one line per interval: a dead runtime must not flood logs.
-      if (this.runtimeOk || Date.now() - this.errorLoggedAt > RUNTIME_ERROR_LOG_MS) {
+      if (this.runtimeOk || this.errorLoggedAt === null || msSince(this.clock, this.errorLoggedAt) > RUNTIME_ERROR_LOG_MS) {
         o.logger.warn({ err }, 'container runtime does not answer; deciding on the last known pods');
-        this.errorLoggedAt = Date.now();
+        this.errorLoggedAt = this.clock.now();
       }
       this.runtimeOk = false;
       return this.pods;
@@ -145,7 +152,7 @@ export class PodListing {
    * number of quick tries would give up before it and leave the next kernel-woken pass to wait
    * for a CRI round trip. Backs off from 100 ms to 1 s, for at most LEARN_FOR_MS.
    */
-  private learn(delayMs = 100, until = Date.now() + LEARN_FOR_MS): void {
+  private learn(delayMs = 100, until = this.clock.now() + BigInt(LEARN_FOR_MS) * 1_000_000n): void {
     if (this.learnTimer || this.closed) return;
     this.learnTimer = setTimeout(() => {
       this.learnTimer = null;
@@ -153,7 +160,7 @@ export class PodListing {
         const cgroups = listPodCgroups(this.o.memoryMount, this.o.podCgroupRoot);
         this.forgetRemoved(new Set(cgroups.map((c) => c.uid)));
         const missing = cgroups.some((c) => !this.everListed.has(c.uid));
-        if (missing && Date.now() < until) this.learn(Math.min(delayMs * 2, 1000), until);
+        if (missing && this.clock.now() < until) this.learn(Math.min(delayMs * 2, 1000), until);
       });
     }, delayMs);
     this.learnTimer.unref();

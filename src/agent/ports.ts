@@ -105,3 +105,14 @@ export interface PodSpecSource {
 export interface EvictionReporter {
   report(eviction: { pod: { namespace: string; name: string; uid: string }; signal: string; gracePeriodSeconds: number; message: string; annotations: Record<string, string> }): Promise<void>;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Time: the one clock the agent reads, injected so its passes and actions run on a fake one in
+// unit tests.
+
+export interface Clock {
+  /** CLOCK_MONOTONIC, ns (the clock the kernel stamps its events with) */
+  now(): bigint;
+  /** resolves after `ms` milliseconds */
+  sleep(ms: number): Promise<void>;
+}

@@ -21,18 +21,21 @@
  */
 import type { MemoryBrakeConfig } from './brake-config';
 import type { PolicyConfig, Threshold } from './config';
-import type { Assessment, Evaluation, ThresholdStatus } from './evaluate';
+import { formatDuration } from './duration';
+import type { Assessment, Evaluation, Eviction, ThresholdStatus } from './evaluate';
 import { podFacts } from './pods';
 import { rankMemory } from './ranking';
 import { isMemorySignal } from './signals';
 import { thresholdsForLayout, thresholdsMet } from './thresholds';
-import type { ActivePod, FilesystemLayout, PodRef } from './types';
+import type { ActivePod, FilesystemLayout, PodRef, Signal } from './types';
 
 /** A brake in force, as the agent keeps it. */
 export interface ActiveBrake {
   uid: string;
   /** monotonic ns when it was set */
   since: number;
+  /** the threshold signal that called for it (the eviction at the bound names it); memory.available when not said */
+  signal?: Signal;
 }
 
 export interface BrakeApply {
@@ -119,6 +122,16 @@ function toBrake(a: Assessment, metNow: readonly Threshold[], pods: readonly Act
 
 function stuck(brake: MemoryBrakeConfig, active: readonly ActiveBrake[], now: number): BrakeStop[] {
   return active.filter((b) => now - b.since >= brake.maxDurationNs).map((b) => ({ uid: b.uid, brakedNs: now - b.since }));
+}
+
+/**
+ * The eviction of a pod braked past the bound: at once (grace 0), under the signal that called
+ * for the brake, with a message that says why.
+ */
+export function brakeBoundEviction(brake: MemoryBrakeConfig, stop: BrakeStop, pod: PodRef, signal: Signal = 'memory.available'): Eviction {
+  const bound = formatDuration(brake.maxDurationNs);
+  const why = `held by the memory brake for ${formatDuration(Math.round(stop.brakedNs / 1e6) * 1e6)}, past its bound of ${bound}`;
+  return { pod, signal, gracePeriodSeconds: 0, message: `The node was low on resource: memory. The pod was ${why}.`, annotations: {}, reasons: [why] };
 }
 
 /** When the earliest brake reaches its bound (monotonic ns), or null: the agent wakes then. */

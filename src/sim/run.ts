@@ -1,6 +1,10 @@
-/** Runs the policy over a scenario exactly as the agent's passes do, with a fake clock. */
+/**
+ * Runs the policy over a scenario exactly as the agent's passes do, with a fake clock: the same
+ * assessment, plan and ordered actions (policy/actions.ts); only their outcome is assumed.
+ */
+import { decideActions } from '../policy/actions';
 import { admit } from '../policy/admission';
-import { evaluate, initialState, resolvedByReclaim, type Eviction } from '../policy/evaluate';
+import { assess, initialState, planEvictions, resolvedByReclaim, type Eviction } from '../policy/evaluate';
 import { formatDuration } from '../policy/duration';
 import type { NodeCondition, NodeReclaimFunction } from '../policy/types';
 import type { Scenario } from './scenario';
@@ -25,7 +29,8 @@ const evicted = (e: Eviction) => ({
 export function* simulate(scenario: Scenario): Generator<StepResult> {
   let state = initialState();
   for (const step of scenario.steps) {
-    const ev = evaluate(scenario.config, state, { now: step.at, node: step.node, pods: step.pods, layout: scenario.layout });
+    const assessed = assess(scenario.config, state, { now: step.at, node: step.node, layout: scenario.layout });
+    const ev = planEvictions(scenario.config, assessed, step.pods, scenario.layout);
     state = ev.state;
     const out: StepResult = {
       at: formatDuration(step.at),
@@ -35,18 +40,16 @@ export function* simulate(scenario: Scenario): Generator<StepResult> {
       evicted: [],
       admission: [],
     };
-    if (ev.localStorageEvictions.length > 0) {
-      out.evicted = ev.localStorageEvictions.map(evicted);
-    } else if (ev.reclaim) {
-      let resolved = false;
-      if (ev.reclaim.functions.length > 0) {
-        out.nodeReclaim = ev.reclaim.functions;
+    // The memory brake is the agent's alone: a scenario validates it and decides nothing with it.
+    for (const action of decideActions(scenario.config, assessed, ev)) {
+      if (action.type === 'evict-all') out.evicted = action.evictions.map(evicted);
+      if (action.type === 'reclaim') {
+        out.nodeReclaim = action.functions;
         // without afterReclaim, reclaim freed nothing: the numbers are those of the step
-        resolved = resolvedByReclaim(scenario.config, scenario.layout, step.afterReclaim ?? step.node);
+        if (resolvedByReclaim(scenario.config, scenario.layout, step.afterReclaim ?? step.node)) break;
       }
       // every stop succeeds in a simulation, so the first candidate is the one evicted
-      const first = ev.plan?.candidates[0];
-      if (!resolved && first) out.evicted = [evicted(first)];
+      if (action.type === 'evict-one' && action.candidates[0]) out.evicted = [evicted(action.candidates[0])];
     }
     out.admission = step.admit.map((pod) => {
       const r = admit(pod, ev.conditions);

@@ -1,5 +1,5 @@
 /**
- * The memory brake's record and restore (src/agent/brake.ts) on a stand-in cgroup directory
+ * The memory brake's record and restore (src/agent/effects/memory-brake.ts) on a stand-in cgroup directory
  * (plain files named memory.high and memory.current): what is written, in which order, and what
  * a restart finds. The real cgroup side is proven in the VM (test/agent/brake.test.ts).
  */
@@ -9,7 +9,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { BRAKE_RECORD_FILE, MemoryBrakes } from '../../src/agent/brake';
+import { systemClock } from '../../src/agent/clock';
+import { dryRun } from '../../src/agent/effects/effect';
+import { BRAKE_RECORD_FILE, MemoryBrakes } from '../../src/agent/effects/memory-brake';
+import { hostCgroups } from '../../src/node/cgroup-port';
 import { AgentMetrics } from '../../src/agent/metrics';
 import type { BrakeApply } from '../../src/policy/brake';
 
@@ -27,10 +30,11 @@ function setup(original = 'max') {
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level: 'debug' }, { write: (s: string) => lines.push(JSON.parse(s) as Record<string, unknown>) });
   const metrics = new AgentMetrics();
-  const make = (dryRun = false) => new MemoryBrakes({ stateDir, memoryMount: mount, marginBytes: mi(8), dryRun, logger, metrics });
+  const cgroups = hostCgroups({ memoryMount: mount, memoryVersion: 2, unifiedMount: null });
+  const make = () => new MemoryBrakes({ stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger, metrics });
   const high = () => fs.readFileSync(path.join(dir, 'memory.high'), 'utf8');
   const record = () => (fs.existsSync(path.join(stateDir, BRAKE_RECORD_FILE)) ? JSON.parse(fs.readFileSync(path.join(stateDir, BRAKE_RECORD_FILE), 'utf8')) : null);
-  return { root, mount, podPath, dir, stateDir, lines, metrics, make, high, record };
+  return { root, mount, podPath, dir, stateDir, lines, logger, metrics, make, high, record };
 }
 
 const apply: BrakeApply = {
@@ -50,7 +54,7 @@ test('a brake: record first, memory.high = usage + margin; release puts back the
     rec.brakes.map((x: Record<string, unknown>) => [x.original, x.value, x.dir, x.sinceNs, x.signal]),
     [['1073741824', String(mi(308)), e.dir, '123', 'memory.available']],
   );
-  assert.deepEqual(b.active, [{ uid: 'abc', since: 123 }]);
+  assert.deepEqual(b.active, [{ uid: 'abc', since: 123, signal: 'memory.available' }]);
   const on = e.lines.find((l) => l.msg === 'memory brake on')!;
   assert.equal(on.memoryHigh, String(mi(308)));
   assert.equal(on.replaced, '1073741824');
@@ -107,8 +111,8 @@ test('a pod already held lower by its own memory.high is left as is; dry run wri
   assert.equal(low.high(), `${mi(200)}\n`);
   assert.equal(low.record(), null);
   const dry = setup();
-  const b = dry.make(true);
-  b.apply(apply, dry.podPath, 1n);
+  // Dry run is the brake's action wrapped (effect.ts): its rehearsal runs before run() returns.
+  void dryRun(dry.make().braking, dry.logger).run({ brake: apply, podPath: dry.podPath });
   assert.equal(dry.high(), 'max\n');
   assert.equal(dry.record(), null);
   const would = dry.lines.find((l) => l.msg === 'would brake pod (dry run)')!;

@@ -1,7 +1,9 @@
 /**
- * The memory brake's I/O (the decision is src/policy/brake.ts): sets memory.high on a pod cgroup,
+ * The memory brake's effect (its rule is src/policy/brake.ts): sets memory.high on a pod cgroup,
  * puts back exactly what was there, and keeps a record on the node of every brake in force, so
- * that an agent that died with brakes on releases them at its next start.
+ * that an agent that died with brakes on releases them at its next start. `braking` and
+ * `releasing` are the two actions (see effect.ts) the actuator runs; dry run wraps them and
+ * keeps its brakes in memory only.
  *
  * The record is one JSON file in the state directory (default /run/evictd: tmpfs is right, since
  * cgroups do not outlive a reboot either), replaced atomically (write, then rename). It is
@@ -19,10 +21,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { cgroupDir, readCgroupFile, readCgroupNumber } from '../node/cgroups';
-import { brakeValue, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../policy/brake';
-import type { PodRef } from '../policy/types';
-import type { AgentMetrics } from './metrics';
+import type { CgroupPort } from '../../node/cgroup-port';
+import { brakeValue, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
+import type { PodRef, Signal } from '../../policy/types';
+import { msSince } from '../clock';
+import type { AgentMetrics } from '../metrics';
+import type { Clock } from '../ports';
+import type { Effect, Rehearsal } from './effect';
 
 export const BRAKE_RECORD_FILE = 'memory-brakes.json';
 
@@ -52,29 +57,26 @@ export type BrakeEnd = BrakeRelease['why'] | 'agent-stop' | 'restart';
 
 export interface MemoryBrakesOptions {
   stateDir: string;
-  /** the cgroup2 mount the pod cgroups are under */
-  memoryMount: string;
+  cgroups: CgroupPort;
+  clock: Clock;
   marginBytes: number;
-  dryRun: boolean;
   logger: Logger;
   metrics: AgentMetrics;
 }
 
-const nowNs = (): bigint => process.hrtime.bigint();
-
-/** memory.high as the kernel prints it, trimmed; null when the cgroup is gone. */
-function readHigh(dir: string): string | null {
-  return readCgroupFile(path.join(dir, 'memory.high'))?.trim() ?? null;
+export interface BrakeOn {
+  brake: BrakeApply;
+  /** the pod's cgroup path in the hierarchy */
+  podPath: string;
 }
 
-function readCurrent(dir: string): number | null {
-  try {
-    const n = readCgroupNumber(path.join(dir, 'memory.current'));
-    return n !== null && Number.isFinite(n) ? n : null;
-  } catch {
-    return null;
-  }
+export interface BrakeOff {
+  uid: string;
+  why: BrakeEnd;
 }
+
+/** What a brake would be, read now: the entry to set, or why there is none. */
+type Plan = { entry: BrakeEntry; details: Record<string, unknown> } | { skip: string | null; details: Record<string, unknown> };
 
 export class MemoryBrakes {
   private readonly brakes = new Map<string, BrakeEntry>();
@@ -82,13 +84,25 @@ export class MemoryBrakes {
   private readonly alreadyHeld = new Set<string>();
   readonly recordPath: string;
 
+  /** The brake as an action: on, with the record written first. */
+  readonly braking: Effect<BrakeOn, void> = {
+    run: (input) => Promise.resolve(this.apply(input.brake, input.podPath)),
+    rehearse: (input) => this.rehearseApply(input),
+  };
+
+  /** The release as an action: the original memory.high back, then the record. */
+  readonly releasing: Effect<BrakeOff, void> = {
+    run: (input) => Promise.resolve(this.release(input.uid, input.why)),
+    rehearse: (input) => this.rehearseRelease(input),
+  };
+
   constructor(private readonly o: MemoryBrakesOptions) {
     this.recordPath = path.join(o.stateDir, BRAKE_RECORD_FILE);
   }
 
   /** The brakes in force, for the policy. */
   get active(): ActiveBrake[] {
-    return [...this.brakes].map(([uid, e]) => ({ uid, since: Number(e.sinceNs) }));
+    return [...this.brakes].map(([uid, e]) => ({ uid, since: Number(e.sinceNs), signal: e.signal as Signal }));
   }
 
   entry(uid: string): BrakeEntry | undefined {
@@ -98,9 +112,10 @@ export class MemoryBrakes {
   /**
    * At start: every brake the record names (a previous run died with them on) is released and
    * the record emptied; one that cannot be released is re-owned. A pressure still there brakes
-   * again on the first pass, from the restored value.
+   * again on the first pass, from the restored value. A dry run reads the record and leaves it
+   * and the cgroups as they are.
    */
-  recover(): void {
+  recover(opts: { dryRun?: boolean } = {}): void {
     let text: string;
     try {
       text = fs.readFileSync(this.recordPath, 'utf8');
@@ -120,58 +135,43 @@ export class MemoryBrakes {
     for (const e of rec.brakes) {
       let outcome: string;
       try {
-        outcome = this.o.dryRun ? 'dry run: left as is' : this.restore(e);
+        outcome = opts.dryRun ? 'dry run: left as is' : this.restore(e);
       } catch (err) {
         // Re-owned: the passes release it (pod gone, pressure over) or stop the pod at the bound.
         this.brakes.set(e.pod.uid, e);
         outcome = `not restored (${(err as Error).message}): re-owned`;
       }
-      const brakedMs = Number(nowNs() - BigInt(e.sinceNs)) / 1e6;
+      const brakedMs = msSince(this.o.clock, BigInt(e.sinceNs));
       if (!this.brakes.has(e.pod.uid)) this.o.metrics.brakeDuration.observe({ end: 'restart' }, brakedMs / 1000);
       this.o.logger.warn({ pod: `${e.pod.namespace}/${e.pod.name}`, uid: e.pod.uid, brakeValue: e.value, restored: e.original, outcome, setAt: e.setAt, brakedMs }, this.brakes.has(e.pod.uid) ? 'memory brake from a previous run re-owned' : 'memory brake from a previous run released');
     }
-    if (!this.o.dryRun) this.persist();
+    if (!opts.dryRun) this.persist();
     this.o.metrics.brakesActive.set(this.brakes.size);
   }
 
   /** Brakes a pod: memory.high = its usage now plus the margin, unless its own value is lower already. */
-  apply(a: BrakeApply, podCgroupPath: string, sinceNs: bigint): void {
+  apply(a: BrakeApply, podCgroupPath: string, sinceNs: bigint = this.o.clock.now()): void {
     const o = this.o;
-    const dir = cgroupDir(o.memoryMount, podCgroupPath);
-    const podLog = { pod: `${a.pod.namespace}/${a.pod.name}`, uid: a.pod.uid, signal: a.threshold.signal, threshold: a.threshold, reasons: a.reasons };
-    const original = readHigh(dir);
-    const usage = readCurrent(dir);
-    if (original === null || usage === null) {
-      o.logger.info(podLog, 'memory brake: pod cgroup gone before the brake');
+    const p = this.plan(a, podCgroupPath, sinceNs);
+    if (!('entry' in p)) {
+      if (p.skip !== null) o.logger.info(p.details, p.skip);
       return;
     }
-    const value = brakeValue(usage, o.marginBytes);
-    if (original !== 'max' && Number(original) <= value) {
-      if (!this.alreadyHeld.has(a.pod.uid)) o.logger.info({ ...podLog, memoryHigh: original, brakeValue: value }, 'memory brake: the pod memory.high is already at or below the brake; left as is');
-      this.alreadyHeld.add(a.pod.uid);
-      return;
-    }
-    const e: BrakeEntry = { pod: a.pod, dir, original, value: String(value), signal: a.threshold.signal, sinceNs: String(sinceNs), setAt: new Date().toISOString() };
-    const details = { ...podLog, memoryHigh: e.value, replaced: original, usageBytes: usage, marginBytes: o.marginBytes, at: e.sinceNs };
-    if (o.dryRun) {
-      this.brakes.set(a.pod.uid, e);
-      o.logger.info({ ...details, dryRun: true }, 'would brake pod (dry run)');
-      return;
-    }
+    const e = p.entry;
     this.brakes.set(a.pod.uid, e);
     try {
       this.persist();
-      fs.writeFileSync(path.join(dir, 'memory.high'), e.value);
+      o.cgroups.write(e.dir, 'memory.high', e.value);
     } catch (err) {
       this.brakes.delete(a.pod.uid);
       this.persistQuietly();
       o.metrics.brakeFailures.inc();
-      o.logger.warn({ ...details, err }, 'memory brake could not be set');
+      o.logger.warn({ ...p.details, err }, 'memory brake could not be set');
       return;
     }
     o.metrics.brakes.inc({ signal: a.threshold.signal });
     o.metrics.brakesActive.set(this.brakes.size);
-    o.logger.warn(details, 'memory brake on');
+    o.logger.warn(p.details, 'memory brake on');
   }
 
   /** Takes a brake off: the original value back (if the brake's value is still there), then the record. */
@@ -180,31 +180,70 @@ export class MemoryBrakes {
     if (!e) return;
     let outcome: string;
     try {
-      outcome = this.o.dryRun ? 'dry run' : this.restore(e);
+      outcome = this.restore(e);
     } catch (err) {
       // Kept in the record: the next pass (or the next start) tries again.
       this.o.logger.error({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, why, err }, 'memory brake could not be released; will retry');
       return;
     }
     this.brakes.delete(uid);
-    if (!this.o.dryRun) this.persistQuietly();
-    const brakedMs = Number(nowNs() - BigInt(e.sinceNs)) / 1e6;
-    this.o.metrics.brakesActive.set(this.brakes.size);
-    this.o.metrics.brakeDuration.observe({ end: why }, brakedMs / 1000);
-    this.o.logger.info({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, why, brakeValue: e.value, restored: e.original, outcome, brakedMs }, this.o.dryRun ? 'would release memory brake (dry run)' : 'memory brake off');
+    this.persistQuietly();
+    this.o.logger.info(this.ended(e, why, outcome), 'memory brake off');
   }
 
   releaseAll(why: BrakeEnd): void {
     for (const uid of [...this.brakes.keys()]) this.release(uid, why);
   }
 
+  /** Dry run: the brake is kept in memory only (the policy then sees it, and its bound), nothing is written. */
+  private rehearseApply({ brake, podPath }: BrakeOn): Rehearsal<void> {
+    const p = this.plan(brake, podPath, this.o.clock.now());
+    if (!('entry' in p)) return { message: p.skip, fields: p.details, outcome: undefined };
+    this.brakes.set(brake.pod.uid, p.entry);
+    return { message: 'would brake pod (dry run)', fields: p.details, outcome: undefined };
+  }
+
+  private rehearseRelease({ uid, why }: BrakeOff): Rehearsal<void> {
+    const e = this.brakes.get(uid);
+    if (!e) return { message: null, fields: {}, outcome: undefined };
+    this.brakes.delete(uid);
+    return { message: 'would release memory brake (dry run)', fields: this.ended(e, why, 'dry run'), outcome: undefined };
+  }
+
+  /** The brake this pod would get now, read from its cgroup. */
+  private plan(a: BrakeApply, podCgroupPath: string, since: bigint): Plan {
+    const o = this.o;
+    const dir = o.cgroups.memoryDir(podCgroupPath);
+    const podLog = { pod: `${a.pod.namespace}/${a.pod.name}`, uid: a.pod.uid, signal: a.threshold.signal, threshold: a.threshold, reasons: a.reasons };
+    const original = o.cgroups.read(dir, 'memory.high')?.trim() ?? null;
+    const usage = readNumber(o.cgroups.read(dir, 'memory.current'));
+    if (original === null || usage === null) return { skip: 'memory brake: pod cgroup gone before the brake', details: podLog };
+    const value = brakeValue(usage, o.marginBytes);
+    if (original !== 'max' && Number(original) <= value) {
+      const first = !this.alreadyHeld.has(a.pod.uid);
+      this.alreadyHeld.add(a.pod.uid);
+      return { skip: first ? 'memory brake: the pod memory.high is already at or below the brake; left as is' : null, details: { ...podLog, memoryHigh: original, brakeValue: value } };
+    }
+    const sinceNs = String(since);
+    const entry: BrakeEntry = { pod: a.pod, dir, original, value: String(value), signal: a.threshold.signal, sinceNs, setAt: new Date().toISOString() };
+    return { entry, details: { ...podLog, memoryHigh: entry.value, replaced: original, usageBytes: usage, marginBytes: o.marginBytes, at: sinceNs } };
+  }
+
+  /** A brake ended: metrics, and the fields of its log line. */
+  private ended(e: BrakeEntry, why: BrakeEnd, outcome: string): Record<string, unknown> {
+    const brakedMs = msSince(this.o.clock, BigInt(e.sinceNs));
+    this.o.metrics.brakesActive.set(this.brakes.size);
+    this.o.metrics.brakeDuration.observe({ end: why }, brakedMs / 1000);
+    return { pod: `${e.pod.namespace}/${e.pod.name}`, uid: e.pod.uid, why, brakeValue: e.value, restored: e.original, outcome, brakedMs };
+  }
+
   /** Writes the original back when memory.high still holds the brake's value; says what happened. */
   private restore(e: BrakeEntry): 'restored' | 'pod cgroup gone' | 'not the brake value: left as is' {
-    const now = readHigh(e.dir);
+    const now = this.o.cgroups.read(e.dir, 'memory.high')?.trim() ?? null;
     if (now === null) return 'pod cgroup gone';
     if (now !== e.value) return 'not the brake value: left as is';
     try {
-      fs.writeFileSync(path.join(e.dir, 'memory.high'), e.original);
+      this.o.cgroups.write(e.dir, 'memory.high', e.original);
     } catch (err) {
       // The cgroup went away between the read and the write: nothing is held any more.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENODEV') return 'pod cgroup gone';
@@ -233,4 +272,10 @@ export class MemoryBrakes {
       this.o.logger.error({ record: this.recordPath, err }, 'memory brake record could not be written');
     }
   }
+}
+
+function readNumber(text: string | null): number | null {
+  if (text === null) return null;
+  const n = Number(text.trim());
+  return text.trim() !== '' && Number.isFinite(n) ? n : null;
 }

@@ -1,0 +1,80 @@
+/**
+ * Decide once: one evaluation (and, when the memory brake is on, the brakes in force) turned
+ * into the ordered list of actions the kubelet would take, each a plain value. The agent carries
+ * them out through its effects (src/agent/actuator.ts), the simulator through its assumptions
+ * (src/sim/run.ts): both read this one order, so a scenario and a live pass cannot disagree on
+ * what comes next.
+ *
+ * The order (kubelet's synchronize(), plus evictd's brake ahead of it):
+ *   1. brakes released (pod gone, or the pressure is over), then a new brake;
+ *   2. pods braked past the bound stopped at once; when one stopped, the pass ends there, since
+ *      everything after was decided on numbers from before that stop;
+ *   3. local-storage limits: every pod over its limit is evicted, and nothing else this pass;
+ *   4. otherwise, for the first due threshold: node-level reclaim, which ends the pass when a
+ *      fresh look finds the pressure resolved;
+ *   5. then the ranked candidates, of which the first that stops is the one evicted.
+ * Pure: no I/O, no clock.
+ */
+import { brakeBoundEviction, decideBrakes, killedAtOnce, nextBrakeDeadline, type ActiveBrake, type BrakeApply, type BrakeInput, type BrakeRelease } from './brake';
+import type { PolicyConfig } from './config';
+import type { Assessment, Evaluation, Eviction, ThresholdStatus } from './evaluate';
+import type { NodeReclaimFunction, Signal } from './types';
+
+export type Action =
+  | { type: 'release-brake'; uid: string; why: BrakeRelease['why'] }
+  | { type: 'brake'; brake: BrakeApply }
+  /** pods braked past the bound, each stopped with grace 0; the pass ends when any stopped */
+  | { type: 'stop-braked'; evictions: Eviction[] }
+  /** local-storage limits: every one evicted (grace 0); nothing else this pass */
+  | { type: 'evict-all'; evictions: Eviction[] }
+  /** node-level reclaim; the pass ends when a fresh look finds no threshold met */
+  | { type: 'reclaim'; signal: Signal; functions: NodeReclaimFunction[] }
+  /** the ranked candidates (critical pods left out): the first that stops is evicted, one per pass */
+  | { type: 'evict-one'; signal: Signal; hard: boolean; threshold: ThresholdStatus | null; candidates: Eviction[] };
+
+export type ActionType = Action['type'];
+
+/** The brake's view of the node when it is on (see decideBrakes); `killing` is derived here. */
+export type BrakeView = Omit<BrakeInput, 'killing'>;
+
+export function decideActions(config: PolicyConfig, a: Assessment, ev: Evaluation, brakes?: BrakeView): Action[] {
+  const actions: Action[] = [];
+  if (brakes && config.memoryBrake) {
+    const d = decideBrakes(config, a, { ...brakes, killing: killedAtOnce(ev) });
+    for (const r of d.release) actions.push({ type: 'release-brake', uid: r.uid, why: r.why });
+    if (d.apply) actions.push({ type: 'brake', brake: d.apply });
+    const evictions: Eviction[] = [];
+    for (const s of d.stop) {
+      const pod = brakes.pods.find((p) => p.spec.uid === s.uid);
+      const signal = brakes.active.find((b) => b.uid === s.uid)?.signal;
+      if (pod) evictions.push(brakeBoundEviction(config.memoryBrake, s, { namespace: pod.spec.namespace, name: pod.spec.name, uid: s.uid }, signal));
+    }
+    if (evictions.length > 0) actions.push({ type: 'stop-braked', evictions });
+  }
+  if (ev.localStorageEvictions.length > 0) {
+    actions.push({ type: 'evict-all', evictions: ev.localStorageEvictions });
+    return actions;
+  }
+  if (ev.reclaim && ev.reclaim.functions.length > 0) actions.push({ type: 'reclaim', signal: ev.reclaim.signal, functions: ev.reclaim.functions });
+  const plan = ev.plan;
+  if (plan) {
+    const threshold = ev.thresholdsMet.find((t) => t.signal === plan.signal && t.gracePeriodMet) ?? null;
+    actions.push({ type: 'evict-one', signal: plan.signal, hard: plan.hard, threshold, candidates: plan.candidates });
+  }
+  return actions;
+}
+
+/**
+ * When the loop must look again though nothing else wakes it (monotonic ns), and why, or null:
+ * the earliest soft threshold's grace period ending, or the earliest brake reaching its bound.
+ */
+export function nextDeadline(config: PolicyConfig, ev: Evaluation, brakes: readonly ActiveBrake[], now: number): { atNs: number; source: 'grace-period' | 'memory-brake' } | null {
+  let grace = Infinity;
+  for (const [t, at] of ev.state.firstObservedAt) {
+    const due = at + t.gracePeriodNs;
+    if (t.gracePeriodNs > 0 && due > now) grace = Math.min(grace, due);
+  }
+  const bound = nextBrakeDeadline(config, brakes) ?? Infinity;
+  if (grace === Infinity && bound === Infinity) return null;
+  return grace <= bound ? { atNs: grace, source: 'grace-period' } : { atNs: bound, source: 'memory-brake' };
+}
