@@ -1,0 +1,193 @@
+/**
+ * A fake node for the agent's table tests (test/unit/pass-table.test.ts,
+ * test/unit/actuator-table.test.ts): pods with a memory working set, a runtime whose stops
+ * succeed, fail, or fail after freeing the memory, cgroup files that record every write, and a
+ * clock that moves only when something sleeps. Every port the agent's pass and actions use
+ * (CgroupPort, RuntimePort, PodSpecSource, the observer, Clock) is answered from one state, so a
+ * test can say "the stop failed but the memory came back" in one line, without root, cgroupfs or
+ * a runtime. The real parts are proven in test/agent/.
+ */
+import pino, { type Logger } from 'pino';
+import type { Clock, PodSpecSource, RuntimePod, RuntimePort, StopTimings } from '../../src/agent/ports';
+import type { CgroupPort, KillResult } from '../../src/node/cgroup-port';
+import type { MemoryReading } from '../../src/node/memory';
+import type { Observation, ObservedPodCgroup } from '../../src/node/observer';
+import { Quantity } from '../../src/policy/quantity';
+import type { NodeReclaimFunction, PodSpec } from '../../src/policy/types';
+
+export const MiB = 2 ** 20;
+
+/** How a pod's stop goes: done, refused with its memory kept, or refused after the memory came back. */
+export type StopOutcome = 'ok' | 'fail' | 'fail-freed';
+
+export interface FakePodInit {
+  name: string;
+  workingSetMi: number;
+  requestMi?: number;
+  priority?: number;
+  stop?: StopOutcome;
+  /** memory.high of its cgroup, as the kernel prints it */
+  memoryHigh?: string;
+}
+
+interface FakePod {
+  spec: PodSpec;
+  workingSetBytes: number;
+  stop: StopOutcome;
+  memoryHigh: string;
+  /** its sandbox runs (the runtime lists it) */
+  ready: boolean;
+  /** its cgroup exists */
+  cgroup: boolean;
+  /** it has live processes */
+  processes: boolean;
+}
+
+export class FakeClock implements Clock {
+  ns = 1_000_000_000n;
+  now(): bigint {
+    return this.ns;
+  }
+  sleep(ms: number): Promise<void> {
+    this.advance(ms);
+    return Promise.resolve();
+  }
+  advance(ms: number): void {
+    this.ns += BigInt(Math.round(ms * 1e6));
+  }
+}
+
+export class FakeNode {
+  readonly clock = new FakeClock();
+  readonly pods = new Map<string, FakePod>();
+  /** every StopPodSandbox: [pod name, grace period] */
+  readonly stops: [string, number][] = [];
+  /** every cgroup.kill: pod name */
+  readonly kills: string[] = [];
+  /** every cgroup file write: [pod name, file, text] */
+  readonly writes: [string, string, string][] = [];
+  readonly reclaims: NodeReclaimFunction[] = [];
+  /** what node-level reclaim frees, per call */
+  reclaimFreesBytes = 0;
+  /** node memory outside the pods (system, page cache), and the node's capacity */
+  otherBytes = 0;
+  capacityBytes: number;
+  readonly lines: Record<string, unknown>[] = [];
+  readonly logger: Logger;
+
+  constructor(capacityMi: number, pods: FakePodInit[]) {
+    this.capacityBytes = capacityMi * MiB;
+    for (const p of pods) this.add(p);
+    this.logger = pino({ level: 'debug' }, { write: (s: string) => this.lines.push(JSON.parse(s) as Record<string, unknown>) });
+  }
+
+  add(p: FakePodInit): void {
+    const uid = `uid-${p.name}`;
+    const spec: PodSpec = {
+      namespace: 'ns',
+      name: p.name,
+      uid,
+      priority: p.priority ?? 0,
+      annotations: {},
+      volumes: [],
+      containers: [{ name: 'c', requests: p.requestMi ? { memory: Quantity.fromNumber(p.requestMi * MiB, 'BinarySI') } : {}, limits: {} }],
+    };
+    this.pods.set(uid, { spec, workingSetBytes: p.workingSetMi * MiB, stop: p.stop ?? 'ok', memoryHigh: p.memoryHigh ?? 'max', ready: true, cgroup: true, processes: true });
+  }
+
+  pod(name: string): FakePod {
+    return this.pods.get(`uid-${name}`)!;
+  }
+
+  /** log lines with this message */
+  logged(msg: string): Record<string, unknown>[] {
+    return this.lines.filter((l) => l.msg === msg);
+  }
+
+  availableBytes(): number {
+    let used = this.otherBytes;
+    for (const p of this.pods.values()) if (p.cgroup) used += p.workingSetBytes;
+    return this.capacityBytes - used;
+  }
+
+  private byDir(dir: string): FakePod | undefined {
+    return [...this.pods.values()].find((p) => dir === `/fake/ns/pod${p.spec.uid}`);
+  }
+
+  private release(p: FakePod): void {
+    p.workingSetBytes = 0;
+    p.processes = false;
+  }
+
+  readonly cgroups: CgroupPort = {
+    memoryVersion: 2,
+    memoryDir: (podPath) => `/fake${podPath}`,
+    read: (dir, file) => {
+      const p = this.byDir(dir);
+      if (!p?.cgroup) return null;
+      if (file === 'memory.high') return `${p.memoryHigh}\n`;
+      if (file === 'memory.current') return `${p.workingSetBytes}\n`;
+      return null;
+    },
+    write: (dir, file, text) => {
+      const p = this.byDir(dir);
+      if (!p?.cgroup) throw Object.assign(new Error(`ENOENT: ${dir}/${file}`), { code: 'ENOENT' });
+      this.writes.push([p.spec.name, file, text]);
+      if (file === 'memory.high') p.memoryHigh = text.trim();
+    },
+    exists: (dir) => this.byDir(dir)?.cgroup ?? false,
+    pids: (dir) => (this.byDir(dir)?.processes ? [4242] : []),
+    memory: (dir): MemoryReading | null => {
+      const p = this.byDir(dir);
+      if (!p?.cgroup) return null;
+      const ws = p.workingSetBytes;
+      return { capacityBytes: this.capacityBytes, usageBytes: ws, inactiveFileBytes: 0, workingSetBytes: ws, availableBytes: this.capacityBytes - ws, limited: false };
+    },
+    kill: (podPath): KillResult => {
+      const p = this.byDir(`/fake${podPath}`)!;
+      this.kills.push(p.spec.name);
+      this.release(p);
+      return { method: 'cgroup.kill', signalled: 0 };
+    },
+  };
+
+  readonly runtime: RuntimePort = {
+    listPods: () => Promise.resolve([...this.pods.values()].filter((p) => p.ready).map((p) => this.runtimePod(p))),
+    stopPod: (pod: RuntimePod, grace: number): Promise<StopTimings> => {
+      const p = this.pods.get(pod.uid)!;
+      this.stops.push([p.spec.name, grace]);
+      if (p.stop === 'fail') return Promise.reject(new Error('rpc error: code = DeadlineExceeded'));
+      this.release(p);
+      if (p.stop === 'fail-freed') return Promise.reject(new Error('rpc error: code = DeadlineExceeded (sandbox stop)'));
+      p.ready = false;
+      return Promise.resolve({ totalMs: 1 });
+    },
+    reclaim: (fn) => {
+      this.reclaims.push(fn);
+      this.otherBytes -= this.reclaimFreesBytes;
+      return Promise.resolve({ freedBytes: this.reclaimFreesBytes });
+    },
+    imageFsInfo: () => Promise.resolve(undefined),
+    close: () => undefined,
+  };
+
+  readonly specs: PodSpecSource = { get: (uid) => this.pods.get(uid)?.spec };
+
+  readonly observer = {
+    observe: (): Observation => {
+      const pods = new Map<string, ObservedPodCgroup>();
+      for (const p of this.pods.values()) {
+        if (!p.cgroup) continue;
+        const ws = p.workingSetBytes;
+        pods.set(p.spec.uid, { uid: p.spec.uid, qos: 'Burstable', path: `/ns/pod${p.spec.uid}`, usage: { memoryWorkingSetBytes: ws, memoryUsageBytes: ws, processes: p.processes ? 1 : 0 } });
+      }
+      const available = this.availableBytes();
+      const memory: MemoryReading = { capacityBytes: this.capacityBytes, usageBytes: this.capacityBytes - available, inactiveFileBytes: 0, workingSetBytes: this.capacityBytes - available, availableBytes: available, limited: false };
+      return { node: { memory: { availableBytes: available, workingSetBytes: memory.workingSetBytes } }, layout: 'single', memory, allocatable: null, pods };
+    },
+  };
+
+  private runtimePod(p: FakePod): RuntimePod {
+    return { sandboxId: `sb-${p.spec.name}`, uid: p.spec.uid, name: p.spec.name, namespace: p.spec.namespace, labels: {}, annotations: {}, ready: p.ready };
+  }
+}
