@@ -38,7 +38,8 @@ export type { EvictionRecord } from './actuator';
 export interface AgentOptions {
   policy: PolicyConfig;
   layout: CgroupLayout;
-  observer: NodeObserver;
+  /** the node's numbers (NodeObserver; in unit tests, a fake node's) */
+  observer: Pick<NodeObserver, 'opts' | 'memoryDir' | 'podRootMemoryDir' | 'observe' | 'observeMemory'>;
   runtime: RuntimePort;
   /** null: no kernel notifications at all, the housekeeping tick alone drives the loop */
   notifications: NotificationPort | null;

@@ -173,7 +173,15 @@ export class FakeNode {
 
   readonly specs: PodSpecSource = { get: (uid) => this.pods.get(uid)?.spec };
 
+  /** NodeObserver's face: the node is the whole machine, the pods under /ns */
   readonly observer = {
+    opts: { layout: { memoryMount: '/fake', memoryVersion: 2 as const, unifiedMount: null, pidsMount: null, mode: 'v2' as const }, cgroupRoot: '/', podCgroupRoot: '/ns', nodefsPath: '/' },
+    memoryDir: '/fake',
+    podRootMemoryDir: '/fake/ns',
+    observeMemory: () => {
+      const o = this.observer.observe();
+      return { memory: o.memory, allocatable: o.allocatable };
+    },
     observe: (): Observation => {
       const pods = new Map<string, ObservedPodCgroup>();
       for (const p of this.pods.values()) {

@@ -1,0 +1,151 @@
+/**
+ * Whole passes of the real Agent (controller, pass, policy, actuator, effects) on the fake node
+ * (test/support/fake-node.ts): which pod a pass picks, what it does to it, and what the next
+ * pass does, including the memory brake's life (on, bound, release) with a clock that moves only
+ * when the test says. Unprivileged; the same paths on real cgroups and containerd are in
+ * test/agent/.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, type EvictionRecord } from '../../src/agent/agent';
+import { AgentMetrics } from '../../src/agent/metrics';
+import { compileConfig, type EvictionConfig } from '../../src/policy/config';
+import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
+
+function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean; fastKill?: boolean } = {}) {
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
+  const agent = new Agent({
+    policy: compileConfig(config),
+    layout: node.observer.opts.layout,
+    observer: node.observer,
+    runtime: node.runtime,
+    notifications: null,
+    pods: node.specs,
+    logger: node.logger,
+    metrics: new AgentMetrics(),
+    dryRun: opts.dryRun ?? false,
+    fastKill: opts.fastKill ?? true,
+    housekeepingIntervalMs: 3_600_000,
+    releaseTimeoutMs: 100,
+    stateDir,
+    cgroups: node.cgroups,
+    clock: node.clock,
+  });
+  const records: EvictionRecord[] = [];
+  agent.on('eviction', (r: EvictionRecord) => records.push(r));
+  agent.start();
+  /** one more pass (as a kernel notification would wake it), run to its end */
+  const pass = async () => {
+    agent.wake({ source: 'test' });
+    await agent.controller.idle();
+  };
+  return { agent, records, pass, stateDir };
+}
+
+const pods: FakePodInit[] = [
+  { name: 'steady', workingSetMi: 300, requestMi: 400 },
+  { name: 'grower', workingSetMi: 250, requestMi: 50 },
+  { name: 'critical', workingSetMi: 350, priority: 2_000_000_000 },
+];
+
+test('pass: a hard memory line crossed: the pod furthest over its request is killed and stopped (grace 0), the next pass sees the node recovered', async () => {
+  const node = new FakeNode(1000, pods);
+  node.otherBytes = 60 * MiB; // available 40Mi < 100Mi
+  const a = start(node, { evictionHard: { 'memory.available': '100Mi' } });
+  await a.agent.controller.idle();
+  await a.agent.stop();
+  assert.deepEqual(node.kills, ['grower']);
+  assert.deepEqual(node.stops, [['grower', 0]]);
+  assert.deepEqual(
+    a.records.map((r) => [r.pod.name, r.ok, r.action, r.signal]),
+    [['grower', true, 'fast-kill', 'memory.available']],
+  );
+  assert.match(a.records[0]!.message, /^The node was low on resource: memory\. Threshold quantity: 100Mi, available: 40Mi\./);
+  assert.ok(a.agent.controller.stats.passes >= 2, 'the eviction asked for a second look');
+  assert.deepEqual(a.agent.lastEvaluation?.thresholdsMet, [], 'the second look found the node below no line');
+});
+
+test('pass: the first candidate\'s stop fails: the next one is evicted in the same pass', async () => {
+  const node = new FakeNode(1000, [{ name: 'a', workingSetMi: 300, stop: 'fail' }, { name: 'b', workingSetMi: 250 }]);
+  node.otherBytes = 400 * MiB;
+  const a = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { fastKill: false });
+  await a.agent.controller.idle();
+  await a.agent.stop();
+  assert.deepEqual(node.stops, [['a', 0], ['b', 0]]);
+  assert.deepEqual(
+    a.records.map((r) => [r.pod.name, r.ok]),
+    [
+      ['a', false],
+      ['b', true],
+    ],
+  );
+});
+
+test('pass: dry run decides as a live run would, touches nothing, and does not spin', async () => {
+  const node = new FakeNode(1000, pods);
+  node.otherBytes = 60 * MiB;
+  const a = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { dryRun: true });
+  await a.agent.controller.idle();
+  await a.pass();
+  await a.agent.stop();
+  assert.deepEqual([node.kills, node.stops, node.writes], [[], [], []]);
+  assert.deepEqual(
+    a.records.map((r) => [r.pod.name, r.dryRun, r.ok]),
+    [
+      ['grower', true, true],
+      ['grower', true, true],
+    ],
+  );
+  assert.equal(a.agent.controller.stats.passes, 2, 'one pass per wake-up: a dry-run eviction asks for no second look');
+});
+
+const SOFT_BRAKE: EvictionConfig = {
+  evictionHard: { 'memory.available': '10Mi' },
+  evictionSoft: { 'memory.available': '100Mi' },
+  evictionSoftGracePeriod: { 'memory.available': '1m' },
+  evictionMaxPodGracePeriod: 30,
+  memoryBrake: true,
+  memoryBrakeMaxDuration: '10s',
+};
+
+test('pass: the memory brake: on at the soft line (memory.high = usage + 8Mi), the pod stopped with grace 0 at the bound, released when it is gone', async () => {
+  const node = new FakeNode(1000, pods);
+  node.otherBytes = 60 * MiB;
+  const a = start(node, SOFT_BRAKE);
+  await a.agent.controller.idle();
+  assert.deepEqual(node.writes, [['grower', 'memory.high', String(258 * MiB)]], 'braked at its usage plus the margin');
+  assert.equal(a.records.length, 0, 'the soft grace period holds the eviction');
+  assert.equal(fs.readdirSync(a.stateDir).length, 1, 'the brake is on record');
+  node.clock.advance(9_999);
+  await a.pass();
+  assert.deepEqual(node.stops, [], 'a moment before the bound');
+  node.clock.advance(1);
+  await a.pass();
+  assert.deepEqual(node.stops, [['grower', 0]]);
+  assert.equal(a.records[0]?.pod.name, 'grower');
+  assert.match(a.records[0]!.message, /held by the memory brake for 10s, past its bound of 10s/);
+  await a.agent.controller.idle();
+  await a.agent.stop();
+  assert.deepEqual(node.writes.at(-1), ['grower', 'memory.high', 'max'], 'the original memory.high back once the pod is gone');
+  assert.ok(node.logged('memory brake off').some((l) => l.why === 'pod-gone'));
+  assert.deepEqual(fs.readdirSync(a.stateDir), [], 'no brake left on record');
+});
+
+test('pass: the memory brake is released when the pressure clears, and nobody is evicted', async () => {
+  const node = new FakeNode(1000, pods);
+  node.otherBytes = 60 * MiB;
+  const a = start(node, SOFT_BRAKE);
+  await a.agent.controller.idle();
+  assert.equal(node.pod('grower').memoryHigh, String(258 * MiB));
+  node.otherBytes = 0; // page cache dropped: 100Mi available, at the line
+  node.pod('steady').workingSetBytes = 100 * MiB;
+  await a.pass();
+  await a.agent.stop();
+  assert.equal(node.pod('grower').memoryHigh, 'max');
+  assert.ok(node.logged('memory brake off').some((l) => l.why === 'recovered'));
+  assert.deepEqual(a.records, []);
+  assert.deepEqual(node.stops, []);
+});
