@@ -20,6 +20,7 @@
 import { ApiError, type KubeClient } from './client';
 import { backoffMs, type Logger, silentLogger, sleep } from './pod-source';
 import type { Eviction as PolicyEviction } from '../policy/evaluate';
+import { SIGNAL_TABLE, isSignal } from '../policy/signals';
 
 /** An eviction as the policy reports it (the ranking reasons are for logs, not the API). */
 export type Eviction = Omit<PolicyEviction, 'reasons'>;
@@ -29,22 +30,12 @@ export const THRESHOLD_MET_REASON = 'EvictionThresholdMet';
 export const DISRUPTION_TARGET = 'DisruptionTarget';
 export const TERMINATION_BY_KUBELET = 'TerminationByKubelet';
 
-/** The kubelet's signalToResource: the resource an EvictionThresholdMet event names. */
-const SIGNAL_RESOURCE: Record<string, string> = {
-  'memory.available': 'memory',
-  'allocatableMemory.available': 'memory',
-  'nodefs.available': 'ephemeral-storage',
-  'imagefs.available': 'ephemeral-storage',
-  'containerfs.available': 'ephemeral-storage',
-  'nodefs.inodesFree': 'inodes',
-  'imagefs.inodesFree': 'inodes',
-  'containerfs.inodesFree': 'inodes',
-  'pid.available': 'pids',
-};
-
-/** The resource to name in the node event, or undefined for local-storage limit evictions (the kubelet sends none). */
+/**
+ * The resource to name in the node event (the signal's record: the kubelet's signalToResource),
+ * or undefined for local-storage limit evictions (the kubelet sends none).
+ */
 export function resourceOfSignal(signal: string): string | undefined {
-  return SIGNAL_RESOURCE[signal];
+  return isSignal(signal) ? SIGNAL_TABLE[signal].resource : undefined;
 }
 
 export interface EvictionReporterOptions {

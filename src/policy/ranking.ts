@@ -5,6 +5,7 @@
  */
 import { podFacts, type PodFacts } from './pods';
 import { Quantity } from './quantity';
+import { SIGNAL_TABLE, type PodFsUsage } from './signals';
 import type { ActivePod, FilesystemLayout, PodSpec, PodUsage, Signal } from './types';
 
 export interface RankedPod {
@@ -13,15 +14,10 @@ export interface RankedPod {
   readonly reasons: string[];
 }
 
-type FsPart = 'root' | 'logs' | 'volumes';
-
-/** Which of a pod's usage counts against each filesystem signal, per layout (kubelet's buildSignalToRankFunc). */
-function fsPartsFor(signal: Signal, layout: FilesystemLayout): FsPart[] {
-  const fs = signal.split('.')[0];
-  if (layout === 'single') return ['root', 'logs', 'volumes'];
-  if (layout === 'dedicated-imagefs') return fs === 'nodefs' ? ['logs', 'volumes'] : ['root']; // imagefs and containerfs: writable layers (+ images)
-  // split: writable layers sit on the node filesystem with logs and volumes; imagefs holds only images
-  return fs === 'imagefs' ? [] : ['root', 'logs', 'volumes'];
+/** Which of a pod's usage counts against a disk signal on a layout (its record's ranking, kubelet's buildSignalToRankFunc). */
+function fsPartsFor(signal: Signal, layout: FilesystemLayout): readonly PodFsUsage[] {
+  const ranking = SIGNAL_TABLE[signal].ranking;
+  return ranking.by === 'disk' ? ranking.usage[layout] : [];
 }
 
 // Usage from an embedder may be fractional; the kubelet's int64 amounts truncate.
@@ -39,7 +35,7 @@ export function podMemoryUsage(usage: PodUsage): number {
   return total;
 }
 
-export function podDiskUsage(pod: PodSpec, usage: PodUsage, parts: readonly FsPart[], inodes: boolean): number {
+export function podDiskUsage(pod: PodSpec, usage: PodUsage, parts: readonly PodFsUsage[], inodes: boolean): number {
   let total = 0;
   for (const c of usage.containers) {
     if (parts.includes('root')) total += (inodes ? c.rootfsInodes : c.rootfsBytes) ?? 0;
@@ -69,7 +65,7 @@ class Ranked implements RankedPod {
     readonly exceeds: boolean,
     /** the last comparator's key: larger is evicted first */
     readonly amount: number,
-    readonly parts: readonly FsPart[] = [],
+    readonly parts: readonly PodFsUsage[] = [],
   ) {}
 
   get reasons(): string[] {
@@ -148,7 +144,7 @@ export function rankPids(pods: readonly ActivePod[]): RankedPod[] {
  */
 export function rankDisk(pods: readonly ActivePod[], signal: Signal, layout: FilesystemLayout, facts: readonly PodFacts[] = factsOf(pods)): RankedPod[] {
   const parts = fsPartsFor(signal, layout);
-  const inodes = signal.endsWith('inodesFree');
+  const inodes = SIGNAL_TABLE[signal].resource === 'inodes';
   const ranked: Ranked[] = new Array(pods.length);
   for (let i = 0; i < pods.length; i++) {
     const pod = pods[i];
@@ -160,9 +156,14 @@ export function rankDisk(pods: readonly ActivePod[], signal: Signal, layout: Fil
   return order(ranked, true);
 }
 
-/** `facts[i]` are the derived facts of `pods[i]` (the caller has them already). */
+/** The ranking the signal's record names. `facts[i]` are the derived facts of `pods[i]` (the caller has them already). */
 export function rankFor(signal: Signal, layout: FilesystemLayout, pods: readonly ActivePod[], facts?: readonly PodFacts[]): RankedPod[] {
-  if (signal === 'memory.available' || signal === 'allocatableMemory.available') return rankMemory(pods, facts);
-  if (signal === 'pid.available') return rankPids(pods);
-  return rankDisk(pods, signal, layout, facts);
+  switch (SIGNAL_TABLE[signal].ranking.by) {
+    case 'memory':
+      return rankMemory(pods, facts);
+    case 'pids':
+      return rankPids(pods);
+    case 'disk':
+      return rankDisk(pods, signal, layout, facts);
+  }
 }

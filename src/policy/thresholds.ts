@@ -1,34 +1,18 @@
 /** Signal observations and threshold arithmetic (kubelet's thresholdsMet and friends). */
 import type { Threshold, ThresholdValue } from './config';
-import { SIGNAL_CONDITION } from './signals';
-import type { FilesystemLayout, FsStats, NodeCondition, NodeStats, Signal } from './types';
+import { SIGNAL_TABLE, observeSignal, type Observation } from './signals';
+import { SIGNALS, type FilesystemLayout, type NodeCondition, type NodeStats, type Signal } from './types';
 
-export interface Observation {
-  available: number;
-  capacity: number;
-}
+export type { Observation };
 export type Observations = Partial<Record<Signal, Observation>>;
 
-/** Turns node numbers into signal observations; a part with missing numbers is not observed. */
+/** Turns node numbers into signal observations, each as its record reads it; a signal whose numbers are missing is not observed. */
 export function makeObservations(node: NodeStats): Observations {
   const obs: Observations = {};
-  // capacity = available + working set, as the kubelet derives it from the summary API
-  if (node.memory) obs['memory.available'] = { available: node.memory.availableBytes, capacity: node.memory.availableBytes + node.memory.workingSetBytes };
-  if (node.allocatableMemory)
-    obs['allocatableMemory.available'] = {
-      available: node.allocatableMemory.availableBytes,
-      capacity: node.allocatableMemory.availableBytes + node.allocatableMemory.workingSetBytes,
-    };
-  const fs = (fsStats: FsStats | undefined, bytes: Signal, inodes: Signal) => {
-    if (!fsStats) return;
-    if (fsStats.availableBytes !== undefined && fsStats.capacityBytes !== undefined)
-      obs[bytes] = { available: fsStats.availableBytes, capacity: fsStats.capacityBytes };
-    if (fsStats.inodesFree !== undefined && fsStats.inodes !== undefined) obs[inodes] = { available: fsStats.inodesFree, capacity: fsStats.inodes };
-  };
-  fs(node.nodefs, 'nodefs.available', 'nodefs.inodesFree');
-  fs(node.imagefs, 'imagefs.available', 'imagefs.inodesFree');
-  fs(node.containerfs, 'containerfs.available', 'containerfs.inodesFree');
-  if (node.pid) obs['pid.available'] = { available: node.pid.maxPID - node.pid.running, capacity: node.pid.maxPID };
+  for (const s of SIGNALS) {
+    const o = observeSignal(s, node);
+    if (o) obs[s] = o;
+  }
   return obs;
 }
 
@@ -65,11 +49,14 @@ export function mergeThresholds(a: readonly Threshold[], b: readonly Threshold[]
 export function conditionsOf(thresholds: readonly Threshold[]): NodeCondition[] {
   const out: NodeCondition[] = [];
   for (const t of thresholds) {
-    const c = SIGNAL_CONDITION[t.signal];
+    const c = SIGNAL_TABLE[t.signal].condition;
     if (!out.includes(c)) out.push(c);
   }
   return out;
 }
+
+/** The signals whose thresholds are copies (containerfs.*). */
+const DERIVED = SIGNALS.filter((s) => SIGNAL_TABLE[s].derivedFrom);
 
 const layoutCache = new WeakMap<readonly Threshold[], Map<FilesystemLayout, Threshold[]>>();
 
@@ -77,19 +64,18 @@ const layoutCache = new WeakMap<readonly Threshold[], Map<FilesystemLayout, Thre
  * The thresholds in force for a filesystem layout. The kubelet never takes containerfs
  * thresholds from the user: it derives them (UpdateContainerFsThresholds) from nodefs when the
  * writable layers share the node filesystem (single, split) and from imagefs when they live with
- * the images (dedicated-imagefs). Memoized so threshold identity is stable across passes.
+ * the images (dedicated-imagefs): the record's derivedFrom. Memoized so threshold identity is
+ * stable across passes.
  */
 export function thresholdsForLayout(thresholds: readonly Threshold[], layout: FilesystemLayout): Threshold[] {
   let byLayout = layoutCache.get(thresholds);
   if (!byLayout) layoutCache.set(thresholds, (byLayout = new Map()));
   const cached = byLayout.get(layout);
   if (cached) return cached;
-  const source = layout === 'dedicated-imagefs' ? 'imagefs' : 'nodefs';
-  const kept = thresholds.filter((t) => !t.signal.startsWith('containerfs.'));
+  const kept = thresholds.filter((t) => !SIGNAL_TABLE[t.signal].derivedFrom);
   const derived: Threshold[] = [];
   for (const t of kept) {
-    if (t.signal === `${source}.available`) derived.push({ ...t, signal: 'containerfs.available' });
-    if (t.signal === `${source}.inodesFree`) derived.push({ ...t, signal: 'containerfs.inodesFree' });
+    for (const d of DERIVED) if (SIGNAL_TABLE[d].derivedFrom![layout] === t.signal) derived.push({ ...t, signal: d });
   }
   const result = [...kept, ...derived];
   byLayout.set(layout, result);

@@ -7,7 +7,8 @@ import { badValue } from '../errors';
 import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from '../policy/config';
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { Quantity, QuantityError } from '../policy/quantity';
-import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, FsStats, NodeStats, PodSpec, ResourceList, Toleration, VolumeSpec, VolumeUsage } from '../policy/types';
+import { NODE_PARTS, OBSERVED_PARTS, type NodePart } from '../policy/signals';
+import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeStats, PodSpec, ResourceList, Toleration, VolumeSpec, VolumeUsage } from '../policy/types';
 
 export interface Step {
   /** nanoseconds since scenario start */
@@ -101,51 +102,32 @@ function notAbove(field: string, available: number | undefined, capacityField: s
     throw badValue(field, raw, `above ${capacityField} (${capacity})`);
 }
 
-function memory(field: string, v: unknown) {
+/**
+ * One part of the node's numbers, read as its shape in the signal records says: its fields, the
+ * bounds a real node never breaks, and whether a part missing a number is observed at all.
+ */
+function nodePart(field: string, part: NodePart, v: unknown): Record<string, number | undefined> | undefined {
   if (v === undefined || v === null) return undefined;
-  const m = fields(field, v, ['availableBytes', 'workingSetBytes']);
-  const available = optAmount(`${field}.availableBytes`, m.availableBytes);
-  const workingSet = optAmount(`${field}.workingSetBytes`, m.workingSetBytes);
-  // the kubelet observes memory only when both numbers are there
-  return available === undefined || workingSet === undefined ? undefined : { availableBytes: available, workingSetBytes: workingSet };
-}
-
-function fs(field: string, v: unknown): FsStats | undefined {
-  if (v === undefined || v === null) return undefined;
-  const m = fields(field, v, ['availableBytes', 'capacityBytes', 'inodesFree', 'inodes']);
-  const out: FsStats = {
-    availableBytes: optAmount(`${field}.availableBytes`, m.availableBytes),
-    capacityBytes: optAmount(`${field}.capacityBytes`, m.capacityBytes),
-    inodesFree: optAmount(`${field}.inodesFree`, m.inodesFree),
-    inodes: optAmount(`${field}.inodes`, m.inodes),
-  };
-  notAbove(`${field}.availableBytes`, out.availableBytes, 'capacityBytes', out.capacityBytes, m.availableBytes);
-  notAbove(`${field}.inodesFree`, out.inodesFree, 'inodes', out.inodes, m.inodesFree);
+  const shape: { fields: readonly string[]; whole: boolean; notAbove: readonly (readonly [string, string])[] } = NODE_PARTS[part];
+  const m = fields(field, v, shape.fields);
+  const out: Record<string, number | undefined> = {};
+  for (const k of shape.fields) out[k] = optAmount(`${field}.${k}`, m[k]);
+  for (const [k, cap] of shape.notAbove) notAbove(`${field}.${k}`, out[k], cap, out[cap], m[k]);
+  // e.g. the kubelet observes memory only when both numbers are there
+  if (shape.whole && shape.fields.some((k) => out[k] === undefined)) return undefined;
   return out;
 }
-
-const NODE_KEYS = ['memory', 'allocatableMemory', 'nodefs', 'imagefs', 'containerfs', 'pid'];
 
 function node(field: string, v: unknown): NodeStats {
   if (v === undefined || v === null) return {};
-  const m = fields(field, v, NODE_KEYS);
-  const out: NodeStats = {};
-  const mem = memory(`${field}.memory`, m.memory);
-  if (mem) out.memory = mem;
-  const alloc = memory(`${field}.allocatableMemory`, m.allocatableMemory);
-  if (alloc) out.allocatableMemory = alloc;
-  for (const k of ['nodefs', 'imagefs', 'containerfs'] as const) {
-    const f = fs(`${field}.${k}`, m[k]);
-    if (f) out[k] = f;
+  const m = fields(field, v, OBSERVED_PARTS);
+  const out: Record<string, unknown> = {};
+  for (const part of OBSERVED_PARTS) {
+    const p = nodePart(`${field}.${part}`, part, m[part]);
+    if (p) out[part] = p;
   }
-  if (m.pid !== undefined && m.pid !== null) {
-    const p = fields(`${field}.pid`, m.pid, ['maxPID', 'running']);
-    const maxPID = optAmount(`${field}.pid.maxPID`, p.maxPID);
-    const running = optAmount(`${field}.pid.running`, p.running);
-    notAbove(`${field}.pid.running`, running, 'maxPID', maxPID, p.running);
-    if (maxPID !== undefined && running !== undefined) out.pid = { maxPID, running };
-  }
-  return out;
+  // each part has its shape's fields, each a number or absent
+  return out as NodeStats;
 }
 
 /** "__proto__" cannot be a key of a plain object (it would set the prototype): no resource or annotation is named so. */
