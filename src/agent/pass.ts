@@ -14,7 +14,7 @@ import type { ActiveBrake } from '../policy/brake';
 import type { PolicyConfig } from '../policy/config';
 import { assess, initialState, planEvictions, type Evaluation, type PolicyState } from '../policy/evaluate';
 import { podFacts } from '../policy/pods';
-import { isMemorySignal } from '../policy/signals';
+import { needsContainerDiskUsage } from '../policy/signals';
 import type { ContainerUsage } from '../policy/types';
 import type { Actuator, PassStamps } from './actuator';
 import { joinPods, type JoinedPod } from './active-pods';
@@ -79,7 +79,7 @@ export class PassRunner {
     // The pods' container disk usage costs a runtime call per container, so it is read only
     // when it decides something: a disk threshold is met (the ranking uses it), or, on the
     // kubelet's own cadence (housekeeping), a pod has a local-storage limit to check.
-    const diskMet = assessed.thresholdsMet.some((t) => !isMemorySignal(t.signal) && t.signal !== 'pid.available');
+    const diskMet = assessed.thresholdsMet.some((t) => needsContainerDiskUsage(t.signal));
     const routine = trigger.sources.housekeeping !== undefined || trigger.sources.start !== undefined;
     if (diskMet || (routine && joined.some((j) => hasLocalStorageLimit(j)))) await this.addDiskUsage(joined);
     const active = joined.map((j) => j.active);
