@@ -1,6 +1,6 @@
 /**
  * The memory brake, decided (pure): which pod to hold with memory.high, which holds to let go,
- * which held pods to stop. The agent does the I/O (src/agent/brake.ts).
+ * which held pods to stop. Its effect is one action of the agent (src/agent/effects/memory-brake.ts).
  *
  * Why: without swap, a fast ramp reaches the OOM killer within the grace period of a soft
  * threshold. memory.high on the pod the kubelet's ranking would evict, just above its usage,
