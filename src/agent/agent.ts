@@ -115,7 +115,7 @@ export class Agent extends EventEmitter {
       clock,
     });
     const node = new NodeView(o.observer, o.runtime, o.logger, o.metrics);
-    this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger }) : undefined;
+    this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger, clock }) : undefined;
     const stateDir = o.stateDir ?? (o.policy.memoryBrake ? DEFAULT_STATE_DIR : undefined);
     if (o.policy.memoryBrake && o.layout.memoryVersion !== 2) throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
     this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics });
@@ -182,6 +182,7 @@ export class Agent extends EventEmitter {
         memoryVersion: o.layout.memoryVersion,
         nodeIsRoot: o.observer.opts.cgroupRoot.replace(/\/+/g, '') === '',
         psi: o.psi,
+        clock: this.clock,
         // The gauge shows the lines in force now: rebuilt whenever one comes or goes.
         onLineMechanism: () => {
           o.metrics.lineMechanism.reset();

@@ -29,7 +29,8 @@ import type { Logger } from 'pino';
 import type { MemoryReading } from '../node/memory';
 import type { PolicyConfig } from '../policy/config';
 import { thresholdAmount } from '../policy/thresholds';
-import type { NotificationPort, ThresholdHandle, WatchHandle, Wakeup } from './ports';
+import { systemClock } from './clock';
+import type { Clock, NotificationPort, ThresholdHandle, WatchHandle, Wakeup } from './ports';
 
 export interface ArmingOptions {
   port: NotificationPort;
@@ -48,6 +49,8 @@ export interface ArmingOptions {
   psi?: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
   /** told the mechanism of each line when it is armed, and null when the line goes away */
   onLineMechanism?: (line: string, mechanism: string | null) => void;
+  /** stamps drift wake-ups and times retries (default: the process's monotonic clock) */
+  clock?: Clock;
 }
 
 type LineKey = string;
@@ -141,7 +144,7 @@ export class Arming {
     // the tripwire places it on the root's page counter, the adaptive poller reads /proc/meminfo.
     add('node', this.o.nodeMemoryDir, memory, 'memory.available');
     if (allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add('pods', this.o.podRootMemoryDir, allocatable, 'allocatableMemory.available');
-    const now = Date.now();
+    const now = Number((this.o.clock ?? systemClock).now() / 1_000_000n);
     for (const [key, h] of this.lines) {
       if (!want.has(key)) {
         this.lines.delete(key);
@@ -197,7 +200,7 @@ export class Arming {
         this.o.logger.warn({ err, key, dir }, 'memory threshold unavailable');
       }
     }
-    if (metNow && o.wakeOnMet) this.o.wake({ source: 'line-drift', monotonicNs: process.hrtime.bigint() });
+    if (metNow && o.wakeOnMet) this.o.wake({ source: 'line-drift', monotonicNs: (this.o.clock ?? systemClock).now() });
   }
 
   /** How far usage was below the nearest line at the last update (negative: past it); null without lines. */

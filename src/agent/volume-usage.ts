@@ -7,12 +7,16 @@
 import type { Logger } from 'pino';
 import { readEmptyDirUsage } from '../node/volumes';
 import type { PodSpec, VolumeUsage } from '../policy/types';
+import { systemClock } from './clock';
+import type { Clock } from './ports';
 
 export interface VolumeUsageOptions {
   /** the kubelet's root dir (pods/<uid>/volumes/... below it) */
   kubeletRootDir: string;
   periodMs: number;
   logger: Logger;
+  /** the period's clock (default: the process's monotonic clock) */
+  clock?: Clock;
 }
 
 export class VolumeUsageCache {
@@ -22,17 +26,25 @@ export class VolumeUsageCache {
   /** completed measurements (tests wait for one) */
   measurements = 0;
 
-  constructor(private readonly o: VolumeUsageOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly o: VolumeUsageOptions) {
+    this.clock = o.clock ?? systemClock;
+  }
+
+  private nowMs(): number {
+    return Number(this.clock.now() / 1_000_000n);
+  }
 
   /** Starts a measurement of these pods' emptyDirs when the last one is older than the period. */
   refresh(pods: ReadonlyArray<{ uid: string; spec: PodSpec }>): void {
-    if (this.running || Date.now() - this.measuredAt < this.o.periodMs) return;
+    if (this.running || this.nowMs() - this.measuredAt < this.o.periodMs) return;
     const wanted = pods.flatMap((p) => {
       const names = p.spec.volumes.filter((v) => v.emptyDir !== undefined).map((v) => v.name);
       return names.length > 0 ? [{ uid: p.uid, names }] : [];
     });
     if (wanted.length === 0) return;
-    this.measuredAt = Date.now();
+    this.measuredAt = this.nowMs();
     this.running = this.measure(wanted).finally(() => (this.running = null));
   }
 
@@ -47,7 +59,7 @@ export class VolumeUsageCache {
 
   private async measure(pods: Array<{ uid: string; names: string[] }>): Promise<void> {
     const next = new Map<string, VolumeUsage[]>();
-    const t0 = Date.now();
+    const t0 = this.nowMs();
     for (const p of pods) {
       try {
         next.set(p.uid, await readEmptyDirUsage(this.o.kubeletRootDir, p.uid, p.names));
@@ -57,6 +69,6 @@ export class VolumeUsageCache {
     }
     this.usage = next;
     this.measurements++;
-    this.o.logger.debug({ pods: pods.length, ms: Date.now() - t0 }, 'emptyDir usage measured');
+    this.o.logger.debug({ pods: pods.length, ms: this.nowMs() - t0 }, 'emptyDir usage measured');
   }
 }
