@@ -326,7 +326,7 @@ export async function run(argv: string[]): Promise<number> {
     ] as const) {
       if (typeof flags[flag] === 'string') kubeFlags[k] = flags[flag] as string;
     }
-    const parts = createKubeParts(kubeFlags, () => runtime.client.listPodSandbox(), logger);
+    const parts = createKubeParts(kubeFlags, logger);
     await parts.source.start();
     pods = parts.source;
     reporter = parts.reporter;
