@@ -34,12 +34,16 @@ function parseResources(text: string | undefined): ResourceList | null {
   return out;
 }
 
-/** A PodSpec from the sandbox alone (the runtime-only pod source). */
+/**
+ * A PodSpec from the sandbox alone: with --pod-source=runtime, and for a pod the pod source
+ * does not know (new since the API server went away, or watch lag). This is the only place
+ * runtime-only specs are made.
+ */
 export function specFromSandbox(rp: RuntimePod, cgroup: ObservedPodCgroup | undefined): PodSpec {
   const a = rp.annotations;
   const priorityText = a[PRIORITY_ANNOTATION] ?? rp.labels[PRIORITY_ANNOTATION];
   // Without a declared priority, kube-system pods count as system-critical: without the API,
-  // evictd must not evict a CNI or DNS pod on a guess (the Kubernetes pod source does the same).
+  // evictd must not evict a CNI or DNS pod on a guess.
   const priority =
     priorityText !== undefined && /^-?\d+$/.test(priorityText) ? Number(priorityText) : rp.namespace === 'kube-system' ? SYSTEM_CRITICAL_PRIORITY : 0;
   let requests = parseResources(a[REQUESTS_ANNOTATION]);
@@ -86,8 +90,9 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
     // (a runtime shared by several nodes, as in the tests, lists the others' pods too; and a
     // pod without a cgroup yet has no usage to rank it by).
     if (!cgroup) continue;
-    // A spec without containers comes from a runtime-only fallback (a real pod has at least
-    // one): the sandbox and the cgroup path say more (QoS, pod memory limit), so use ours.
+    // A spec without containers knows only the pod's identity (a real pod has at least one; an
+    // embedder's source may know no more): the sandbox and the cgroup path say more (QoS, pod
+    // memory limit), so use ours.
     const got = source?.get(rp.uid);
     const fromSource = got && got.containers.length > 0 ? got : undefined;
     const spec = fromSource ?? specFromSandbox(rp, cgroup);

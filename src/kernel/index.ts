@@ -2,7 +2,7 @@
 // what fired and when; deciding is for src/agent and src/policy.
 export type { KernelEvent, KernelError, LineMechanism, PsiWatcher, ThresholdWatcher, Watcher, WatchKind } from './types';
 export { nativeAvailable, nativeLoadError, monotonicNs } from './addon';
-export { watchMemcgThreshold, watchPressureLevel, watchOom, type PressureLevel, type PressureMode } from './memcg';
+export { watchMemcgThreshold, watchOom } from './memcg';
 export { watchPsi, hasCapSysResource, psiWindowInForce, type PsiTrigger } from './psi';
 export { watchCgroupEvents } from './cgroup-events';
 export { pollMemoryUsage, pollCounters, usageFile } from './polling';

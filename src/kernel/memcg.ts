@@ -50,27 +50,6 @@ export function watchMemcgThreshold(cgroupDir: string, thresholdBytes: number, o
   return new MemcgThresholdWatcher(cgroupDir, opts.memsw ? 'memory.memsw.usage_in_bytes' : 'memory.usage_in_bytes', thresholdBytes);
 }
 
-export type PressureLevel = 'low' | 'medium' | 'critical';
-export type PressureMode = 'default' | 'hierarchy' | 'local';
-
-/**
- * memory.pressure_level (vmpressure): fires at reclaim pressure `level`. In the 'default' mode
- * an event also goes to ancestors, 'hierarchy' always propagates, 'local' only this cgroup's.
- * The event carries the usage read at the event.
- */
-export function watchPressureLevel(cgroupDir: string, level: PressureLevel, mode: PressureMode = 'default'): Watcher {
-  if (!['low', 'medium', 'critical'].includes(level)) throw new RangeError(`level: ${JSON.stringify(level)}: must be low, medium or critical`);
-  if (!['default', 'hierarchy', 'local'].includes(mode)) throw new RangeError(`mode: ${JSON.stringify(mode)}: must be default, hierarchy or local`);
-  const target = path.join(cgroupDir, 'memory.pressure_level');
-  const probe = path.join(cgroupDir, 'memory.usage_in_bytes');
-  return new NativeBackedWatcher(
-    'memcg-pressure-level',
-    target,
-    (cb, onArmed) => addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, `${level},${mode}`, probe, cb, onArmed),
-    'usage_in_bytes',
-  );
-}
-
 /**
  * memory.oom_control: fires when the cgroup hits OOM (with the OOM killer enabled, once per OOM
  * episode, before the kill). Counters: oom_kill_disable, under_oom, oom_kill read at the event.

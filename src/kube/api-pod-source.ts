@@ -8,7 +8,7 @@
  * - A watch that ends normally (its timeoutSeconds) or drops resumes from the last
  *   resourceVersion seen, bookmarks included: no event is lost and none is replayed.
  * - 410 Gone, as an HTTP status or as an ERROR event in the stream, means that version left
- *   the server's history: re-list at once, diff against the cache (PodCache.replace).
+ *   the server's history: re-list at once, and the list replaces the cache.
  * - Other failures (403, 5xx, timeouts, refused connections) back off exponentially; the cache
  *   keeps serving its last contents, and `healthy` turns false so the agent can say it runs
  *   on stale or runtime-only data.
@@ -29,18 +29,6 @@ export interface ApiPodSourceOptions {
   maxBackoffMs?: number;
 }
 
-/** Counters for logs and metrics (src/kube/metrics.ts exports them). */
-export interface PodSourceStats {
-  lists: number;
-  relistsAfterGone: number;
-  watches: number;
-  watchEvents: number;
-  failures: number;
-  lastError?: string;
-  /** Date.now() of the last successful list or watch event */
-  lastSyncMs?: number;
-}
-
 interface V1PodList {
   metadata?: { resourceVersion?: string };
   items?: V1Pod[];
@@ -50,7 +38,7 @@ class Gone extends Error {}
 
 export class ApiPodSource extends CachedPodSource {
   readonly kind = 'api' as const;
-  readonly stats: PodSourceStats = { lists: 0, relistsAfterGone: 0, watches: 0, watchEvents: 0, failures: 0 };
+  protected readonly healthLines = { current: 'kube: pod specs from the API server are current', stale: 'kube: API server unreachable; pod specs may be stale' };
   private resourceVersion: string | undefined;
   private consistentRelist = false;
   /** consecutive failures since the last list, opened watch or clean watch end */
@@ -72,15 +60,7 @@ export class ApiPodSource extends CachedPodSource {
       })
       // stop() during the first list must not leave start() pending
       .finally(firstAttempt);
-    return first;
-  }
-
-  private setHealthy(ok: boolean, reason: string): void {
-    if (ok === this.healthyNow) return;
-    this.healthyNow = ok;
-    if (ok) this.log.info({ source: 'api', reason }, 'kube: pod specs from the API server are current');
-    else this.log.warn({ source: 'api', reason }, 'kube: API server unreachable; pod specs may be stale');
-    this.emit('health', ok, reason);
+    return first.then(() => this.announceMode('started'));
   }
 
   private async loop(firstAttempt: () => void): Promise<void> {
@@ -131,7 +111,7 @@ export class ApiPodSource extends CachedPodSource {
       const p = this.convert(item);
       if (p) pods.push(p);
     }
-    this.cache.replace(pods);
+    this.replaceAll(pods);
     this.resourceVersion = list.metadata?.resourceVersion ?? '';
     this.consistentRelist = false;
     this.stats.lists++;
@@ -173,8 +153,8 @@ export class ApiPodSource extends CachedPodSource {
     }
     const pod = this.convert(ev.object);
     if (pod) {
-      if (ev.type === 'DELETED') this.cache.remove(pod.spec.uid);
-      else this.cache.upsert(pod);
+      if (ev.type === 'DELETED') this.pods.delete(pod.spec.uid);
+      else this.pods.set(pod.spec.uid, pod);
     }
     // advance only after the event is in the cache: a drop before this line replays it
     if (rv) this.resourceVersion = rv;

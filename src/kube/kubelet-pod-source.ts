@@ -1,13 +1,12 @@
 /**
  * Pod specs from the kubelet's own `/pods` endpoint (https://127.0.0.1:10250/pods): the pods the
  * kubelet runs, static pods included, with no API server round trip. The endpoint has no watch,
- * so it is polled; each poll is diffed against the cache. Authorization on the kubelet side is
+ * so it is polled; each poll replaces the cache. Authorization on the kubelet side is
  * `nodes/proxy` (see deploy/rbac.yaml, commented out by default: it is a broad permission).
  */
 import type { KubeClient } from './client';
 import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
 import { backoffMs, CachedPodSource, type Logger, sleep } from './pod-source';
-import type { PodSourceStats } from './api-pod-source';
 
 export interface KubeletPodSourceOptions {
   /** a client whose server is the kubelet (e.g. https://127.0.0.1:10250) */
@@ -19,7 +18,7 @@ export interface KubeletPodSourceOptions {
 
 export class KubeletPodSource extends CachedPodSource {
   readonly kind = 'kubelet' as const;
-  readonly stats: PodSourceStats = { lists: 0, relistsAfterGone: 0, watches: 0, watchEvents: 0, failures: 0 };
+  protected readonly healthLines = { current: 'kube: pod specs from the kubelet are current', stale: 'kube: kubelet /pods unreachable; pod specs may be stale' };
 
   constructor(private readonly opts: KubeletPodSourceOptions) {
     super(opts.log);
@@ -30,12 +29,7 @@ export class KubeletPodSource extends CachedPodSource {
     this.abort = new AbortController();
     const first = this.pollOnce(this.abort.signal);
     this.running = first.then(() => this.loop(this.abort.signal));
-    return first.then(() => undefined);
-  }
-
-  /** One poll now (the agent may call it when a new sandbox appears that the cache lacks). */
-  async refresh(): Promise<boolean> {
-    return this.pollOnce(this.abort.signal);
+    return first.then(() => this.announceMode('started'));
   }
 
   private async loop(signal: AbortSignal): Promise<void> {
@@ -56,7 +50,7 @@ export class KubeletPodSource extends CachedPodSource {
         const p = fromV1Pod(item, (field, value) => this.log.warn({ field, value }, 'kube: quantity not understood; ignored'));
         if (p) pods.push(p);
       }
-      this.cache.replace(pods);
+      this.replaceAll(pods);
       this.stats.lists++;
       this.stats.lastSyncMs = Date.now();
       this.setHealthy(true, 'polled');
@@ -68,13 +62,5 @@ export class KubeletPodSource extends CachedPodSource {
       this.setHealthy(false, (err as Error).message);
       return false;
     }
-  }
-
-  private setHealthy(ok: boolean, reason: string): void {
-    if (ok === this.healthyNow) return;
-    this.healthyNow = ok;
-    if (ok) this.log.info({ source: 'kubelet', reason }, 'kube: pod specs from the kubelet are current');
-    else this.log.warn({ source: 'kubelet', reason }, 'kube: kubelet /pods unreachable; pod specs may be stale');
-    this.emit('health', ok, reason);
   }
 }

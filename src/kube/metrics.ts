@@ -5,12 +5,11 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { EvictionReporter } from './eviction-reporter';
-import type { PodSourceStats } from './api-pod-source';
-import type { PodSource, PodSourceKind } from './pod-source';
+import type { PodSource } from './pod-source';
 
 export interface KubeMetricsParts {
-  /** the source the agent reads (a FallbackPodSource has a `mode`) */
-  source?: PodSource & { mode?: PodSourceKind; primary?: PodSource };
+  /** the source the agent reads */
+  source?: PodSource;
   reporter?: EvictionReporter;
 }
 
@@ -32,8 +31,7 @@ function mirroredCounter(registry: Registry, name: string, help: string, read: (
 export function registerKubeMetrics(registry: Registry, parts: KubeMetricsParts): void {
   const { source, reporter } = parts;
   if (source) {
-    const primary = source.primary ?? source;
-    const stats = (primary as unknown as { stats?: PodSourceStats }).stats;
+    const stats = source.stats;
     new Gauge({
       name: 'evictd_kube_pod_source_healthy',
       help: '1 while pod specs follow the API server or kubelet, 0 while stale or runtime-only',
@@ -48,7 +46,7 @@ export function registerKubeMetrics(registry: Registry, parts: KubeMetricsParts)
       labelNames: ['mode'],
       registers: [registry],
       collect() {
-        const mode = source.mode ?? source.kind;
+        const mode = source.mode;
         for (const m of ['api', 'kubelet', 'runtime']) this.set({ mode: m }, m === mode ? 1 : 0);
       },
     });
@@ -65,13 +63,13 @@ export function registerKubeMetrics(registry: Registry, parts: KubeMetricsParts)
       help: 'Unix time of the last successful list, poll or watch event',
       registers: [registry],
       collect() {
-        this.set(stats?.lastSyncMs ? stats.lastSyncMs / 1000 : 0);
+        this.set(stats.lastSyncMs ? stats.lastSyncMs / 1000 : 0);
       },
     });
-    mirroredCounter(registry, 'evictd_kube_pod_lists_total', 'pod lists (or kubelet /pods polls) that succeeded', () => stats?.lists);
-    mirroredCounter(registry, 'evictd_kube_pod_relists_gone_total', 're-lists after 410 Gone', () => stats?.relistsAfterGone);
-    mirroredCounter(registry, 'evictd_kube_pod_watch_events_total', 'watch events received, bookmarks included', () => stats?.watchEvents);
-    mirroredCounter(registry, 'evictd_kube_pod_source_failures_total', 'failed lists, polls and watches', () => stats?.failures);
+    mirroredCounter(registry, 'evictd_kube_pod_lists_total', 'pod lists (or kubelet /pods polls) that succeeded', () => stats.lists);
+    mirroredCounter(registry, 'evictd_kube_pod_relists_gone_total', 're-lists after 410 Gone', () => stats.relistsAfterGone);
+    mirroredCounter(registry, 'evictd_kube_pod_watch_events_total', 'watch events received, bookmarks included', () => stats.watchEvents);
+    mirroredCounter(registry, 'evictd_kube_pod_source_failures_total', 'failed lists, polls and watches', () => stats.failures);
   }
   if (reporter) {
     const s = reporter.stats;

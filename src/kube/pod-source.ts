@@ -2,34 +2,50 @@
  * The contract the agent reads pod specs through, and the cache behind every implementation.
  * All sources run on the main event loop; get() and list() are synchronous reads of the cache,
  * so a decision pass never waits on the network.
+ *
+ * There is one source at a time (the API watch or the kubelet's /pods). While it cannot reach
+ * its server, the agent falls back to specs made from the runtime's sandboxes itself
+ * (agent/active-pods.ts, from the listing every pass already has): `mode` says which is in
+ * force, for the logs and the evictd_kube_pod_source_mode metric.
  */
 import { EventEmitter } from 'node:events';
 import type { PodSpec } from '../policy/types';
 import { isTerminal, type KubePod } from './pod-spec';
 
-export interface PodChange {
-  type: 'added' | 'modified' | 'deleted';
-  pod: KubePod;
-}
-
-/** Where pod specs come from: 'api' (watch), 'kubelet' (/pods), 'runtime' (sandboxes only). */
+/**
+ * Where pod specs come from: 'api' (watch), 'kubelet' (/pods), or 'runtime' (the agent's own
+ * specs from the sandboxes, while the source is unhealthy).
+ */
 export type PodSourceKind = 'api' | 'kubelet' | 'runtime';
 
-/**
- * Events: 'change' (PodChange) for every add, update and removal in the cache; 'health'
- * (healthy: boolean, reason: string) when `healthy` flips.
- */
+/** Counters for logs and metrics (src/kube/metrics.ts exports them). */
+export interface PodSourceStats {
+  lists: number;
+  relistsAfterGone: number;
+  watches: number;
+  watchEvents: number;
+  failures: number;
+  lastError?: string;
+  /** Date.now() of the last successful list or watch event */
+  lastSyncMs?: number;
+}
+
+/** Events: 'health' (healthy: boolean, reason: string) when `healthy` flips. */
 export interface PodSource extends EventEmitter {
-  readonly kind: PodSourceKind;
+  readonly kind: 'api' | 'kubelet';
+  /** this source while it is healthy; 'runtime' while the agent makes do with sandbox specs */
+  readonly mode: PodSourceKind;
+  readonly stats: PodSourceStats;
   /** Resolves after the first sync attempt, successful or not; never rejects. */
   start(): Promise<void>;
   stop(): void;
-  /** By the runtime's pod uid (for a static pod: the uid in its mirror's config.mirror). */
+  /**
+   * By the runtime's pod uid (for a static pod: the uid in its mirror's config.mirror). A pod
+   * the source knows is served even while it is unhealthy: a stale spec beats a guessed one.
+   */
   get(uid: string): PodSpec | undefined;
   /** Pods that are not terminal (Succeeded or Failed): the kubelet's "active pods". */
   list(): PodSpec[];
-  /** The API-side record (phase, QoS, owner, mirror), when the source has one. */
-  info(uid: string): KubePod | undefined;
   /** true while the cache follows its source; false after a failed list or a broken watch */
   readonly healthy: boolean;
 }
@@ -42,61 +58,6 @@ export interface Logger {
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
-/**
- * Pods keyed by runtime uid. `replace` diffs a full list against the cache (after a list or a
- * poll); `upsert`/`remove` apply one watch event. Emits 'change' on the owner for real
- * differences only (same resourceVersion = no event), so a re-list after a dropped watch does
- * not replay pods nobody changed.
- */
-export class PodCache {
-  private readonly pods = new Map<string, KubePod>();
-
-  constructor(private readonly emitter: EventEmitter) {}
-
-  get size(): number {
-    return this.pods.size;
-  }
-
-  get(uid: string): KubePod | undefined {
-    return this.pods.get(uid);
-  }
-
-  active(): PodSpec[] {
-    const out: PodSpec[] = [];
-    for (const p of this.pods.values()) if (!isTerminal(p.phase)) out.push(p.spec);
-    return out;
-  }
-
-  all(): KubePod[] {
-    return [...this.pods.values()];
-  }
-
-  upsert(pod: KubePod): void {
-    const old = this.pods.get(pod.spec.uid);
-    this.pods.set(pod.spec.uid, pod);
-    if (!old) this.emitter.emit('change', { type: 'added', pod } satisfies PodChange);
-    else if (!old.resourceVersion || old.resourceVersion !== pod.resourceVersion) {
-      this.emitter.emit('change', { type: 'modified', pod } satisfies PodChange);
-    }
-  }
-
-  remove(uid: string): void {
-    const old = this.pods.get(uid);
-    if (!old) return;
-    this.pods.delete(uid);
-    this.emitter.emit('change', { type: 'deleted', pod: old } satisfies PodChange);
-  }
-
-  replace(pods: KubePod[]): void {
-    const seen = new Set<string>();
-    for (const p of pods) {
-      seen.add(p.spec.uid);
-      this.upsert(p);
-    }
-    for (const uid of [...this.pods.keys()]) if (!seen.has(uid)) this.remove(uid);
-  }
-}
 
 /** Exponential backoff with +-20% jitter so a fleet of nodes does not retry in step. */
 export function backoffMs(attempt: number, initialMs: number, maxMs: number, random: () => number = Math.random): number {
@@ -119,16 +80,24 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
- * What every source shares: the cache that get()/list()/info() read, the health flag, and the
- * abort controller and promise of its background loop. Subclasses implement start() and stop().
+ * What every source shares: the cache that get()/list() read, the health flag and the mode
+ * announced from it, and the abort controller and promise of its background loop. Subclasses
+ * implement start() and stop(), and call setHealthy() after each attempt and announceMode()
+ * after the first.
  */
 export abstract class CachedPodSource extends EventEmitter implements PodSource {
-  abstract readonly kind: PodSourceKind;
-  protected readonly cache = new PodCache(this);
+  abstract readonly kind: 'api' | 'kubelet';
+  readonly stats: PodSourceStats = { lists: 0, relistsAfterGone: 0, watches: 0, watchEvents: 0, failures: 0 };
+  /** Pods keyed by runtime uid, terminal ones included (get() still answers for them). */
+  protected readonly pods = new Map<string, KubePod>();
   protected readonly log: Logger;
   protected abort = new AbortController();
-  protected healthyNow = false;
   protected running?: Promise<void>;
+  private healthyNow = false;
+  /** the mode last announced; undefined until then, when the source's own kind is presumed */
+  private announced?: PodSourceKind;
+  /** what setHealthy() logs, in the source's own words */
+  protected abstract readonly healthLines: { current: string; stale: string };
 
   constructor(log: Logger | undefined) {
     super();
@@ -139,16 +108,18 @@ export abstract class CachedPodSource extends EventEmitter implements PodSource 
     return this.healthyNow;
   }
 
-  get(uid: string): PodSpec | undefined {
-    return this.cache.get(uid)?.spec;
+  get mode(): PodSourceKind {
+    return this.healthyNow ? this.kind : 'runtime';
   }
 
-  info(uid: string): KubePod | undefined {
-    return this.cache.get(uid);
+  get(uid: string): PodSpec | undefined {
+    return this.pods.get(uid)?.spec;
   }
 
   list(): PodSpec[] {
-    return this.cache.active();
+    const out: PodSpec[] = [];
+    for (const p of this.pods.values()) if (!isTerminal(p.phase)) out.push(p.spec);
+    return out;
   }
 
   abstract start(): Promise<void>;
@@ -164,5 +135,33 @@ export abstract class CachedPodSource extends EventEmitter implements PodSource 
     const r = this.running;
     this.stop();
     await r;
+  }
+
+  /** The cache becomes `pods` (after a full list or a poll). */
+  protected replaceAll(pods: readonly KubePod[]): void {
+    this.pods.clear();
+    for (const p of pods) this.pods.set(p.spec.uid, p);
+  }
+
+  protected setHealthy(ok: boolean, reason: string): void {
+    if (ok === this.healthyNow) return;
+    this.healthyNow = ok;
+    if (ok) this.log.info({ source: this.kind, reason }, this.healthLines.current);
+    else this.log.warn({ source: this.kind, reason }, this.healthLines.stale);
+    this.emit('health', ok, reason);
+    this.announceMode(reason);
+  }
+
+  /**
+   * Logs a switch between this source and the runtime-only specs once per switch. Called at
+   * every health flip and once after the first attempt: a source that starts unreachable never
+   * flips (it starts unhealthy), and must still be announced as a fallback.
+   */
+  protected announceMode(reason: string): void {
+    const mode = this.mode;
+    if (mode === (this.announced ?? this.kind)) return;
+    this.announced = mode;
+    if (mode === 'runtime') this.log.warn({ mode, reason }, `kube: ${this.kind} source unavailable; falling back to runtime-only pod specs (no priorities, no requests)`);
+    else this.log.info({ mode, reason }, `kube: pod specs from the ${mode} source again`);
   }
 }

@@ -1,6 +1,8 @@
 /**
  * Wiring from the agent's flags to the Kubernetes parts: which credentials, which pod source,
- * the eviction reporter. Bad flags throw UsageError naming the flag.
+ * the eviction reporter. Bad flags throw UsageError naming the flag. `--pod-source=runtime`
+ * needs none of this: the agent makes its specs from the runtime's sandboxes itself
+ * (agent/active-pods.ts), as it does for any pod the source here does not know.
  */
 import os from 'node:os';
 import { badValue } from '../errors';
@@ -8,17 +10,15 @@ import { ApiPodSource } from './api-pod-source';
 import { KubeClient } from './client';
 import { inClusterConfig, loadKubeconfig, type KubeConfig } from './config';
 import { EvictionReporter } from './eviction-reporter';
-import { FallbackPodSource } from './fallback-pod-source';
 import { KubeletPodSource } from './kubelet-pod-source';
-import type { Logger, PodSource, PodSourceKind } from './pod-source';
-import { RuntimePodSource, type RuntimeSandbox } from './runtime-pod-source';
+import type { Logger, PodSource } from './pod-source';
 
 export interface KubeFlags {
   /** --kubeconfig; absent: the in-cluster service account */
   kubeconfig?: string;
   /** --node-name; absent: $NODE_NAME (downward API), else the host name as the kubelet uses it */
   nodeName?: string;
-  /** --pod-source (default api) */
+  /** --pod-source: api (the default) or kubelet */
   podSource?: string;
   /** --kubelet-url (default https://127.0.0.1:10250), for --pod-source=kubelet */
   kubeletUrl?: string;
@@ -30,9 +30,9 @@ export interface KubeFlags {
 
 export interface KubeParts {
   nodeName: string;
-  /** api|kubelet backed by runtime-only; or runtime alone */
+  /** the API watch or the kubelet's /pods */
   source: PodSource;
-  /** undefined with --pod-source=runtime or --dry-run: nothing to write to */
+  /** undefined with --dry-run: nothing to write to */
   reporter?: EvictionReporter;
   client?: KubeClient;
   close(): void;
@@ -50,15 +50,13 @@ export function credentials(kubeconfig: string | undefined, env: NodeJS.ProcessE
   return inClusterConfig(env);
 }
 
-export function createKubeParts(flags: KubeFlags, listSandboxes: () => Promise<RuntimeSandbox[]>, log?: Logger): KubeParts {
-  const kind = (flags.podSource ?? 'api') as PodSourceKind;
-  if (!['api', 'kubelet', 'runtime'].includes(kind)) throw badValue('--pod-source', flags.podSource, 'must be api, kubelet or runtime');
+export function createKubeParts(flags: KubeFlags, log?: Logger): KubeParts {
+  const kind = flags.podSource ?? 'api';
+  if (kind !== 'api' && kind !== 'kubelet') throw badValue('--pod-source', flags.podSource, 'must be api or kubelet here (runtime needs no Kubernetes parts)');
   const nodeName = resolveNodeName(flags.nodeName);
-  const runtime = new RuntimePodSource({ listSandboxes, log });
-  if (kind === 'runtime') return { nodeName, source: runtime, close() {} };
 
   const client = new KubeClient(credentials(flags.kubeconfig), { userAgent: `evictd/${nodeName}` });
-  let primary: PodSource;
+  let source: PodSource;
   let kubeletClient: KubeClient | undefined;
   if (kind === 'kubelet') {
     const url = flags.kubeletUrl ?? 'https://127.0.0.1:10250';
@@ -67,14 +65,14 @@ export function createKubeParts(flags: KubeFlags, listSandboxes: () => Promise<R
     // (serverTLSBootstrap: true); a self-signed one needs --kubelet-insecure-tls
     const base = credentials(flags.kubeconfig);
     kubeletClient = new KubeClient({ ...base, server: url, insecureSkipTLSVerify: Boolean(flags.kubeletInsecureTLS) });
-    primary = new KubeletPodSource({ client: kubeletClient, log });
+    source = new KubeletPodSource({ client: kubeletClient, log });
   } else {
-    primary = new ApiPodSource({ client, nodeName, log });
+    source = new ApiPodSource({ client, nodeName, log });
   }
   const reporter = flags.dryRun ? undefined : new EvictionReporter({ client, nodeName, log });
   return {
     nodeName,
-    source: new FallbackPodSource(primary, runtime, log),
+    source,
     reporter,
     client,
     close() {

@@ -7,7 +7,7 @@ import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
 import { FakeApiServer, makePod } from '../kube/fake-api-server';
-import { MiB, criClient, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, type TestAgent } from './agent-harness';
+import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, type TestAgent } from './agent-harness';
 import { waitFor } from '../support/wait';
 
 const labs: NodeLab[] = [];
@@ -27,7 +27,6 @@ after(async () => {
 
 test('with the Kubernetes pod source: API priorities and requests rank the pods, and the eviction is written back', async (t) => {
   if (skipped(t, missingE2e())) return;
-  const { client } = await criClient();
   const lab = await newLab('kube', { memoryLimitBytes: 512 * MiB });
   labs.push(lab);
   // Two pods the runtime alone cannot tell apart (same QoS tier, no annotations): "big" uses more
@@ -47,7 +46,7 @@ test('with the Kubernetes pod source: API priorities and requests rank the pods,
     kubeconfig,
     ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'),
   );
-  parts = createKubeParts({ kubeconfig, nodeName: 'node-a', podSource: 'api' }, () => client.listPodSandbox());
+  parts = createKubeParts({ kubeconfig, nodeName: 'node-a', podSource: 'api' });
   await parts.source.start();
   await waitFor('the pod source to know both pods', () => parts!.source.get(big.uid) && parts!.source.get(small.uid), 10_000);
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { addon, packageRoot } from '../../src/kernel/addon';
 import { watchCgroupEvents } from '../../src/kernel/cgroup-events';
-import { watchMemcgThreshold, watchOom, watchPressureLevel } from '../../src/kernel/memcg';
+import { watchMemcgThreshold, watchOom } from '../../src/kernel/memcg';
 import { watchPsi } from '../../src/kernel/psi';
 import type { KernelError, Watcher } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
@@ -27,7 +27,7 @@ test('removing a watched cgroup ends each watcher with one ENODEV error and leav
   const fdsBefore = openFds();
   const live = addon().liveSources();
   const watchers: Watcher[] = [
-    ...(v1 !== null ? [watchMemcgThreshold(v1.dir, 64 * MiB), watchPressureLevel(v1.dir, 'medium'), watchOom(v1.dir)] : [watchCgroupEvents(v2.file('memory.events'))]),
+    ...(v1 !== null ? [watchMemcgThreshold(v1.dir, 64 * MiB), watchOom(v1.dir)] : [watchCgroupEvents(v2.file('memory.events'))]),
     watchPsi(v2.file('memory.pressure'), psiTrigger),
     watchCgroupEvents(v2.file('cgroup.events')),
   ];
@@ -78,7 +78,6 @@ test('10,000 open/close cycles leave /proc/self/fd as it was', async (t) => {
       ...(v1.length > 0 ? [
         (j) => k.watchMemcgThreshold(v1[j % 4], 1 + Math.floor(Math.random() * 1024 * 1048576)),
         (j) => k.watchOom(v1[j % 4]),
-        (j) => k.watchPressureLevel(v1[j % 4], 'critical'),
       ] : [
         (j) => k.watchCgroupEvents(v2[j % 4] + '/memory.events'),
       ]),

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fromV1Pod } from '../../src/kube/pod-spec';
-import { podSpecFromSandbox } from '../../src/kube/runtime-pod-source';
 
 describe('v1.Pod -> PodSpec', () => {
   test('carries what the policy ranks and limits on', () => {
@@ -61,13 +60,5 @@ describe('v1.Pod -> PodSpec', () => {
     const k = fromV1Pod({ metadata: { name: 'x', uid: 'u' }, spec: { containers: [{ name: 'c', resources: { limits: { memory: '12 parsecs' } } }] } }, (f) => bad.push(f))!;
     assert.deepEqual(k.spec.containers[0].limits, {});
     assert.deepEqual(bad, ['default/x containers[c].resources.limits.memory']);
-  });
-
-  test('runtime-only: identity from sandbox metadata or labels; kube-system presumed critical', () => {
-    const s = podSpecFromSandbox({ metadata: { name: 'web', namespace: 'shop', uid: 'u' }, annotations: { x: 'y' } })!;
-    assert.deepEqual(s, { namespace: 'shop', name: 'web', uid: 'u', priority: 0, annotations: { x: 'y' }, containers: [], volumes: [] });
-    const k = podSpecFromSandbox({ labels: { 'io.kubernetes.pod.name': 'dns', 'io.kubernetes.pod.namespace': 'kube-system', 'io.kubernetes.pod.uid': 'u2' } })!;
-    assert.equal(k.priority, 2_000_000_000);
-    assert.equal(podSpecFromSandbox({ metadata: null }), undefined);
   });
 });

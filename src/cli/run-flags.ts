@@ -1,0 +1,104 @@
+/**
+ * `evictd run`'s flag table, its --help text, and the command line read against it. The flags
+ * use the kubelet's names; what they mean is run-settings.ts's job.
+ */
+import { badValue, UsageError } from '../errors';
+
+/** pino's levels, all accepted (silent turns logging off). */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/**
+ * Kubelet map flags merge when repeated (cliflag map values keep adding keys), so a second
+ * --eviction-hard adds to the first instead of replacing it.
+ */
+const MAP_FLAGS = new Set(['eviction-hard', 'eviction-soft', 'eviction-soft-grace-period', 'eviction-minimum-reclaim']);
+
+interface FlagDef {
+  name: string;
+  arg?: string;
+  bool?: boolean;
+  help: string;
+  def?: string;
+}
+
+const FLAGS: FlagDef[] = [
+  { name: 'config', arg: 'FILE', help: 'kubelet configuration file (YAML or JSON KubeletConfiguration); its eviction fields are used' },
+  { name: 'eviction-hard', arg: 'MAP', help: 'hard thresholds, e.g. "memory.available<100Mi,nodefs.available<10%"' },
+  { name: 'eviction-soft', arg: 'MAP', help: 'soft thresholds, e.g. "memory.available<300Mi"' },
+  { name: 'eviction-soft-grace-period', arg: 'MAP', help: 'grace periods of soft thresholds, e.g. "memory.available=1m30s"' },
+  { name: 'eviction-max-pod-grace-period', arg: 'SECONDS', help: 'max pod termination grace period for soft evictions' },
+  { name: 'eviction-minimum-reclaim', arg: 'MAP', help: 'minimum reclaim per signal, e.g. "memory.available=0Mi"' },
+  { name: 'eviction-pressure-transition-period', arg: 'DURATION', help: 'how long a node condition stays after its threshold clears', def: '5m' },
+  { name: 'enforce-node-allocatable', arg: 'LIST', help: 'enforce node allocatable levels (pods, system-reserved, kube-reserved)' },
+  { name: 'container-runtime-endpoint', arg: 'ENDPOINT', help: 'CRI endpoint', def: 'unix:///run/containerd/containerd.sock' },
+  { name: 'cgroup-root', arg: 'PATH', help: 'the node cgroup; with a memory limit, that limit is the node memory capacity', def: '/' },
+  { name: 'pod-cgroup-root', arg: 'PATH', help: 'the pod cgroup root (kubepods) inside the hierarchy', def: '<cgroup-root>/kubepods' },
+  { name: 'root-dir', arg: 'DIR', help: 'kubelet root dir: nodefs is the filesystem holding it', def: '/var/lib/kubelet (or / when absent)' },
+  { name: 'housekeeping-interval', arg: 'DURATION', help: 'fallback pass interval when no notification arrives', def: '10s' },
+  { name: 'volume-stats-agg-period', arg: 'DURATION', help: "how often the pods' emptyDir volumes under the root dir are measured (emptyDir sizeLimit evictions)", def: '1m' },
+  { name: 'dry-run', bool: true, help: 'log decisions, act on nothing' },
+  {
+    name: 'memory-brake',
+    bool: true,
+    help: 'on a memory threshold met, hold the top-ranked pod with memory.high just above its usage until it is evicted or the signal recovers (cgroup v2 only; config field memoryBrake)',
+    def: 'false',
+  },
+  { name: 'memory-brake-max-duration', arg: 'DURATION', help: 'a pod braked this long is stopped (config field memoryBrakeMaxDuration)', def: '2m' },
+  { name: 'state-dir', arg: 'DIR', help: 'where evictd keeps the record of the brakes it set, to release them after a crash (tmpfs)', def: '/run/evictd' },
+  { name: 'fast-kill', bool: true, help: 'for hard memory thresholds, kill the pod processes via its cgroup before StopPodSandbox', def: 'true' },
+  { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
+  { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
+  { name: 'notifications', arg: 'MODE', help: 'kernel (memory lines on the eBPF tripwire or v1 eventfd, the adaptive poller where missing), poll (memory lines on the adaptive poller, no BPF; PSI and cgroup event files still notify) or none (housekeeping only)', def: 'kernel' },
+  { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE)', def: '0' },
+  { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
+  { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
+  { name: 'log-level', arg: 'LEVEL', help: `one of ${LOG_LEVELS.join(', ')}`, def: 'info' },
+  { name: 'pod-source', arg: 'SOURCE', help: 'api, kubelet or runtime (runtime: sandboxes only)', def: 'api with --kubeconfig or in a cluster, else runtime' },
+  { name: 'kubeconfig', arg: 'FILE', help: 'kubeconfig for the API server (default: in-cluster service account)' },
+  { name: 'node-name', arg: 'NAME', help: 'this node name (default $NODE_NAME or the host name)' },
+  { name: 'kubelet-url', arg: 'URL', help: 'kubelet endpoint for --pod-source=kubelet', def: 'https://127.0.0.1:10250' },
+  { name: 'kubelet-insecure-tls', bool: true, help: "don't verify the kubelet serving certificate" },
+  { name: 'help', bool: true, help: 'show this help' },
+];
+
+export function runUsage(): string {
+  const lines = ['usage: evictd run [flags]', '', 'The eviction agent: kubelet eviction rules, woken by kernel notifications.', '', 'flags:'];
+  for (const f of FLAGS) {
+    const left = `  --${f.name}${f.arg ? ` ${f.arg}` : ''}`;
+    lines.push(`${left.padEnd(44)} ${f.help}${f.def ? ` (default ${f.def})` : ''}`);
+  }
+  return lines.join('\n');
+}
+
+export type ParsedFlags = Record<string, string | boolean>;
+
+/** --flag value, --flag=value, --bool, --bool=true|false; unknown flags are usage errors. */
+export function parseFlags(argv: string[]): ParsedFlags {
+  const out: ParsedFlags = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '-h') {
+      out.help = true;
+      continue;
+    }
+    const m = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(a);
+    if (!m) throw new UsageError(`run: unexpected argument ${JSON.stringify(a)} (flags start with --)`);
+    const def = FLAGS.find((f) => f.name === m[1]);
+    if (!def) throw new UsageError(`run: unknown flag --${m[1]} (see evictd run --help)`);
+    if (def.bool) {
+      const v = m[2];
+      if (v === undefined || v === 'true') out[def.name] = true;
+      else if (v === 'false') out[def.name] = false;
+      else throw badValue(`--${def.name}`, v, 'must be true or false');
+      continue;
+    }
+    let v = m[2];
+    if (v === undefined) {
+      if (i + 1 >= argv.length) throw new UsageError(`--${def.name}: needs a value (${def.arg})`);
+      v = argv[++i]!;
+    }
+    const before = out[def.name];
+    out[def.name] = MAP_FLAGS.has(def.name) && typeof before === 'string' ? `${before},${v}` : v;
+  }
+  return out;
+}

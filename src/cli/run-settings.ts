@@ -1,0 +1,183 @@
+/**
+ * `evictd run`'s settings from its parsed flags: the kubelet config file (`--config`) under the
+ * eviction flags (flags win, as in the kubelet), compiled into the policy, and every other flag
+ * checked. Every problem is a UsageError naming the flag and value.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { parseListenAddress } from '../agent/http-server';
+import type { CgroupLayout } from '../node/cgroups';
+import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionConfig, type EvictionFlags, type PolicyConfig } from '../policy/config';
+import { DurationError, formatDuration, parseDuration } from '../policy/duration';
+import { badValue, UsageError } from '../errors';
+import { LOG_LEVELS, type ParsedFlags } from './run-flags';
+
+/** The longest delay a Node timer takes (2^31-1 ms); longer ones fire at once, with a warning. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A duration that feeds a timer: positive, and at most MAX_TIMER_MS (refused beyond, never wrapped). */
+function durationMs(flag: string, text: string): number {
+  let ns: number;
+  try {
+    ns = parseDuration(text);
+  } catch (err) {
+    if (err instanceof DurationError) throw badValue(flag, text, err.message);
+    throw err;
+  }
+  if (ns <= 0) throw badValue(flag, text, 'must be positive');
+  const ms = Math.max(1, Math.round(ns / 1e6));
+  if (ms > MAX_TIMER_MS) throw badValue(flag, text, `must be at most ${formatDuration(MAX_TIMER_MS * 1e6)} (the longest timer)`);
+  return ms;
+}
+
+function normalizeCgroupPath(flag: string, p: string): string {
+  if (!p.startsWith('/')) throw badValue(flag, p, 'must be an absolute cgroup path such as /kubepods');
+  if (p.split('/').includes('..')) throw badValue(flag, p, 'must not contain ".."');
+  return '/' + p.replace(/^\/+|\/+$/g, '');
+}
+
+export interface RunSettings {
+  policy: PolicyConfig;
+  endpoint: string;
+  cgroupRoot: string;
+  podCgroupRoot: string;
+  nodefsPath: string;
+  volumeStatsAggPeriodMs: number;
+  housekeepingIntervalMs: number;
+  releaseTimeoutMs: number;
+  dryRun: boolean;
+  fastKill: boolean;
+  psi: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
+  /** kernel: the best line mechanism; poll: memory lines on the adaptive poller; none: housekeeping only */
+  notifications: 'kernel' | 'poll' | 'none';
+  metrics: { host: string; port: number };
+  admission: { host: string; port: number } | null;
+  logLevel: string;
+  podSource: 'api' | 'kubelet' | 'runtime';
+  realtimePriority: number;
+  stateDir: string;
+}
+
+/** The eviction fields of a kubelet config file (YAML or JSON KubeletConfiguration). */
+function configFromFile(configFile: string): EvictionConfig {
+  let text: string;
+  try {
+    text = fs.readFileSync(configFile, 'utf8');
+  } catch (err) {
+    throw badValue('--config', configFile, (err as NodeJS.ErrnoException).code ?? String(err));
+  }
+  let doc: unknown;
+  try {
+    doc = YAML.parse(text);
+  } catch (err) {
+    throw badValue('--config', configFile, `not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
+  }
+  // The kubelet refuses an empty config file ("was empty"), and a comment-only one has no kind.
+  if (doc === null || doc === undefined) throw badValue('--config', configFile, 'is empty (no KubeletConfiguration in it)');
+  try {
+    return configFromKubeletConfiguration(doc, `${configFile}: `);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** Turns flags into settings; every problem is a UsageError naming the flag and value. */
+export function settingsFromFlags(f: ParsedFlags): RunSettings {
+  const str = (k: string): string | undefined => (typeof f[k] === 'string' ? (f[k] as string) : undefined);
+  const configFile = str('config');
+  const base = configFile === undefined ? {} : configFromFile(configFile);
+  const flags: EvictionFlags = {};
+  const map: [Exclude<keyof EvictionFlags, 'memoryBrake'>, string][] = [
+    ['evictionHard', 'eviction-hard'],
+    ['evictionSoft', 'eviction-soft'],
+    ['evictionSoftGracePeriod', 'eviction-soft-grace-period'],
+    ['evictionMaxPodGracePeriod', 'eviction-max-pod-grace-period'],
+    ['evictionMinimumReclaim', 'eviction-minimum-reclaim'],
+    ['evictionPressureTransitionPeriod', 'eviction-pressure-transition-period'],
+    ['enforceNodeAllocatable', 'enforce-node-allocatable'],
+    ['memoryBrakeMaxDuration', 'memory-brake-max-duration'],
+  ];
+  for (const [key, name] of map) {
+    const v = str(name);
+    if (v !== undefined) flags[key] = v;
+  }
+  if (typeof f['memory-brake'] === 'boolean') flags.memoryBrake = f['memory-brake'];
+  let policy: PolicyConfig;
+  try {
+    policy = compileConfig(configFromFlags(flags, base));
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  const cgroupRoot = normalizeCgroupPath('--cgroup-root', str('cgroup-root') ?? '/');
+  const podCgroupRoot = normalizeCgroupPath('--pod-cgroup-root', str('pod-cgroup-root') ?? path.posix.join(cgroupRoot, 'kubepods'));
+  const rootDir = str('root-dir');
+  if (rootDir !== undefined && !fs.existsSync(rootDir)) throw badValue('--root-dir', rootDir, 'does not exist');
+  const nodefsPath = rootDir ?? (fs.existsSync('/var/lib/kubelet') ? '/var/lib/kubelet' : '/');
+  const endpoint = str('container-runtime-endpoint') ?? 'unix:///run/containerd/containerd.sock';
+  if (!/^unix:\/\/\/.+/.test(endpoint) && !endpoint.startsWith('/')) throw badValue('--container-runtime-endpoint', endpoint, 'must be unix:///path/to/socket');
+  let psi: RunSettings['psi'] = { kind: 'some', stallUs: 100_000, windowUs: 2_000_000 };
+  const psiText = str('psi-trigger');
+  if (psiText !== undefined) {
+    if (psiText === 'none') psi = null;
+    else {
+      const m = /^(some|full) (\d+) (\d+)$/.exec(psiText.trim());
+      if (!m) throw badValue('--psi-trigger', psiText, 'expected "some|full <stall us> <window us>" or "none"');
+      psi = { kind: m[1] as 'some' | 'full', stallUs: Number(m[2]), windowUs: Number(m[3]) };
+      if (psi.stallUs <= 0 || psi.stallUs > psi.windowUs) throw badValue('--psi-trigger', psiText, 'stall must be positive and at most the window');
+    }
+  }
+  const notifications = str('notifications') ?? 'kernel';
+  if (notifications !== 'kernel' && notifications !== 'poll' && notifications !== 'none') throw badValue('--notifications', notifications, 'must be kernel, poll or none');
+  const metricsText = str('metrics-address') ?? '127.0.0.1:9741';
+  const metrics = parseListenAddress(metricsText);
+  if (!metrics) throw badValue('--metrics-address', metricsText, 'expected HOST:PORT, e.g. 127.0.0.1:9741');
+  const admissionText = str('admission-address');
+  const admission = admissionText === undefined ? null : parseListenAddress(admissionText);
+  if (admissionText !== undefined && !admission) throw badValue('--admission-address', admissionText, 'expected HOST:PORT, e.g. 127.0.0.1:9742');
+  const rtText = str('realtime-priority') ?? '0';
+  const realtimePriority = Number(rtText);
+  if (!/^\d+$/.test(rtText) || realtimePriority > 99) throw badValue('--realtime-priority', rtText, 'must be a whole number from 0 to 99');
+  const stateDir = str('state-dir') ?? '/run/evictd';
+  if (!path.isAbsolute(stateDir)) throw badValue('--state-dir', stateDir, 'must be an absolute path');
+  const logLevel = str('log-level') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw badValue('--log-level', logLevel, `must be one of ${LOG_LEVELS.join(', ')}`);
+  const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST) || str('kubeconfig') !== undefined;
+  const podSource = str('pod-source') ?? (inCluster ? 'api' : 'runtime');
+  if (!['api', 'kubelet', 'runtime'].includes(podSource)) throw badValue('--pod-source', podSource, 'must be api, kubelet or runtime');
+  return {
+    policy,
+    endpoint,
+    cgroupRoot,
+    podCgroupRoot,
+    nodefsPath,
+    housekeepingIntervalMs: durationMs('--housekeeping-interval', str('housekeeping-interval') ?? '10s'),
+    volumeStatsAggPeriodMs: durationMs('--volume-stats-agg-period', str('volume-stats-agg-period') ?? '1m'),
+    releaseTimeoutMs: durationMs('--release-timeout', str('release-timeout') ?? '5s'),
+    dryRun: f['dry-run'] === true,
+    fastKill: f['fast-kill'] !== false,
+    psi,
+    notifications,
+    metrics,
+    admission,
+    logLevel,
+    podSource: podSource as RunSettings['podSource'],
+    realtimePriority,
+    stateDir,
+  };
+}
+
+/**
+ * The memory brake is memory.high, which only cgroup v2 has: with the memory controller on v1
+ * (a v1 or hybrid node), the brake is refused at start rather than silently doing nothing.
+ */
+export function checkMemoryBrake(policy: PolicyConfig, layout: CgroupLayout): void {
+  if (!policy.memoryBrake || layout.memoryVersion === 2) return;
+  throw badValue(
+    policy.memoryBrake.field,
+    true,
+    `needs cgroup v2 (memory.high on the pod cgroup); this node's memory controller is on cgroup v1 (${layout.mode} cgroups at ${layout.memoryMount})`,
+  );
+}

@@ -1,0 +1,83 @@
+/**
+ * The eviction configuration's shapes: what the two input forms (kubelet flags,
+ * KubeletConfiguration fields) are read into, and the compiled PolicyConfig the policy runs on.
+ */
+import type { MemoryBrakeConfig } from './brake-config';
+import { ConfigError } from './config-error';
+import type { Quantity } from './quantity';
+import type { Signal } from './types';
+
+/** The KubeletConfiguration fields evictd reads, with the kubelet's names. */
+export interface EvictionConfig {
+  evictionHard?: Record<string, string>;
+  evictionSoft?: Record<string, string>;
+  evictionSoftGracePeriod?: Record<string, string>;
+  evictionMaxPodGracePeriod?: number;
+  evictionMinimumReclaim?: Record<string, string>;
+  evictionPressureTransitionPeriod?: string;
+  enforceNodeAllocatable?: string[];
+  mergeDefaultEvictionSettings?: boolean;
+  /**
+   * evictd's own fields (no kubelet has them; named as the kubelet would): on a memory threshold
+   * met, hold the top-ranked pod with memory.high until it is evicted (see policy/brake.ts).
+   */
+  memoryBrake?: boolean;
+  /** how long a pod may stay braked before it is stopped, e.g. "2m" */
+  memoryBrakeMaxDuration?: string;
+  /** Where each field came from (a flag name, a file field path), for error messages. */
+  origins?: Partial<Record<ConfigKey, string>>;
+  /** What reading the input kept or dropped without refusing it (one line each). */
+  warnings?: string[];
+}
+export type ConfigKey = Exclude<keyof EvictionConfig, 'origins' | 'warnings'>;
+
+export type ThresholdKind = 'hard' | 'soft';
+
+/** A threshold or minimum-reclaim value: a quantity or a fraction of capacity. */
+export interface ThresholdValue {
+  quantity?: Quantity;
+  /** fraction of capacity, rounded through float32 as the kubelet stores it */
+  percentage?: number;
+  /** the value as configured, e.g. "1Gi" or "10%" */
+  text: string;
+}
+
+export interface Threshold {
+  signal: Signal;
+  kind: ThresholdKind;
+  value: ThresholdValue;
+  gracePeriodNs: number;
+  minReclaim?: ThresholdValue;
+}
+
+export interface PolicyConfig {
+  thresholds: Threshold[];
+  maxPodGracePeriodSeconds: number;
+  pressureTransitionPeriodNs: number;
+  enforceNodeAllocatable: string[];
+  /**
+   * Settings the kubelet accepts but ignores or overrides (a repeated flag key, a containerfs
+   * threshold, a minimum reclaim with no threshold): one line each, for the caller to print.
+   */
+  warnings: string[];
+  /** the memory brake, when it is on (absent: off) */
+  memoryBrake?: MemoryBrakeConfig;
+}
+
+/** The kubelet's default hard thresholds on Linux (pkg/kubelet/eviction/defaults_linux.go). */
+export const DEFAULT_EVICTION_HARD: Readonly<Record<string, string>> = {
+  'memory.available': '100Mi',
+  'nodefs.available': '10%',
+  'nodefs.inodesFree': '5%',
+  'imagefs.available': '15%',
+  'imagefs.inodesFree': '5%',
+};
+export const DEFAULT_PRESSURE_TRANSITION_PERIOD = '5m';
+
+/**
+ * "__proto__" would not become a key of a plain object (the assignment changes its prototype
+ * or does nothing), so it would vanish silently; the kubelet refuses it as an unknown signal.
+ */
+export function refuseProtoKey(field: string, key: string, value: unknown): void {
+  if (key === '__proto__') throw new ConfigError(field, value, `unsupported eviction signal ${key}`);
+}

@@ -1,0 +1,117 @@
+/**
+ * The eviction fields of a KubeletConfiguration (YAML or JSON, already parsed) read into an
+ * EvictionConfig, with the kubelet's defaulting of zero values.
+ */
+import { ConfigError } from './config-error';
+import { parseDuration } from './duration';
+import { refuseProtoKey, type ConfigKey, type EvictionConfig } from './eviction-config';
+
+function stringMap(field: string, v: unknown): Record<string, string> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw new ConfigError(field, v, 'must be a map of signal to value');
+  const out: Record<string, string> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    refuseProtoKey(`${field}[${JSON.stringify(k)}]`, k, x);
+    // map[string]string in the kubelet: its decoder refuses a bare number (write "100Mi", quoted)
+    if (typeof x === 'string') out[k] = x.trim();
+    else throw new ConfigError(`${field}[${JSON.stringify(k)}]`, x, 'must be a string (quote it: "100Mi", "10%", "1m30s")');
+  }
+  return out;
+}
+
+const EVICTION_FIELDS = [
+  'evictionHard',
+  'evictionSoft',
+  'evictionSoftGracePeriod',
+  'evictionMaxPodGracePeriod',
+  'evictionMinimumReclaim',
+  'evictionPressureTransitionPeriod',
+  'enforceNodeAllocatable',
+  'mergeDefaultEvictionSettings',
+  'memoryBrake',
+  'memoryBrakeMaxDuration',
+] as const;
+
+/** A key that looks meant for one of the fields evictd reads (a typo would fall back to defaults). */
+function looksLikeEvictionField(key: string): boolean {
+  const k = key.toLowerCase();
+  return k.includes('evict') || k.includes('enforcenode') || k.includes('mergedefault') || k.includes('brake');
+}
+
+/** A Go duration string that is zero ("0s", "0", "0m0s"): the kubelet's defaulting treats it as unset. */
+function isZeroDuration(text: string): boolean {
+  try {
+    return parseDuration(text) === 0;
+  } catch {
+    return false; // not a duration at all: compileConfig refuses it with the field's name
+  }
+}
+
+/**
+ * Reads the eviction fields of a parsed KubeletConfiguration (YAML or JSON). `prefix` is put in
+ * front of field names in errors (e.g. "config.").
+ */
+export function configFromKubeletConfiguration(doc: unknown, prefix = ''): EvictionConfig {
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(prefix.replace(/\.$/, '') || 'config', doc, 'must be a map of KubeletConfiguration fields');
+  const d = doc as Record<string, unknown>;
+  if (d.kind !== undefined && d.kind !== 'KubeletConfiguration') throw new ConfigError(`${prefix}kind`, d.kind, 'expected KubeletConfiguration');
+  // A KubeletConfiguration has many other fields, but a misspelt eviction field would silently
+  // fall back to defaults: refuse those.
+  for (const key of Object.keys(d)) {
+    if (looksLikeEvictionField(key) && !(EVICTION_FIELDS as readonly string[]).includes(key))
+      throw new ConfigError(`${prefix}${key}`, d[key], `unknown eviction field (known: ${EVICTION_FIELDS.join(', ')})`);
+  }
+  const cfg: EvictionConfig = { origins: {} };
+  const origins = cfg.origins!;
+  const name = (k: ConfigKey) => (origins[k] = `${prefix}${k}`);
+  for (const key of ['evictionHard', 'evictionSoft', 'evictionSoftGracePeriod', 'evictionMinimumReclaim'] as const) {
+    const m = stringMap(`${prefix}${key}`, d[key]);
+    if (m !== undefined) {
+      cfg[key] = m;
+      name(key);
+    }
+  }
+  // Defaulting follows SetDefaults_KubeletConfiguration field by field: a field the file leaves
+  // at its zero value is unset. evictionMaxPodGracePeriod 0 is "not specified" either way.
+  if (d.evictionMaxPodGracePeriod !== undefined && d.evictionMaxPodGracePeriod !== null) {
+    const v = d.evictionMaxPodGracePeriod;
+    if (typeof v !== 'number' || !Number.isInteger(v)) throw new ConfigError(`${prefix}evictionMaxPodGracePeriod`, v, 'must be a whole number of seconds');
+    cfg.evictionMaxPodGracePeriod = v;
+    name('evictionMaxPodGracePeriod');
+  }
+  if (d.evictionPressureTransitionPeriod !== undefined && d.evictionPressureTransitionPeriod !== null) {
+    const v = d.evictionPressureTransitionPeriod;
+    if (typeof v !== 'string') throw new ConfigError(`${prefix}evictionPressureTransitionPeriod`, v, 'must be a duration string such as "5m"');
+    // `if obj.EvictionPressureTransitionPeriod == zeroDuration { ... 5m }`: "0s" in a file means 5m
+    if (!isZeroDuration(v.trim())) {
+      cfg.evictionPressureTransitionPeriod = v.trim();
+      name('evictionPressureTransitionPeriod');
+    }
+  }
+  if (d.enforceNodeAllocatable !== undefined && d.enforceNodeAllocatable !== null) {
+    const v = d.enforceNodeAllocatable;
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new ConfigError(`${prefix}enforceNodeAllocatable`, v, 'must be a list of strings');
+    cfg.enforceNodeAllocatable = v as string[];
+    name('enforceNodeAllocatable');
+  }
+  if (d.mergeDefaultEvictionSettings !== undefined && d.mergeDefaultEvictionSettings !== null) {
+    const v = d.mergeDefaultEvictionSettings;
+    if (typeof v !== 'boolean') throw new ConfigError(`${prefix}mergeDefaultEvictionSettings`, v, 'must be true or false');
+    cfg.mergeDefaultEvictionSettings = v;
+    name('mergeDefaultEvictionSettings');
+  }
+  if (d.memoryBrake !== undefined && d.memoryBrake !== null) {
+    const v = d.memoryBrake;
+    if (typeof v !== 'boolean') throw new ConfigError(`${prefix}memoryBrake`, v, 'must be true or false');
+    cfg.memoryBrake = v;
+    name('memoryBrake');
+  }
+  if (d.memoryBrakeMaxDuration !== undefined && d.memoryBrakeMaxDuration !== null) {
+    const v = d.memoryBrakeMaxDuration;
+    if (typeof v !== 'string') throw new ConfigError(`${prefix}memoryBrakeMaxDuration`, v, 'must be a duration string such as "2m"');
+    cfg.memoryBrakeMaxDuration = v.trim();
+    name('memoryBrakeMaxDuration');
+  }
+  return cfg;
+}
