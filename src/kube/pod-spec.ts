@@ -4,7 +4,7 @@
  */
 import { CONFIG_MIRROR_ANNOTATION, qosClass, type QosClass } from '../policy/pods';
 import { Quantity } from '../policy/quantity';
-import type { ContainerSpec, PodSpec, ResourceList, Toleration, VolumeSpec } from '../policy/types';
+import type { ContainerSpec, PodSpec, ResourceList, Toleration, VolumeSource, VolumeSpec } from '../policy/types';
 
 /** The parts of a v1.Pod evictd reads. Everything optional: the API omits empty fields. */
 export interface V1Pod {
@@ -23,10 +23,26 @@ export interface V1Pod {
     terminationGracePeriodSeconds?: number;
     containers?: V1Container[];
     initContainers?: V1Container[];
-    volumes?: { name?: string; emptyDir?: { sizeLimit?: string | number; medium?: string } }[];
+    volumes?: V1Volume[];
     tolerations?: Toleration[];
   };
   status?: { phase?: string; qosClass?: string; reason?: string; conditions?: { type?: string; reason?: string }[] };
+}
+
+/** A volume: its name and one source (emptyDir, configMap, persistentVolumeClaim, ...). */
+interface V1Volume {
+  name?: string;
+  emptyDir?: { sizeLimit?: string | number; medium?: string };
+  [source: string]: unknown;
+}
+
+/** The sources local storage accounting tells apart (pkg/volume/util IsLocalEphemeralVolume, eviction's localVolumeNames). */
+const LOCAL_SOURCES = ['configMap', 'gitRepo', 'hostPath'] as const;
+
+function volumeSource(v: V1Volume): VolumeSource | undefined {
+  for (const s of LOCAL_SOURCES) if (v[s] !== undefined && v[s] !== null) return s;
+  // Any other source key is a volume off the node's disk; none at all is the API's emptyDir.
+  return Object.keys(v).some((k) => k !== 'name' && v[k] !== undefined && v[k] !== null) ? 'other' : undefined;
 }
 
 interface V1Container {
@@ -82,7 +98,10 @@ export function fromV1Pod(pod: V1Pod, onBadQuantity?: (field: string, value: unk
         const q = parse(v.emptyDir.sizeLimit, `${where} volumes[${out.name}].emptyDir.sizeLimit`, onBadQuantity);
         if (q) out.emptyDir.sizeLimit = q;
       }
+      return out;
     }
+    const source = volumeSource(v);
+    if (source) out.source = source;
     return out;
   });
   const podSpec: PodSpec = {

@@ -22,11 +22,14 @@ function emptyDirViolation(facts: PodFacts, usage: PodUsage): string | null {
   return null;
 }
 
-/** The summary API's pod ephemeral storage: writable layers, logs and disk-backed volumes. */
+/**
+ * The summary API's pod ephemeral storage (calcEphemeralStorage): writable layers, logs and the
+ * local ephemeral volumes only (IsLocalEphemeralVolume: no Memory or HugePages emptyDir, no PVC).
+ */
 function podEphemeralUsage(facts: PodFacts, usage: PodUsage): number {
   let total = 0;
   for (const c of usage.containers) total += (c.rootfsBytes ?? 0) + (c.logsBytes ?? 0);
-  for (const v of usage.volumes) if (!facts.memoryVolumes.has(v.name)) total += v.usedBytes;
+  for (const v of usage.volumes) if (facts.ephemeralVolumes.has(v.name)) total += v.usedBytes;
   return total;
 }
 

@@ -1,6 +1,6 @@
 /** Pod facts the kubelet derives from a spec: requests, limits, QoS class, criticality. */
 import { Quantity } from './quantity';
-import type { ContainerSpec, PodSpec } from './types';
+import type { ContainerSpec, PodSpec, VolumeSpec } from './types';
 
 export type QosClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
@@ -64,11 +64,29 @@ export interface PodFacts {
   storageLimit?: Quantity;
   /** containers with a non-zero ephemeral-storage limit */
   containerStorageLimits: Map<string, Quantity>;
-  /** emptyDir volumes with a positive sizeLimit */
+  /** emptyDir volumes with a positive sizeLimit, whatever their medium */
   emptyDirLimits: Map<string, Quantity>;
-  /** memory-backed emptyDirs: not on any disk */
-  memoryVolumes: Set<string>;
+  /** volumes whose usage counts in disk ranking (the kubelet's localVolumeNames) */
+  localVolumes: Set<string>;
+  /** volumes whose usage counts in the pod's ephemeral-storage total (IsLocalEphemeralVolume) */
+  ephemeralVolumes: Set<string>;
   critical: boolean;
+}
+
+/**
+ * pkg/volume/util IsLocalEphemeralVolume (current since v1.11, unchanged through v1.35): gitRepo,
+ * configMap, and an emptyDir whose medium is the default "". A Memory or HugePages emptyDir is
+ * not on the node's disk (tmpfs, hugetlbfs); older kubelets tested `medium != Memory` and
+ * counted HugePages ones. The summary puts only these volumes in a pod's ephemeral storage.
+ */
+export function isLocalEphemeralVolume(v: VolumeSpec): boolean {
+  if (v.source !== undefined) return v.source === 'configMap' || v.source === 'gitRepo';
+  return (v.emptyDir?.medium ?? '') === '';
+}
+
+/** pkg/kubelet/eviction/helpers.go localVolumeNames: hostPath too; disk ranking counts these. */
+export function isLocalVolume(v: VolumeSpec): boolean {
+  return v.source === 'hostPath' || isLocalEphemeralVolume(v);
 }
 
 const factsCache = new WeakMap<PodSpec, PodFacts>();
@@ -82,11 +100,13 @@ export function podFacts(pod: PodSpec): PodFacts {
     if (l && l.value() !== 0) containerStorageLimits.set(c.name, l);
   }
   const emptyDirLimits = new Map<string, Quantity>();
-  const memoryVolumes = new Set<string>();
+  const localVolumes = new Set<string>();
+  const ephemeralVolumes = new Set<string>();
   for (const v of pod.volumes) {
     const limit = v.emptyDir?.sizeLimit;
     if (limit && limit.sign() === 1) emptyDirLimits.set(v.name, limit);
-    if (v.emptyDir?.medium === 'Memory') memoryVolumes.add(v.name);
+    if (isLocalVolume(v)) localVolumes.add(v.name);
+    if (isLocalEphemeralVolume(v)) ephemeralVolumes.add(v.name);
   }
   f = {
     memoryRequest: computePodRequest(pod, 'memory'),
@@ -94,7 +114,8 @@ export function podFacts(pod: PodSpec): PodFacts {
     storageLimit: computePodLimit(pod, 'ephemeral-storage'),
     containerStorageLimits,
     emptyDirLimits,
-    memoryVolumes,
+    localVolumes,
+    ephemeralVolumes,
     critical: computeCritical(pod),
   };
   factsCache.set(pod, f);

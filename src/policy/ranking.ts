@@ -23,26 +23,25 @@ function fsPartsFor(signal: Signal, layout: FilesystemLayout): readonly PodFsUsa
 // Usage from an embedder may be fractional; the kubelet's int64 amounts truncate.
 const bytes = (n: number) => Quantity.fromNumber(Math.trunc(n), 'BinarySI').toString();
 
-/** Volumes that consume local disk: everything but memory-backed emptyDirs. */
-function isLocalDiskVolume(pod: PodSpec, name: string): boolean {
-  const v = pod.volumes.find((x) => x.name === name);
-  return !(v?.emptyDir?.medium === 'Memory');
-}
-
 export function podMemoryUsage(usage: PodUsage): number {
   let total = 0;
   for (const c of usage.containers) total += c.memoryBytes ?? 0;
   return total;
 }
 
-export function podDiskUsage(pod: PodSpec, usage: PodUsage, parts: readonly PodFsUsage[], inodes: boolean): number {
+/**
+ * helpers.go podDiskUsage: the containers' parts the layout counts, plus, where it counts
+ * volumes, those of localVolumeNames (hostPath and IsLocalEphemeralVolume: a Memory or HugePages
+ * emptyDir is not on the disk under pressure, whatever its usage).
+ */
+export function podDiskUsage(pod: PodSpec, usage: PodUsage, parts: readonly PodFsUsage[], inodes: boolean, facts: PodFacts = podFacts(pod)): number {
   let total = 0;
   for (const c of usage.containers) {
     if (parts.includes('root')) total += (inodes ? c.rootfsInodes : c.rootfsBytes) ?? 0;
     if (parts.includes('logs')) total += (inodes ? c.logsInodes : c.logsBytes) ?? 0;
   }
   if (parts.includes('volumes')) {
-    for (const v of usage.volumes) if (isLocalDiskVolume(pod, v.name)) total += (inodes ? v.inodesUsed : v.usedBytes) ?? 0;
+    for (const v of usage.volumes) if (facts.localVolumes.has(v.name)) total += (inodes ? v.inodesUsed : v.usedBytes) ?? 0;
   }
   return total;
 }
@@ -148,7 +147,7 @@ export function rankDisk(pods: readonly ActivePod[], signal: Signal, layout: Fil
   const ranked: Ranked[] = new Array(pods.length);
   for (let i = 0; i < pods.length; i++) {
     const pod = pods[i];
-    const usage = pod.usage ? podDiskUsage(pod.spec, pod.usage, parts, inodes) : 0;
+    const usage = pod.usage ? podDiskUsage(pod.spec, pod.usage, parts, inodes, facts[i]) : 0;
     const storageRequest = facts[i].storageRequest;
     const request = inodes ? 0 : storageRequest;
     ranked[i] = new Ranked(pod, i, inodes ? 'inodes' : 'disk', usage, request, usage > request, usage - storageRequest, parts);

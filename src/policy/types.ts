@@ -68,9 +68,18 @@ export interface ContainerSpec {
 
 export interface VolumeSpec {
   name: string;
-  /** present for emptyDir volumes */
+  /** present for emptyDir volumes; medium "" (disk), "Memory", "HugePages" or "HugePages-<size>" */
   emptyDir?: { sizeLimit?: Quantity; medium?: string };
+  /**
+   * A source other than emptyDir, as far as local storage goes: configMap and gitRepo are local
+   * ephemeral volumes, hostPath is local, anything else (a PVC, a secret, a CSI volume) is
+   * `other`. Neither this nor emptyDir: a volume without a source, which the API server makes an
+   * emptyDir on the node's disk (SetDefaults_Volume).
+   */
+  source?: VolumeSource;
 }
+
+export type VolumeSource = 'configMap' | 'gitRepo' | 'hostPath' | 'other';
 
 export interface Toleration {
   key?: string;

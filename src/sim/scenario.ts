@@ -176,6 +176,25 @@ function container(field: string, v: unknown): { spec: ContainerSpec; usage: Con
   return { spec, usage };
 }
 
+/**
+ * An emptyDir medium the kubelet's emptyDir plugin mounts: Memory (tmpfs), HugePages or
+ * HugePages-<page size> (hugetlbfs; IsHugePageMedium, HugePageSizeFromMedium). Any other medium
+ * fails the volume's setup, so no running pod has it.
+ */
+function medium(field: string, v: unknown): string {
+  if (v === 'Memory' || v === 'HugePages') return v;
+  if (typeof v === 'string' && v.startsWith('HugePages-')) {
+    let size: Quantity | undefined;
+    try {
+      size = Quantity.parse(v.slice('HugePages-'.length));
+    } catch (e) {
+      if (!(e instanceof QuantityError)) throw e;
+    }
+    if (size && size.sign() > 0) return v;
+  }
+  throw badValue(field, v, 'must be "", Memory, HugePages or HugePages-<page size> (e.g. HugePages-2Mi)');
+}
+
 const POD_KEYS = ['name', 'namespace', 'uid', 'priority', 'terminationGracePeriodSeconds', 'annotations', 'containers', 'initContainers', 'volumes', 'tolerations', 'processes'];
 const TOLERATION_OPERATORS = ['Exists', 'Equal'];
 const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
@@ -231,10 +250,7 @@ function pod(field: string, v: unknown): ParsedPod {
       const ed = fields(`${vf}.emptyDir`, vol.emptyDir, ['sizeLimit', 'medium']);
       spec.emptyDir = {};
       if (ed.sizeLimit !== undefined && ed.sizeLimit !== null) spec.emptyDir.sizeLimit = quantity(`${vf}.emptyDir.sizeLimit`, ed.sizeLimit);
-      if (ed.medium !== undefined && ed.medium !== null && ed.medium !== '') {
-        if (ed.medium !== 'Memory' && ed.medium !== 'HugePages') throw badValue(`${vf}.emptyDir.medium`, ed.medium, 'must be "", Memory or HugePages');
-        spec.emptyDir.medium = ed.medium;
-      }
+      if (ed.medium !== undefined && ed.medium !== null && ed.medium !== '') spec.emptyDir.medium = medium(`${vf}.emptyDir.medium`, ed.medium);
     }
     volumes.push(spec);
     if (vol.usage !== undefined && vol.usage !== null) {
