@@ -48,6 +48,7 @@ function volumeSource(v: V1Volume): VolumeSource | undefined {
 interface V1Container {
   name?: string;
   resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
+  restartPolicy?: string;
 }
 
 /** A pod as the API (or the kubelet) shows it: the policy's view plus the API's. */
@@ -82,11 +83,16 @@ export function fromV1Pod(pod: V1Pod, onBadQuantity?: (field: string, value: unk
   const mirrorUid = annotations[CONFIG_MIRROR_ANNOTATION];
   const spec = pod.spec ?? {};
   const where = `${md.namespace ?? 'default'}/${md.name}`;
-  const container = (c: V1Container, i: number, kind: string): ContainerSpec => ({
-    name: c.name ?? `${kind}[${i}]`,
-    requests: resources(c.resources?.requests, `${where} ${kind}[${c.name}].resources.requests`, onBadQuantity),
-    limits: resources(c.resources?.limits, `${where} ${kind}[${c.name}].resources.limits`, onBadQuantity),
-  });
+  const container = (c: V1Container, i: number, kind: string): ContainerSpec => {
+    const out: ContainerSpec = {
+      name: c.name ?? `${kind}[${i}]`,
+      requests: resources(c.resources?.requests, `${where} ${kind}[${c.name}].resources.requests`, onBadQuantity),
+      limits: resources(c.resources?.limits, `${where} ${kind}[${c.name}].resources.limits`, onBadQuantity),
+    };
+    // a sidecar: its requests and limits add to the app containers' (component-helpers/resource)
+    if (kind === 'initContainers' && c.restartPolicy === 'Always') out.restartPolicy = 'Always';
+    return out;
+  };
   const containers = (spec.containers ?? []).map((c, i) => container(c, i, 'containers'));
   const initContainers = (spec.initContainers ?? []).map((c, i) => container(c, i, 'initContainers'));
   const volumes: VolumeSpec[] = (spec.volumes ?? []).map((v, i) => {

@@ -15,15 +15,9 @@ export function containerRequest(c: ContainerSpec, resource: string): Quantity |
   return c.requests[resource] ?? c.limits[resource];
 }
 
-function sum(containers: readonly ContainerSpec[], pick: (c: ContainerSpec) => Quantity | undefined): number {
-  let total = 0;
-  for (const c of containers) total += pick(c)?.toNumber() ?? 0;
-  return total;
-}
-
 /**
- * A pod's effective request: max(sum over app containers, largest init container), as the
- * kubelet's podRequest / GetResourceRequestQuantity compute it. In bytes (or units).
+ * A pod's effective request: component-helpers/resource PodRequests (through the kubelet's
+ * GetResourceRequestQuantity), in bytes (or units). See aggregate for the init containers.
  */
 export function podRequest(pod: PodSpec, resource: string): number {
   if (resource === 'memory') return podFacts(pod).memoryRequest;
@@ -31,29 +25,45 @@ export function podRequest(pod: PodSpec, resource: string): number {
   return computePodRequest(pod, resource);
 }
 
-function computePodRequest(pod: PodSpec, resource: string): number {
-  const apps = sum(pod.containers, (c) => containerRequest(c, resource));
-  let init = 0;
-  for (const c of pod.initContainers ?? []) init = Math.max(init, containerRequest(c, resource)?.toNumber() ?? 0);
-  return Math.max(apps, init);
+const addQ = (a: Quantity | undefined, b: Quantity | undefined) => (a && b ? a.add(b) : (a ?? b));
+const maxQ = (a: Quantity | undefined, b: Quantity | undefined) => (!a || (b && b.cmp(a) > 0) ? b : a);
+
+/**
+ * component-helpers/resource aggregateContainerResourcesByFn, the sidecar KEP's formula (since
+ * v1.28, on by default from v1.29, GA in v1.33, the same in v1.35): app containers and restartable init containers (restartPolicy Always)
+ * add up; each init container while it runs needs its own amount plus the sidecars started
+ * before it; the pod's value is the larger of the two. Without sidecars this is the older
+ * max(sum of app containers, largest init container). Undefined when no container gives one.
+ */
+function aggregate(pod: PodSpec, pick: (c: ContainerSpec) => Quantity | undefined): Quantity | undefined {
+  let total: Quantity | undefined;
+  for (const c of pod.containers) total = addQ(total, pick(c));
+  let sidecars: Quantity | undefined;
+  let initPeak: Quantity | undefined;
+  for (const c of pod.initContainers ?? []) {
+    const own = pick(c);
+    if (c.restartPolicy === 'Always') {
+      total = addQ(total, own);
+      sidecars = addQ(sidecars, own);
+      initPeak = maxQ(initPeak, sidecars);
+    } else {
+      initPeak = maxQ(initPeak, addQ(own, sidecars));
+    }
+  }
+  return maxQ(total, initPeak);
 }
 
-/** PodLimits for one resource, or undefined when no container sets it. */
+function computePodRequest(pod: PodSpec, resource: string): number {
+  return aggregate(pod, (c) => containerRequest(c, resource))?.toNumber() ?? 0;
+}
+
+/** PodLimits (component-helpers/resource) for one resource, or undefined when no container sets it. */
 export function podLimit(pod: PodSpec, resource: string): Quantity | undefined {
   return resource === 'ephemeral-storage' ? podFacts(pod).storageLimit : computePodLimit(pod, resource);
 }
 
 function computePodLimit(pod: PodSpec, resource: string): Quantity | undefined {
-  let total: Quantity | undefined;
-  for (const c of pod.containers) {
-    const l = c.limits[resource];
-    if (l) total = total ? total.add(l) : l;
-  }
-  for (const c of pod.initContainers ?? []) {
-    const l = c.limits[resource];
-    if (l && (!total || l.cmp(total) > 0)) total = l;
-  }
-  return total;
+  return aggregate(pod, (c) => c.limits[resource]);
 }
 
 /** What every pass asks of a spec, derived once: specs are immutable once observed. */

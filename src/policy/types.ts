@@ -64,6 +64,8 @@ export interface ContainerSpec {
   name: string;
   requests: ResourceList;
   limits: ResourceList;
+  /** an init container with restartPolicy Always: a sidecar, running beside the app containers */
+  restartPolicy?: 'Always';
 }
 
 export interface VolumeSpec {

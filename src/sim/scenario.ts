@@ -161,18 +161,28 @@ interface ParsedPod {
   usage: { containers: ContainerUsage[]; volumes: VolumeUsage[]; processes?: number };
 }
 
-function container(field: string, v: unknown): { spec: ContainerSpec; usage: ContainerUsage } {
-  const c = fields(field, v, ['name', 'requests', 'limits', 'usage']);
+const CONTAINER_KEYS = ['name', 'requests', 'limits', 'usage'];
+
+/**
+ * A container's spec, and its usage when it carries one (a container the summary reports: an app
+ * container, or an init container that is running, such as a sidecar). An init container may be
+ * a sidecar (restartPolicy Always, the only value the API server takes on one).
+ */
+function container(field: string, v: unknown, init: boolean): { spec: ContainerSpec; usage?: ContainerUsage } {
+  const c = fields(field, v, init ? [...CONTAINER_KEYS, 'restartPolicy'] : CONTAINER_KEYS);
   const name = str(`${field}.name`, c.name);
-  const spec = { name, requests: resources(`${field}.requests`, c.requests), limits: resources(`${field}.limits`, c.limits) };
-  const usage: ContainerUsage = { name };
-  if (c.usage !== undefined && c.usage !== null) {
-    const u = fields(`${field}.usage`, c.usage, ['memory', 'rootfs', 'logs', 'inodes']);
-    usage.memoryBytes = optAmount(`${field}.usage.memory`, u.memory);
-    usage.rootfsBytes = optAmount(`${field}.usage.rootfs`, u.rootfs);
-    usage.logsBytes = optAmount(`${field}.usage.logs`, u.logs);
-    usage.rootfsInodes = optAmount(`${field}.usage.inodes`, u.inodes);
+  const spec: ContainerSpec = { name, requests: resources(`${field}.requests`, c.requests), limits: resources(`${field}.limits`, c.limits) };
+  if (c.restartPolicy !== undefined && c.restartPolicy !== null) {
+    if (c.restartPolicy !== 'Always') throw badValue(`${field}.restartPolicy`, c.restartPolicy, 'must be Always (a sidecar) or absent');
+    spec.restartPolicy = 'Always';
   }
+  if (c.usage === undefined || c.usage === null) return { spec };
+  const u = fields(`${field}.usage`, c.usage, ['memory', 'rootfs', 'logs', 'inodes']);
+  const usage: ContainerUsage = { name };
+  usage.memoryBytes = optAmount(`${field}.usage.memory`, u.memory);
+  usage.rootfsBytes = optAmount(`${field}.usage.rootfs`, u.rootfs);
+  usage.logsBytes = optAmount(`${field}.usage.logs`, u.logs);
+  usage.rootfsInodes = optAmount(`${field}.usage.inodes`, u.inodes);
   return { spec, usage };
 }
 
@@ -237,8 +247,9 @@ function unique(field: (i: number) => string, names: readonly string[], what: st
 function pod(field: string, v: unknown): ParsedPod {
   const p = fields(field, v, POD_KEYS);
   const name = str(`${field}.name`, p.name);
-  const containers = list(`${field}.containers`, p.containers).map((c, i) => container(`${field}.containers[${i}]`, c));
-  const initContainers = list(`${field}.initContainers`, p.initContainers).map((c, i) => container(`${field}.initContainers[${i}]`, c).spec);
+  const containers = list(`${field}.containers`, p.containers).map((c, i) => container(`${field}.containers[${i}]`, c, false));
+  const inits = list(`${field}.initContainers`, p.initContainers).map((c, i) => container(`${field}.initContainers[${i}]`, c, true));
+  const initContainers = inits.map((c) => c.spec);
   const volumes: VolumeSpec[] = [];
   const volumeUsage: VolumeUsage[] = [];
   list(`${field}.volumes`, p.volumes).forEach((x, i) => {
@@ -276,7 +287,13 @@ function pod(field: string, v: unknown): ParsedPod {
   if (p.terminationGracePeriodSeconds !== undefined && p.terminationGracePeriodSeconds !== null) {
     spec.terminationGracePeriodSeconds = integer(`${field}.terminationGracePeriodSeconds`, p.terminationGracePeriodSeconds, 0, MAX_AMOUNT);
   }
-  const usage: ParsedPod['usage'] = { containers: containers.map((c) => c.usage), volumes: volumeUsage };
+  // App containers always have an entry (as before: a container without numbers blames nothing);
+  // init containers only when running (they carry usage). Stats list app containers first, then
+  // init ones, the order of the kubelet's own list in evictionMessage (its summary's is the
+  // runtime's, not fixed).
+  const containerUsage = containers.map((c) => c.usage ?? { name: c.spec.name });
+  for (const c of inits) if (c.usage) containerUsage.push(c.usage);
+  const usage: ParsedPod['usage'] = { containers: containerUsage, volumes: volumeUsage };
   if (p.processes !== undefined && p.processes !== null) usage.processes = amount(`${field}.processes`, p.processes);
   return { spec, usage };
 }
