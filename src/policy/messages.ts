@@ -36,27 +36,28 @@ export function evictionMessage(
     message += `Threshold quantity: ${quantity}, available: ${available}. `;
     break;
   }
+  // A pod whose stats were not found: the kubelet returns before it names any container, with
+  // its annotations map still empty (no starved_resource either), for every resource.
+  if (!usage) return { message, annotations: {} };
   const containers: string[] = [];
   const usages: string[] = [];
-  if (usage) {
-    // Regular and init containers (restartable ones included) are named; ephemeral containers
-    // have no requests and are never blamed (kubelet's evictionMessage, v1.34).
-    const specs = pod.initContainers?.length ? [...pod.containers, ...pod.initContainers] : pod.containers;
-    for (const cs of usage.containers) {
-      const spec = specs.find((c) => c.name === cs.name);
-      if (!spec) continue;
-      let used: number | undefined;
-      if (resource === 'memory') used = cs.memoryBytes;
-      // the kubelet names a container for disk only when both its rootfs and logs stats exist
-      else if (resource === 'ephemeral-storage' && cs.rootfsBytes !== undefined && cs.logsBytes !== undefined) used = cs.rootfsBytes + cs.logsBytes;
-      if (used === undefined) continue;
-      const request = containerRequest(spec, resource) ?? Quantity.zero();
-      const usedQ = Quantity.fromNumber(Math.trunc(used), 'BinarySI');
-      if (usedQ.cmp(request) > 0) {
-        message += `Container ${spec.name} was using ${usedQ.toString()}, request is ${request.toString()}, has larger consumption of ${resource}. `;
-        containers.push(spec.name);
-        usages.push(usedQ.toString());
-      }
+  // Regular and init containers (restartable ones included) are named; ephemeral containers
+  // have no requests and are never blamed (kubelet's evictionMessage, v1.34).
+  const specs = pod.initContainers?.length ? [...pod.containers, ...pod.initContainers] : pod.containers;
+  for (const cs of usage.containers) {
+    const spec = specs.find((c) => c.name === cs.name);
+    if (!spec) continue;
+    let used: number | undefined;
+    if (resource === 'memory') used = cs.memoryBytes;
+    // the kubelet names a container for disk only when both its rootfs and logs stats exist
+    else if (resource === 'ephemeral-storage' && cs.rootfsBytes !== undefined && cs.logsBytes !== undefined) used = cs.rootfsBytes + cs.logsBytes;
+    if (used === undefined) continue;
+    const request = containerRequest(spec, resource) ?? Quantity.zero();
+    const usedQ = Quantity.fromNumber(Math.trunc(used), 'BinarySI');
+    if (usedQ.cmp(request) > 0) {
+      message += `Container ${spec.name} was using ${usedQ.toString()}, request is ${request.toString()}, has larger consumption of ${resource}. `;
+      containers.push(spec.name);
+      usages.push(usedQ.toString());
     }
   }
   return {

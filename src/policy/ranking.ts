@@ -69,8 +69,8 @@ class Ranked implements RankedPod {
 
   get reasons(): string[] {
     const { pod, usage, request } = this;
-    if (!pod.usage) return ['no usage stats (ranked first)'];
     const priority = `priority ${pod.spec.priority}`;
+    if (!pod.usage) return this.measure === 'pids' ? [priority, 'no stats (first within its priority)'] : ['no stats (ranked first)', priority];
     const over = this.exceeds ? 'exceeds' : 'within';
     switch (this.measure) {
       case 'memory':
@@ -91,24 +91,25 @@ class Ranked implements RankedPod {
  * exceedDiskRequests) is the one that puts pods without stats first. PIDs: lower priority, then
  * pods without stats, then more processes: there priority comes first and the stats test lives
  * in the second comparator (process).
+ *
+ * A pod whose stats were not found (statsFunc's !found) has no usage at all, not a usage of 0:
+ * every stats comparator returns cmpBool(!p1Found, !p2Found), so two such pods tie on all of
+ * them and only priority tells them apart (a request does not: memory() and disk() never
+ * subtract it without stats).
  */
 function order(ranked: Ranked[], useExceeds: boolean): RankedPod[] {
-  const noStats = (a: Ranked, b: Ranked) => {
-    const aStats = a.pod.usage !== undefined;
-    return aStats === (b.pod.usage !== undefined) ? 0 : aStats ? 1 : -1;
-  };
   return ranked.sort((a, b) => {
+    const aStats = a.pod.usage !== undefined;
+    const s = aStats === (b.pod.usage !== undefined) ? 0 : aStats ? 1 : -1;
     if (useExceeds) {
-      const s = noStats(a, b);
       if (s !== 0) return s;
-      if (a.exceeds !== b.exceeds) return a.exceeds ? -1 : 1;
+      if (aStats && a.exceeds !== b.exceeds) return a.exceeds ? -1 : 1;
     }
     const ap = a.pod.spec.priority;
     const bp = b.pod.spec.priority;
     if (ap !== bp) return ap - bp;
-    const s = noStats(a, b);
     if (s !== 0) return s;
-    if (a.amount !== b.amount) return b.amount - a.amount;
+    if (aStats && a.amount !== b.amount) return b.amount - a.amount;
     return a.index - b.index; // stable: keep the input order for ties
   });
 }

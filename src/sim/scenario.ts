@@ -158,7 +158,8 @@ function stringMap(field: string, v: unknown): Record<string, string> {
 
 interface ParsedPod {
   spec: PodSpec;
-  usage: { containers: ContainerUsage[]; volumes: VolumeUsage[]; processes?: number };
+  /** absent: a pod the kubelet's summary has not reported yet (no stats) */
+  usage?: { containers: ContainerUsage[]; volumes: VolumeUsage[]; processes?: number };
 }
 
 const CONTAINER_KEYS = ['name', 'requests', 'limits', 'usage'];
@@ -293,8 +294,14 @@ function pod(field: string, v: unknown): ParsedPod {
   // runtime's, not fixed).
   const containerUsage = containers.map((c) => c.usage ?? { name: c.spec.name });
   for (const c of inits) if (c.usage) containerUsage.push(c.usage);
-  const usage: ParsedPod['usage'] = { containers: containerUsage, volumes: volumeUsage };
-  if (p.processes !== undefined && p.processes !== null) usage.processes = amount(`${field}.processes`, p.processes);
+  const processes = p.processes === undefined || p.processes === null ? undefined : amount(`${field}.processes`, p.processes);
+  // No usage on any container (init ones included), no processes, no volume usage: the summary
+  // has not reported this pod yet, and the kubelet ranks and words it as a pod without stats. A
+  // measured volume is a stat too: the summary reports a pod's volumes with its containers.
+  const reported = [...containers, ...inits].some((c) => c.usage) || processes !== undefined || volumeUsage.length > 0;
+  if (!reported) return { spec };
+  const usage: NonNullable<ParsedPod['usage']> = { containers: containerUsage, volumes: volumeUsage };
+  if (processes !== undefined) usage.processes = processes;
   return { spec, usage };
 }
 
@@ -330,7 +337,7 @@ export function readScenario(doc: unknown): Scenario {
     const admit = list(`${f}.admit`, s.admit).map((p, j) => pod(`${f}.admit[${j}]`, p).spec);
     unique((j) => `${f}.pods[${j}]`, pods.map((p) => `${p.spec.namespace}/${p.spec.name}`), 'pod namespace/name');
     unique((j) => `${f}.admit[${j}]`, admit.map((p) => `${p.namespace}/${p.name}`), 'pod namespace/name');
-    const step: Step = { at, node: n, pods: pods.map((p) => ({ spec: p.spec, usage: p.usage })), admit };
+    const step: Step = { at, node: n, pods: pods.map((p): ActivePod => (p.usage ? { spec: p.spec, usage: p.usage } : { spec: p.spec })), admit };
     if (s.afterReclaim !== undefined && s.afterReclaim !== null) step.afterReclaim = overlay(n, node(`${f}.afterReclaim`, s.afterReclaim));
     return step;
   });
