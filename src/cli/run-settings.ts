@@ -89,7 +89,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   const configFile = str('config');
   const base = configFile === undefined ? {} : configFromFile(configFile);
   const flags: EvictionFlags = {};
-  const map: [Exclude<keyof EvictionFlags, 'memoryBrake'>, string][] = [
+  const map: [Exclude<keyof EvictionFlags, 'memoryBrake' | 'cgroupsPerQOS'>, string][] = [
     ['evictionHard', 'eviction-hard'],
     ['evictionSoft', 'eviction-soft'],
     ['evictionSoftGracePeriod', 'eviction-soft-grace-period'],
@@ -98,12 +98,15 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     ['evictionPressureTransitionPeriod', 'eviction-pressure-transition-period'],
     ['enforceNodeAllocatable', 'enforce-node-allocatable'],
     ['memoryBrakeMaxDuration', 'memory-brake-max-duration'],
+    ['systemReservedCgroup', 'system-reserved-cgroup'],
+    ['kubeReservedCgroup', 'kube-reserved-cgroup'],
   ];
   for (const [key, name] of map) {
     const v = str(name);
     if (v !== undefined) flags[key] = v;
   }
   if (typeof f['memory-brake'] === 'boolean') flags.memoryBrake = f['memory-brake'];
+  if (typeof f['cgroups-per-qos'] === 'boolean') flags.cgroupsPerQOS = f['cgroups-per-qos'];
   let policy: PolicyConfig;
   try {
     policy = compileConfig(configFromFlags(flags, base));

@@ -165,6 +165,7 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
 
   const enforce = cfg.enforceNodeAllocatable ?? ['pods'];
   checkEnforcements(fieldOf('enforceNodeAllocatable'), enforce);
+  checkEnforcementNeeds(cfg, enforce, fieldOf);
 
   // With pods' allocatable enforced, every hard memory.available threshold also guards the pods
   // cgroup (kubelet's addAllocatableThresholds). "Hard" there means a zero grace period.
@@ -183,6 +184,29 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
   );
   if (brake) out.memoryBrake = brake;
   return out;
+}
+
+/**
+ * ValidateKubeletConfiguration (v1.34/v1.35) also asks what each enforcement needs: the reserved
+ * cgroup it limits (system-reserved and system-reserved-compressible need systemReservedCgroup,
+ * the kube ones kubeReservedCgroup), and per-QoS cgroups (cgroupsPerQOS, default true) for every
+ * option but none. evictd enforces no allocatable, but a config the kubelet would not start with
+ * is not one to run on.
+ */
+function checkEnforcementNeeds(cfg: EvictionConfig, enforce: readonly string[], fieldOf: (k: ConfigKey) => string): void {
+  const field = fieldOf('enforceNodeAllocatable');
+  const needs = [
+    ['system-reserved', 'systemReservedCgroup', '--system-reserved-cgroup'],
+    ['kube-reserved', 'kubeReservedCgroup', '--kube-reserved-cgroup'],
+  ] as const;
+  for (const [base, key, flag] of needs) {
+    const opt = enforce.find((o) => o === base || o === `${base}-compressible`);
+    if (opt !== undefined && !cfg[key])
+      throw new ConfigError(field, opt, `${key} (${flag}) must be specified when ${formatValue(base)} or ${formatValue(`${base}-compressible`)} is in it, as the kubelet requires`);
+  }
+  const enforced = enforce.find((o) => o !== 'none');
+  if (enforced !== undefined && cfg.cgroupsPerQOS === false)
+    throw new ConfigError(fieldOf('cgroupsPerQOS'), false, `must be true when ${formatValue(enforced)} is in enforceNodeAllocatable (--enforce-node-allocatable), as the kubelet requires`);
 }
 
 /** The kubelet's ValidateKubeletConfiguration rules for enforceNodeAllocatable. */

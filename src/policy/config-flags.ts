@@ -17,6 +17,9 @@ export interface EvictionFlags {
   enforceNodeAllocatable?: string;
   memoryBrake?: boolean;
   memoryBrakeMaxDuration?: string;
+  systemReservedCgroup?: string;
+  kubeReservedCgroup?: string;
+  cgroupsPerQOS?: boolean;
 }
 
 const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
@@ -29,6 +32,9 @@ const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
   enforceNodeAllocatable: '--enforce-node-allocatable',
   memoryBrake: '--memory-brake',
   memoryBrakeMaxDuration: '--memory-brake-max-duration',
+  systemReservedCgroup: '--system-reserved-cgroup',
+  kubeReservedCgroup: '--kube-reserved-cgroup',
+  cgroupsPerQOS: '--cgroups-per-qos',
 };
 
 /**
@@ -83,5 +89,9 @@ export function configFromFlags(flags: EvictionFlags, base: EvictionConfig = {})
     set('enforceNodeAllocatable', flags.enforceNodeAllocatable.split(',').map((s) => s.trim()).filter((s) => s !== ''));
   if (flags.memoryBrake !== undefined) set('memoryBrake', flags.memoryBrake);
   if (flags.memoryBrakeMaxDuration !== undefined) set('memoryBrakeMaxDuration', flags.memoryBrakeMaxDuration.trim());
+  // read only to validate enforceNodeAllocatable, as the kubelet does
+  if (flags.systemReservedCgroup !== undefined) set('systemReservedCgroup', flags.systemReservedCgroup);
+  if (flags.kubeReservedCgroup !== undefined) set('kubeReservedCgroup', flags.kubeReservedCgroup);
+  if (flags.cgroupsPerQOS !== undefined) set('cgroupsPerQOS', flags.cgroupsPerQOS);
   return cfg;
 }

@@ -24,6 +24,14 @@ export interface EvictionConfig {
   memoryBrake?: boolean;
   /** how long a pod may stay braked before it is stopped, e.g. "2m" */
   memoryBrakeMaxDuration?: string;
+  /**
+   * Read only to refuse what the kubelet refuses in enforceNodeAllocatable (evictd enforces no
+   * allocatable): system-reserved needs systemReservedCgroup, kube-reserved kubeReservedCgroup,
+   * and every enforcement needs cgroupsPerQOS (default true).
+   */
+  systemReservedCgroup?: string;
+  kubeReservedCgroup?: string;
+  cgroupsPerQOS?: boolean;
   /** Where each field came from (a flag name, a file field path), for error messages. */
   origins?: Partial<Record<ConfigKey, string>>;
   /** What reading the input kept or dropped without refusing it (one line each). */

@@ -19,6 +19,35 @@ function stringMap(field: string, v: unknown): Record<string, string> | undefine
   return out;
 }
 
+/**
+ * The kubelet decodes its file into v1beta1 types (kubeletconfig/util/codec
+ * DecodeKubeletConfiguration: apimachinery's JSON serializer, YAML turned into JSON first). A
+ * null leaves a map, a list, a pointer (*bool) or an int32 or string field unset, so the field is
+ * absent and defaulting applies. A metav1.Duration is different: encoding/json calls its
+ * UnmarshalJSON with null too, and that parses the empty string: the decode fails with
+ * `time: invalid duration ""` and the kubelet does not start.
+ */
+function duration(field: string, v: unknown, example: string): string | undefined {
+  if (v === undefined) return undefined;
+  if (v === null) throw new ConfigError(field, v, 'time: invalid duration "" (the kubelet\'s decoder hands null to metav1.Duration, which refuses it; leave the field out for its default)');
+  if (typeof v !== 'string') throw new ConfigError(field, v, `must be a duration string such as "${example}"`);
+  return v.trim();
+}
+
+/** A string field (null is ""); anything else is a decoding error in the kubelet. */
+function text(field: string, v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw new ConfigError(field, v, 'must be a string');
+  return v;
+}
+
+/** A *bool field (null is unset). */
+function bool(field: string, v: unknown): boolean | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw new ConfigError(field, v, 'must be true or false');
+  return v;
+}
+
 const EVICTION_FIELDS = [
   'evictionHard',
   'evictionSoft',
@@ -77,17 +106,16 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
   if (d.evictionMaxPodGracePeriod !== undefined && d.evictionMaxPodGracePeriod !== null) {
     const v = d.evictionMaxPodGracePeriod;
     if (typeof v !== 'number' || !Number.isInteger(v)) throw new ConfigError(`${prefix}evictionMaxPodGracePeriod`, v, 'must be a whole number of seconds');
+    // an int32: json refuses a number past its range ("cannot unmarshal number ... of type int32")
+    if (v < -(2 ** 31) || v > 2 ** 31 - 1) throw new ConfigError(`${prefix}evictionMaxPodGracePeriod`, v, 'out of the int32 range the kubelet decodes it into (at most 2147483647)');
     cfg.evictionMaxPodGracePeriod = v;
     name('evictionMaxPodGracePeriod');
   }
-  if (d.evictionPressureTransitionPeriod !== undefined && d.evictionPressureTransitionPeriod !== null) {
-    const v = d.evictionPressureTransitionPeriod;
-    if (typeof v !== 'string') throw new ConfigError(`${prefix}evictionPressureTransitionPeriod`, v, 'must be a duration string such as "5m"');
-    // `if obj.EvictionPressureTransitionPeriod == zeroDuration { ... 5m }`: "0s" in a file means 5m
-    if (!isZeroDuration(v.trim())) {
-      cfg.evictionPressureTransitionPeriod = v.trim();
-      name('evictionPressureTransitionPeriod');
-    }
+  const transition = duration(`${prefix}evictionPressureTransitionPeriod`, d.evictionPressureTransitionPeriod, '5m');
+  // `if obj.EvictionPressureTransitionPeriod == zeroDuration { ... 5m }`: "0s" in a file means 5m
+  if (transition !== undefined && !isZeroDuration(transition)) {
+    cfg.evictionPressureTransitionPeriod = transition;
+    name('evictionPressureTransitionPeriod');
   }
   if (d.enforceNodeAllocatable !== undefined && d.enforceNodeAllocatable !== null) {
     const v = d.enforceNodeAllocatable;
@@ -95,22 +123,25 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
     cfg.enforceNodeAllocatable = v as string[];
     name('enforceNodeAllocatable');
   }
-  if (d.mergeDefaultEvictionSettings !== undefined && d.mergeDefaultEvictionSettings !== null) {
-    const v = d.mergeDefaultEvictionSettings;
-    if (typeof v !== 'boolean') throw new ConfigError(`${prefix}mergeDefaultEvictionSettings`, v, 'must be true or false');
-    cfg.mergeDefaultEvictionSettings = v;
-    name('mergeDefaultEvictionSettings');
+  const bools = ['mergeDefaultEvictionSettings', 'memoryBrake', 'cgroupsPerQOS'] as const;
+  for (const key of bools) {
+    const v = bool(`${prefix}${key}`, d[key]);
+    if (v !== undefined) {
+      cfg[key] = v;
+      name(key);
+    }
   }
-  if (d.memoryBrake !== undefined && d.memoryBrake !== null) {
-    const v = d.memoryBrake;
-    if (typeof v !== 'boolean') throw new ConfigError(`${prefix}memoryBrake`, v, 'must be true or false');
-    cfg.memoryBrake = v;
-    name('memoryBrake');
+  for (const key of ['systemReservedCgroup', 'kubeReservedCgroup'] as const) {
+    const v = text(`${prefix}${key}`, d[key]);
+    if (v !== undefined) {
+      cfg[key] = v;
+      name(key);
+    }
   }
-  if (d.memoryBrakeMaxDuration !== undefined && d.memoryBrakeMaxDuration !== null) {
-    const v = d.memoryBrakeMaxDuration;
-    if (typeof v !== 'string') throw new ConfigError(`${prefix}memoryBrakeMaxDuration`, v, 'must be a duration string such as "2m"');
-    cfg.memoryBrakeMaxDuration = v.trim();
+  // evictd's own duration decodes as the kubelet's do (a metav1.Duration, named as the kubelet would)
+  const brakeMax = duration(`${prefix}memoryBrakeMaxDuration`, d.memoryBrakeMaxDuration, '2m');
+  if (brakeMax !== undefined) {
+    cfg.memoryBrakeMaxDuration = brakeMax;
     name('memoryBrakeMaxDuration');
   }
   return cfg;

@@ -19,7 +19,6 @@ test('SetDefaults_KubeletConfiguration: zero-valued eviction fields take the def
     { name: 'transition "0" is zero: 5m', doc: { evictionPressureTransitionPeriod: '0' }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
     { name: 'transition "0m0s" is zero: 5m', doc: { evictionPressureTransitionPeriod: '0m0s' }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
     { name: 'transition 30s kept', doc: { evictionPressureTransitionPeriod: '30s' }, transitionNs: 30e9, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
-    { name: 'transition null: default', doc: { evictionPressureTransitionPeriod: null }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
     { name: 'max pod grace 0: not specified', doc: { evictionMaxPodGracePeriod: 0 }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
     { name: 'max pod grace 45 kept', doc: { evictionMaxPodGracePeriod: 45 }, transitionNs: 5 * MIN, maxPod: 45, enforce: ['pods'], thresholds: DEFAULT_HARD },
     { name: 'enforceNodeAllocatable null: ["pods"]', doc: { enforceNodeAllocatable: null }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
@@ -58,6 +57,10 @@ test('SetDefaults_KubeletConfiguration: zero-valued eviction fields take the def
     assert.deepEqual(describe(p), c.thresholds, c.name);
     assert.deepEqual(p.warnings, [], c.name);
   }
+  // A null transition period is not absent: encoding/json hands null to metav1.Duration's
+  // UnmarshalJSON, which parses "" (apimachinery pkg/apis/meta/v1/duration.go), so the kubelet's
+  // decoder fails. See kubelet-config-decoding.test.ts.
+  assert.throws(() => compileDoc({ evictionPressureTransitionPeriod: null }), /evictionPressureTransitionPeriod: null: time: invalid duration ""/);
 });
 
 // cmd/kubelet/app/server.go: the file is loaded and defaulted, then kubeletConfigFlagPrecedence
@@ -214,7 +217,9 @@ test('parseMinimumReclaims: values, attachment, and a signal with no threshold',
 // pkg/kubelet/apis/config/validation ValidateKubeletConfiguration, enforceNodeAllocatable rules.
 test('ValidateKubeletConfiguration: enforceNodeAllocatable options', () => {
   const ok = [['pods'], ['none'], ['pods', 'system-reserved'], ['pods', 'kube-reserved-compressible', 'system-reserved'], []];
-  for (const e of ok) assert.deepEqual(compileConfig({ enforceNodeAllocatable: e }).enforceNodeAllocatable, e);
+  // the reserved enforcements need their cgroups (kubelet-config-decoding.test.ts)
+  const cgroups = { systemReservedCgroup: '/system.slice', kubeReservedCgroup: '/kube.slice' };
+  for (const e of ok) assert.deepEqual(compileConfig({ enforceNodeAllocatable: e, ...cgroups }).enforceNodeAllocatable, e);
   const refused: [string[], RegExp][] = [
     [['pods', 'pods'], /duplicated enforcement "pods"/],
     [['none', 'pods'], /"none" cannot be combined/],
