@@ -2,7 +2,10 @@
   "variables": {
     # 1 when clang (BPF target), bpftool, libbpf-dev and a BTF are here (native/bpf/detect.sh,
     # which says once, on stderr, what is missing otherwise).
-    "evictd_tripwire%": "<!(sh native/bpf/detect.sh)"
+    "evictd_tripwire%": "<!(sh native/bpf/detect.sh)",
+    # 1 in a source checkout: the memhog workload of the kernel tests and benches is left out of
+    # the published package (package.json "files"), and so is its target there.
+    "evictd_memhog%": "<!(node -p \"require('fs').existsSync('native/tools/memhog.c') ? 1 : 0\")"
   },
   "targets": [
     {
@@ -44,7 +47,7 @@
       "type": "executable",
       "sources": ["native/tools/memhog.c"],
       "cflags": ["-O2", "-Wall", "-Wextra"],
-      "conditions": [["OS!='linux'", {"type": "none"}]]
+      "conditions": [["OS!='linux' or evictd_memhog==0", {"type": "none", "sources!": ["native/tools/memhog.c"]}]]
     }
   ]
 }

@@ -3,7 +3,10 @@
 //   1. no import cycle, type-only imports and lazy require()s included;
 //   2. a production room (policy, kernel, node, cri, kube, agent, sim) never reaches into the
 //      lab (src/lab/) or the CLI (src/cli/);
-//   3. nothing outside src/cli/ imports src/cli/.
+//   3. nothing outside src/cli/ imports src/cli/;
+//   4. the floors (FLOORS): a room imports itself and the floors below it, never a room on its
+//      own floor (except the edges in SIDEWAYS) nor one above. A room on no floor is refused
+//      until it is given one.
 // TypeScript's own scanner finds the imports (ts.preProcessFile) and its resolver resolves them,
 // so the graph is the compiler's, not a regex's.
 import fs from 'node:fs';
@@ -14,6 +17,17 @@ import ts from 'typescript';
 const root = path.resolve(process.argv[2] ?? path.join(path.dirname(new URL(import.meta.url).pathname), '..'));
 const src = path.join(root, 'src');
 const PRODUCTION = ['policy', 'kernel', 'node', 'cri', 'kube', 'agent', 'sim'];
+// Bottom first. policy is pure and kernel is mechanism: neither knows any other room. node,
+// cri, kube and sim each build on those alone, so any of them can change without the others.
+// The agent joins them; the CLI, the lab and the embedder's entry point sit on top.
+const FLOORS = [['errors.ts'], ['policy', 'kernel'], ['node', 'cri', 'kube', 'sim'], ['agent'], ['cli', 'lab', 'index.ts']];
+// Edges between rooms of one floor, each judged right: the CLI dispatches to the lab's demo and
+// benches (lazily; rule 3 keeps the lab from importing the CLI back).
+const SIDEWAYS = new Set(['cli -> lab']);
+const floorOf = new Map(FLOORS.flatMap((rooms, i) => rooms.map((r) => [r, i])));
+/** How a room is named in messages: src/policy/, src/errors.ts. */
+const where = (r) => (r.endsWith('.ts') ? `src/${r}` : `src/${r}/`);
+const floorText = (i) => FLOORS.slice(0, i).flat().map(where).join(', ') || 'nothing';
 const options = { module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16 };
 
 function sourceFiles(dir) {
@@ -41,12 +55,21 @@ const files = sourceFiles(src);
 const graph = new Map(files.map((f) => [f, importsOf(f)]));
 const problems = [];
 
+const unplaced = new Set();
 for (const [from, tos] of graph) {
+  const a = room(from);
+  if (!floorOf.has(a) && !unplaced.has(a)) {
+    unplaced.add(a);
+    problems.push(`${where(a)} is on no floor: give it one in FLOORS (scripts/check-imports.mjs)`);
+  }
   for (const to of tos) {
-    const a = room(from);
     const b = room(to);
     if (PRODUCTION.includes(a) && (b === 'lab' || b === 'cli')) problems.push(`${rel(from)} imports ${rel(to)}: src/${a} is production and never imports src/${b}/`);
     else if (b === 'cli' && a !== 'cli') problems.push(`${rel(from)} imports ${rel(to)}: only src/cli/ imports src/cli/`);
+    else if (a !== b && floorOf.has(a) && floorOf.has(b) && floorOf.get(b) >= floorOf.get(a) && !SIDEWAYS.has(`${a} -> ${b}`)) {
+      const fa = floorOf.get(a);
+      problems.push(`${rel(from)} imports ${rel(to)}: ${where(a)} may import only the floors below it (${floorText(fa)}); ${where(b)} is ${floorOf.get(b) === fa ? 'on its own floor' : 'above it'}`);
+    }
   }
 }
 
@@ -76,4 +99,4 @@ if (problems.length > 0) {
   for (const p of problems) process.stderr.write(`check-imports: ${p}\n`);
   process.exit(1);
 }
-process.stdout.write(`check-imports: ${files.length} files, no cycle, rooms respected\n`);
+process.stdout.write(`check-imports: ${files.length} files, no cycle, rooms and floors respected\n`);

@@ -9,6 +9,10 @@
  *
  * Nothing here imports the lab (demo, benches) or the CLI. The native addon loads on first use,
  * and where it cannot load, the watchers fall back to polling.
+ *
+ * The names exported here are exactly those of docs/embedding.md's table: a name added or taken
+ * away here goes there too (test/unit/public-api.test.ts and test/package/install.test.ts
+ * compare the two).
  */
 
 // Errors that name the field and value of a bad input.
@@ -54,8 +58,17 @@ export { SIGNALS } from './policy/types';
 export { readScenario, type Scenario, type Step } from './sim/scenario';
 export { simulate, type StepResult } from './sim/run';
 
-// Kernel notifications (the native addon and its fallbacks).
-export * from './kernel';
+// Kernel notifications (the native addon and its fallbacks): the watchers and what says which
+// mechanism is in force. The mechanisms' parts (the tripwire alone, the pollers, the selection
+// between them, scheduling) stay inside: watchUsageThreshold and watchEventsFile choose for you.
+export type { KernelError, KernelEvent, LineMechanism, PsiWatcher, ThresholdWatcher, Watcher, WatchKind } from './kernel/types';
+export { monotonicNs, nativeAvailable, nativeLoadError, type TripwireStatus } from './kernel/addon';
+export { watchEventsFile, watchUsageThreshold, type FallbackLog, type LinePreference, type SelectOptions } from './kernel/select';
+export { watchMemcgThreshold, watchOom } from './kernel/memcg';
+export { watchPsi, type PsiTrigger } from './kernel/psi';
+export { watchCgroupEvents } from './kernel/cgroup-events';
+export { pollMemoryUsage } from './kernel/polling';
+export { tripwireStatus, tripwireUnavailable } from './kernel/tripwire';
 
 // Observations of this node: cgroups, /proc, statfs.
 export { detectCgroups, type CgroupLayout, type CgroupMode } from './node/cgroups';

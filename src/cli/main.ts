@@ -1,14 +1,15 @@
 import { ConfigError } from '../policy/config';
 import { EnvironmentError, UsageError } from '../errors';
 import type { Command } from './command';
+import { needsSourceCheckout } from './source-checkout';
 
 
 // Subcommands load lazily so `evictd simulate` does not pay for grpc or the addon.
 const commands: Record<string, { summary: string; load: () => Command }> = {
   run: { summary: 'run the eviction agent on this node', load: () => require('./run').run },
   simulate: { summary: 'run the eviction policy on a recorded scenario (FILE or -)', load: () => require('./simulate').simulate },
-  bench: { summary: 'benchmarks: policy | notify | cri | protect', load: () => require('./bench').bench },
-  demo: { summary: 'real containerd, real cgroups, real eviction, end to end', load: () => require('../lab/demo').demo },
+  bench: { summary: 'benchmarks: policy | notify | cri | protect', load: () => needsSourceCheckout('evictd bench', () => require('./bench').bench) },
+  demo: { summary: 'real containerd, real cgroups, real eviction, end to end', load: () => needsSourceCheckout('evictd demo', () => require('../lab/demo').demo) },
 };
 
 export function usage(): string {

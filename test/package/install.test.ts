@@ -1,13 +1,16 @@
 // The package as an embedder gets it: `npm pack`, `npm install` of the tarball into a fresh
 // project (the addon is built there by node-gyp), then `require('evictd')` and the example of
-// docs/embedding.md, run from that project exactly as printed. Then the same install on a
-// machine without the BPF toolchain: the addon builds without the tripwire and says so.
+// docs/embedding.md, run from that project exactly as printed. The tarball holds the product
+// alone (no lab, no tests, no VM scripts, no native test tool), and the CLI installed from it
+// says in one line that the demo and the benches need a source checkout. Then the same install
+// on a machine without the BPF toolchain: the addon builds without the tripwire and says so.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { documentedNames } from './documented-api';
 
 const repo = path.resolve(__dirname, '..', '..', '..');
 
@@ -49,8 +52,31 @@ function docExample(): string {
   return m[1];
 }
 
+let embedderApp = '';
+/** The one install the embedder's tests share (an install builds the addon: about a minute). */
+function embedder(): string {
+  embedderApp ||= install('embedder').app;
+  return embedderApp;
+}
+
+test('the tarball holds the product: no lab, no tests, no VM or harness scripts, no native test tool', () => {
+  const files = sh('tar', ['-tzf', tarball], dir)
+    .split('\n')
+    .filter((f) => f !== '')
+    .map((f) => f.replace(/^package\//, ''));
+  const refused = files.filter(
+    (f) => f.startsWith('dist/src/lab/') || f.startsWith('dist/test/') || f.startsWith('test/') || f.startsWith('scripts/') || f.startsWith('native/tools/') || f.startsWith('src/'),
+  );
+  assert.deepEqual(refused, []);
+  // What an install needs: the CLI, the compiled product, and what node-gyp builds the addon from.
+  for (const f of ['package.json', 'bin/evictd.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/cli/main.js', 'binding.gyp', 'native/addon.cc', 'native/bpf/detect.sh', 'native/bpf/build.sh', 'native/bpf/memcg_tripwire.bpf.c', 'docs/embedding.md']) {
+    assert.ok(files.includes(f), `${f} is in the tarball`);
+  }
+  assert.ok(files.some((f) => f.startsWith('proto/')), 'the CRI protos are in the tarball');
+});
+
 test('npm pack + npm install: require("evictd") loads and the docs/embedding.md example runs', { timeout: 600_000 }, () => {
-  const { app } = install('embedder');
+  const app = embedder();
   // Loads from the installed copy, not from this checkout.
   const where = sh('node', ['-e', "process.stdout.write(require.resolve('evictd'))"], app);
   assert.ok(where.startsWith(path.join(app, 'node_modules', 'evictd')), where);
@@ -65,6 +91,28 @@ test('npm pack + npm install: require("evictd") loads and the docs/embedding.md 
   assert.match(out, /^threshold met: memory\.available soft < 1Gi$/m);
   assert.match(out, /^evict first: default\/batch \(grace 0s\)$/m);
   assert.match(out, /^message: The node was low on resource: memory\./m);
+});
+
+test('require("evictd") from the installed package is exactly the API docs/embedding.md lists', { timeout: 600_000 }, () => {
+  const keys = JSON.parse(sh('node', ['-e', "process.stdout.write(JSON.stringify(Object.keys(require('evictd')).sort()))"], embedder())) as string[];
+  assert.deepEqual(keys, documentedNames());
+});
+
+test('the installed CLI runs; demo and bench say in one line (exit 2) that they need a source checkout', { timeout: 600_000 }, () => {
+  const bin = path.join(embedder(), 'node_modules', '.bin', 'evictd');
+  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+  assert.equal(version.status, 0, version.stderr);
+  assert.equal(version.stdout.trim(), (JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as { version: string }).version);
+  const help = spawnSync(bin, ['run', '--help'], { encoding: 'utf8' });
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /^usage: evictd run \[flags\]/);
+  for (const [command, args] of [['demo', ['demo']], ['bench', ['bench', 'policy']], ['bench', ['bench']]] as const) {
+    const r = spawnSync(bin, [...args], { encoding: 'utf8' });
+    assert.equal(r.status, 2, `evictd ${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, new RegExp(`^evictd: evictd ${command} needs a source checkout of evictd .*\n$`));
+    assert.equal(r.stderr.split('\n').length, 2, `one line: ${r.stderr}`);
+  }
 });
 
 test('npm install without clang or bpftool: the addon builds without the tripwire, says why once, and lines fall back', { timeout: 600_000 }, () => {

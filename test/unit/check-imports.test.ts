@@ -53,3 +53,26 @@ test('only src/cli imports src/cli', () => {
   assert.equal(r.code, 1);
   assert.match(r.stderr, /src\/lab\/demo\.ts imports src\/cli\/errors\.ts: only src\/cli\/ imports src\/cli\//);
 });
+
+test('the floors: policy importing node is refused, as is node importing cri beside it; each importing what is below is not', () => {
+  const r = check({
+    'src/errors.ts': 'export class UsageError extends Error {}\n',
+    'src/policy/p.ts': "import { n } from '../node/n';\nexport const p = n;\n",
+    'src/node/n.ts': "import { UsageError } from '../errors';\nexport const n = UsageError;\n",
+    'src/node/m.ts': "import type { C } from '../cri/c';\nexport type M = C;\n",
+    'src/cri/c.ts': "import type { Q } from '../policy/q';\nexport type C = Q;\n",
+    'src/policy/q.ts': 'export type Q = number;\n',
+    'src/agent/a.ts': "import { n } from '../node/n';\nimport type { C } from '../cri/c';\nexport const a: C | typeof n = 1;\n",
+  });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /src\/policy\/p\.ts imports src\/node\/n\.ts: src\/policy\/ may import only the floors below it \(src\/errors\.ts\); src\/node\/ is above it/);
+  assert.match(r.stderr, /src\/node\/m\.ts imports src\/cri\/c\.ts: src\/node\/ may import only .*; src\/cri\/ is on its own floor/);
+  assert.doesNotMatch(r.stderr, /src\/agent\/a\.ts|src\/cri\/c\.ts imports|src\/node\/n\.ts imports/);
+  assert.equal(r.stderr.trim().split('\n').length, 2, r.stderr);
+});
+
+test('a room on no floor is refused until it is given one', () => {
+  const r = check({ 'src/util/u.ts': 'export const u = 1;\n', 'src/agent/a.ts': "import { u } from '../util/u';\nexport const a = u;\n" });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /src\/util\/ is on no floor: give it one in FLOORS/);
+});

@@ -3,6 +3,26 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as evictd from 'evictd';
+import { documentedNames } from '../package/documented-api';
+
+/**
+ * The types the doc names beside them, checked by the compiler: one missing from the package
+ * fails the build.
+ */
+export type DocumentedTypes = [
+  evictd.EvictionConfig,
+  evictd.EvictionFlags,
+  evictd.PolicyConfig,
+  evictd.Watcher,
+  evictd.ThresholdWatcher,
+  evictd.PsiWatcher,
+  evictd.KernelEvent,
+  evictd.KernelError,
+  evictd.RuntimePort,
+  evictd.NotificationPort,
+  evictd.PodSpecSource,
+  evictd.EvictionReporter,
+];
 
 test('require("evictd") exposes the documented parts', () => {
   for (const name of [
@@ -16,6 +36,13 @@ test('require("evictd") exposes the documented parts', () => {
   ]) {
     assert.equal(typeof (evictd as Record<string, unknown>)[name], 'function', `evictd.${name}`);
   }
+});
+
+test('require("evictd") is exactly the names docs/embedding.md lists: nothing missing, nothing more', () => {
+  const documented = documentedNames();
+  assert.ok(documented.length > 40, `the doc's table was read (${documented.length} names)`);
+  assert.deepEqual(Object.keys(evictd).sort(), documented);
+  for (const name of documented) assert.notEqual((evictd as Record<string, unknown>)[name], undefined, `evictd.${name}`);
 });
 
 test('the public names decide as the kubelet does: config from a KubeletConfiguration, flags on top, one pass', () => {
