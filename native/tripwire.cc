@@ -169,7 +169,6 @@ void Tripwire::Load(Napi::Env env) {
     ring->later.data = ring;
     ring->later_open = true;
     ring->open_handles++;
-    uv_unref(reinterpret_cast<uv_handle_t*>(&ring->later));
     err = uv_poll_init(loop, &ring->poll, ring_buffer__epoll_fd(ring->rb));
   }
   if (err == 0) {

@@ -27,8 +27,8 @@ struct TripwireRing {
   ring_buffer* rb = nullptr;
   // The ring buffer's epoll fd (libbpf owns it). Ref'd only while some line holds the loop.
   uv_poll_t poll;
-  // Next-turn work (Tripwire::Later), started on demand. Never ref'd: a line that should keep
-  // the loop alive already does through `poll`.
+  // Next-turn work (Tripwire::Later), started only while there is some. Ref'd: a close callback
+  // that JS awaits must keep the loop alive until it runs, as a closing handle does.
   uv_idle_t later;
   bool poll_open = false;
   bool later_open = false;
