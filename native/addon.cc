@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "addon_data.h"
 #include "clock.h"
 #include "errors.h"
 #include "fd.h"
@@ -180,12 +181,13 @@ Napi::Value SetRealtimePriority(const Napi::CallbackInfo& info) {
 void FinalizeData(Napi::Env /*env*/, AddonData* data) {
   data->instance_finalized = true;
   data->watcher_constructor.Reset();
+  if (data->tripwire != nullptr) data->tripwire->Finalize();
   // Finalized without teardown having run the hook (not expected): unregister it.
   if (!data->tearing_down && data->cleanup_hook != nullptr) {
     napi_remove_async_cleanup_hook(data->cleanup_hook);
     data->cleanup_hook = nullptr;
   }
-  // Sources (or the tripwire) still closing delete the data from their close callback.
+  // Sources (or the tripwire's program) still closing delete the data from their close callback.
   data->MaybeDone();
 }
 
@@ -202,7 +204,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("monotonicNs", Napi::Function::New(env, JsMonotonicNs, "monotonicNs"));
   exports.Set("liveSources", Napi::Function::New(env, LiveSources, "liveSources"));
   exports.Set("setRealtimePriority", Napi::Function::New(env, SetRealtimePriority, "setRealtimePriority"));
-  TripwireExports(env, exports);
+  Tripwire::Init(env, exports, data);
   return exports;
 }
 

@@ -1,20 +1,160 @@
-// The tripwire's N-API methods: openTripwire, rearmTripwire, tripwireStatus, tripwireLoad. The
-// hub they drive (load, ring buffer, release) is in tripwire.cc.
+// What JS calls on the tripwire (openTripwire, tripwireStatus, tripwireLoad) and the line table
+// they and the lines drive: arming, moving and freeing a line's slot in the program's .bss and
+// its cgroup's entry in the `watched` map. The program's life and its ring buffer are in
+// tripwire.cc. Loop thread only.
 #ifdef EVICTD_TRIPWIRE
+#include <bpf/bpf.h>
 #include <errno.h>
-#include <sys/eventfd.h>
 
 #include <string>
 
-#include <bpf/bpf.h>
-
+#include "addon_data.h"
 #include "errors.h"
 #include "tripwire.h"
-#include "tripwire_hub.h"
+#include "tripwire_line.h"
+#include "tripwire_ring.h"
 
 namespace evictd {
 
 namespace {
+
+// A line in bytes is met when usage (whole pages) reaches it: rounded up.
+uint64_t BytesToPages(double bytes) { return static_cast<uint64_t>((bytes + kPageSize - 1) / kPageSize); }
+
+// The usage in whole pages, or -1 when unknown (negative bytes).
+int64_t UsagePages(double bytes) {
+  return bytes < 0 ? -1 : static_cast<int64_t>(bytes / static_cast<double>(kPageSize));
+}
+
+// Arms `slot` at `line_pages`, on the side `usage_pages` gives (-1: unknown, then the last usage
+// the program saw for this line or for the root, else below).
+void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint64_t line_pages, int64_t usage_pages) {
+  tripwire_line* l = ring->Line(slot);
+  // Off first, so the program never pairs the old direction with the new line.
+  __atomic_store_n(&l->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
+  uint64_t known = 0;
+  bool have = usage_pages >= 0;
+  if (have) {
+    known = static_cast<uint64_t>(usage_pages);
+  } else if (l->cgroup_id == cgroup_id && l->usage_pages != 0) {
+    known = __atomic_load_n(&l->usage_pages, __ATOMIC_RELAXED);
+    have = true;
+  } else if (cgroup_id == 1 && ring->skel->bss->root_usage_pages != 0) {
+    known = __atomic_load_n(&ring->skel->bss->root_usage_pages, __ATOMIC_RELAXED);
+    have = true;
+  }
+  __atomic_store_n(&l->cgroup_id, cgroup_id, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->line_pages, line_pages, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->generation, l->generation + 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->pending, 0u, __ATOMIC_SEQ_CST);
+  // Unknown side: wait for "at or above". If usage is already there, the next charge fires at
+  // once, which only wakes the agent for a fresh look.
+  __u32 dir = have && known >= line_pages ? TRIPWIRE_DOWN : TRIPWIRE_UP;
+  __atomic_store_n(&l->direction, dir, __ATOMIC_SEQ_CST);
+}
+
+}  // namespace
+
+Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgroup_id, double line_bytes,
+                            double usage_bytes, Napi::Function callback) {
+  Load(env);
+  TripwireRing* ring = ring_;
+  int slot = -1;
+  for (int i = 0; i < TRIPWIRE_MAX_LINES && slot < 0; i++) {
+    if (ring->slots[i] == nullptr) slot = i;
+  }
+  if (slot < 0) {
+    UnloadWhenIdle();
+    throw SystemError(env, ENOSPC, "bpf", dir);
+  }
+  int map_fd = bpf_map__fd(ring->skel->maps.watched);
+  tripwire_cgroup entry = {};
+  if (bpf_map_lookup_elem(map_fd, &cgroup_id, &entry) != 0) entry = {};
+  if (entry.count >= TRIPWIRE_LINES_PER_CGROUP) {
+    UnloadWhenIdle();
+    throw SystemError(env, E2BIG, "bpf", dir);
+  }
+  // The JS object first: if making it throws, nothing is armed yet.
+  Napi::Object obj;
+  TripwireLine* line = nullptr;
+  try {
+    obj = line_constructor_.New({});
+    line = TripwireLine::Unwrap(obj);
+    line->Prepare(dir, callback);
+  } catch (...) {
+    UnloadWhenIdle();
+    throw;
+  }
+  ArmSlot(ring, slot, cgroup_id, BytesToPages(line_bytes), UsagePages(usage_bytes));
+  entry.slots[entry.count++] = static_cast<__u32>(slot);
+  if (bpf_map_update_elem(map_fd, &cgroup_id, &entry, BPF_ANY) != 0) {
+    int err = errno;
+    __atomic_store_n(&ring->Line(slot)->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
+    UnloadWhenIdle();
+    throw SystemError(env, err, "bpf", dir);  // the unattached object goes with the GC
+  }
+  line->Attach(this, slot);
+  ring->slots[slot] = line;
+  ring->lines++;
+  return obj;
+}
+
+void Tripwire::Rearm(int slot, double line_bytes, double usage_bytes) {
+  if (ring_ == nullptr) return;
+  ArmSlot(ring_, slot, ring_->Line(slot)->cgroup_id, BytesToPages(line_bytes), UsagePages(usage_bytes));
+}
+
+void Tripwire::Release(TripwireLine* line) {
+  TripwireRing* ring = ring_;
+  int slot = line->slot_;
+  if (ring == nullptr || slot < 0 || ring->slots[slot] != line) return;
+  line->slot_ = -1;
+  tripwire_line* l = ring->Line(slot);
+  __atomic_store_n(&l->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
+  uint64_t cgroup_id = l->cgroup_id;
+  int map_fd = bpf_map__fd(ring->skel->maps.watched);
+  tripwire_cgroup entry = {};
+  if (bpf_map_lookup_elem(map_fd, &cgroup_id, &entry) == 0) {
+    tripwire_cgroup kept = {};
+    for (__u32 i = 0; i < entry.count && i < TRIPWIRE_LINES_PER_CGROUP; i++) {
+      if (entry.slots[i] != static_cast<__u32>(slot)) kept.slots[kept.count++] = entry.slots[i];
+    }
+    if (kept.count == 0)
+      bpf_map_delete_elem(map_fd, &cgroup_id);
+    else
+      bpf_map_update_elem(map_fd, &cgroup_id, &kept, BPF_ANY);
+  }
+  __atomic_store_n(&l->cgroup_id, 0ull, __ATOMIC_SEQ_CST);
+  ring->slots[slot] = nullptr;
+  if (--ring->lines == 0) UnloadWhenIdle();
+}
+
+Napi::Object Tripwire::Status(Napi::Env env) const {
+  Napi::Object status = Napi::Object::New(env);
+  status.Set("built", true);
+  status.Set("loaded", ring_ != nullptr);
+  status.Set("lines", ring_ != nullptr ? ring_->lines : 0);
+  status.Set("loadMs", load_ms_);
+  status.Set("attachMs", attach_ms_);
+  if (ring_ != nullptr) {
+    auto* bss = ring_->skel->bss;
+    uint64_t root = __atomic_load_n(&bss->root_usage_pages, __ATOMIC_RELAXED);
+    status.Set("rootUsageBytes",
+               root == 0 ? env.Null() : Napi::Number::New(env, static_cast<double>(root * kPageSize)));
+    status.Set("events", static_cast<double>(__atomic_load_n(&bss->events_emitted, __ATOMIC_RELAXED)));
+    status.Set("ringbufFull", static_cast<double>(__atomic_load_n(&bss->ringbuf_full, __ATOMIC_RELAXED)));
+  }
+  if (error_ != 0) {
+    Napi::Error error = SystemError(env, error_, "bpf", "");
+    error.Value().Set("stage", error_stage_);
+    status.Set("error", error.Value());
+  }
+  return status;
+}
+
+namespace {
+
+Tripwire* Of(Napi::Env env) { return env.GetInstanceData<AddonData>()->tripwire; }
 
 // openTripwire(cgroupDir, cgroupId, lineBytes, usageBytes, callback): a line on the memory
 // counter of the cgroup whose id (cgroup2 directory inode; 1 for the root) is `cgroupId`.
@@ -26,134 +166,33 @@ Napi::Value OpenTripwire(const Napi::CallbackInfo& info) {
       !info[4].IsFunction()) {
     throw Napi::TypeError::New(env, "openTripwire(cgroupDir, cgroupId, lineBytes, usageBytes, callback)");
   }
-  std::string dir = info[0].As<Napi::String>().Utf8Value();
-  uint64_t cgroup_id = static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value());
-  double line_bytes = info[2].As<Napi::Number>().DoubleValue();
-  double usage_bytes = info[3].As<Napi::Number>().DoubleValue();
-  auto* data = env.GetInstanceData<AddonData>();
-  TripwireHub* hub = EnsureHub(env, data);
-
-  int slot = -1;
-  for (int i = 0; i < TRIPWIRE_MAX_LINES; i++) {
-    if (hub->slots[i] == nullptr) {
-      slot = i;
-      break;
-    }
-  }
-  if (slot < 0) {
-    TripwireShutdown(data, true);
-    throw SystemError(env, ENOSPC, "bpf", dir);
-  }
-  tripwire_cgroup entry = {};
-  int map_fd = bpf_map__fd(hub->skel->maps.watched);
-  if (bpf_map_lookup_elem(map_fd, &cgroup_id, &entry) != 0) entry = {};
-  if (entry.count >= TRIPWIRE_LINES_PER_CGROUP) {
-    TripwireShutdown(data, true);
-    throw SystemError(env, E2BIG, "bpf", dir);
-  }
-  Fd relay(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!relay.valid()) {
-    int err = errno;
-    TripwireShutdown(data, true);
-    throw SystemError(env, err, "eventfd", dir);
-  }
-  ArmSlot(hub, slot, cgroup_id, BytesToPages(line_bytes),
-          usage_bytes < 0 ? -1 : static_cast<int64_t>(usage_bytes / static_cast<double>(kPageSize)));
-  entry.slots[entry.count++] = static_cast<__u32>(slot);
-  if (bpf_map_update_elem(map_fd, &cgroup_id, &entry, BPF_ANY) != 0) {
-    int err = errno;
-    __atomic_store_n(&hub->Line(slot)->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
-    TripwireShutdown(data, true);
-    throw SystemError(env, err, "bpf", dir);
-  }
-  // Create closes the relay fd itself if it throws; the slot is claimed only once it returned.
-  Napi::Object watcher;
-  try {
-    watcher = Watcher::Create(env, data, SourceKind::kTripwire, std::move(relay), dir, Fd(), "",
-                              info[4].As<Napi::Function>());
-  } catch (...) {
-    __atomic_store_n(&hub->Line(slot)->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
-    entry.count--;
-    if (entry.count == 0)
-      bpf_map_delete_elem(map_fd, &cgroup_id);
-    else
-      bpf_map_update_elem(map_fd, &cgroup_id, &entry, BPF_ANY);
-    TripwireShutdown(data, true);
-    throw;
-  }
-  Source* source = Watcher::Unwrap(watcher)->source();
-  source->tripwire_slot = slot;
-  hub->slots[slot] = source;
-  hub->lines++;
-  return watcher;
+  return Of(env)->Open(
+      env, info[0].As<Napi::String>().Utf8Value(), static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value()),
+      info[2].As<Napi::Number>().DoubleValue(), info[3].As<Napi::Number>().DoubleValue(), info[4].As<Napi::Function>());
 }
 
-// rearmTripwire(watcher, lineBytes, usageBytes): moves the line in place. No registration, no
-// grace period: the program reads the new line at the next charge.
-Napi::Value RearmTripwire(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsNumber() || !info[2].IsNumber()) {
-    throw Napi::TypeError::New(env, "rearmTripwire(watcher, lineBytes, usageBytes)");
-  }
-  Watcher* watcher = Watcher::Unwrap(info[0].As<Napi::Object>());
-  Source* source = watcher->source();
-  auto* data = env.GetInstanceData<AddonData>();
-  if (source == nullptr || source->closing || source->kind != SourceKind::kTripwire || source->tripwire_slot < 0 ||
-      data->tripwire == nullptr) {
-    throw Napi::Error::New(env, "tripwire watcher is closed");
-  }
-  TripwireHub* hub = data->tripwire;
-  double usage_bytes = info[2].As<Napi::Number>().DoubleValue();
-  tripwire_line* l = hub->Line(source->tripwire_slot);
-  ArmSlot(hub, source->tripwire_slot, l->cgroup_id, BytesToPages(info[1].As<Napi::Number>().DoubleValue()),
-          usage_bytes < 0 ? -1 : static_cast<int64_t>(usage_bytes / static_cast<double>(kPageSize)));
-  return env.Undefined();
-}
-
-// tripwireStatus(): { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull,
-// error? } for the log line, the metric and the tests.
-Napi::Value TripwireStatus(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto* data = env.GetInstanceData<AddonData>();
-  Napi::Object status = Napi::Object::New(env);
-  status.Set("built", true);
-  TripwireHub* hub = data->tripwire;
-  status.Set("loaded", hub != nullptr);
-  status.Set("lines", hub != nullptr ? hub->lines : 0);
-  status.Set("loadMs", data->tripwire_load_ms);
-  status.Set("attachMs", data->tripwire_attach_ms);
-  if (hub != nullptr) {
-    uint64_t root = __atomic_load_n(&hub->skel->bss->root_usage_pages, __ATOMIC_RELAXED);
-    status.Set("rootUsageBytes",
-               root == 0 ? env.Null() : Napi::Number::New(env, static_cast<double>(root * kPageSize)));
-    status.Set("events", static_cast<double>(__atomic_load_n(&hub->skel->bss->events_emitted, __ATOMIC_RELAXED)));
-    status.Set("ringbufFull", static_cast<double>(__atomic_load_n(&hub->skel->bss->ringbuf_full, __ATOMIC_RELAXED)));
-  }
-  if (data->tripwire_error != 0) {
-    Napi::Error error = SystemError(env, data->tripwire_error, "bpf", "");
-    error.Value().Set("stage", data->tripwire_error_stage);
-    status.Set("error", error.Value());
-  }
-  return status;
-}
+// tripwireStatus(): for the log line, the metric and the tests.
+Napi::Value TripwireStatus(const Napi::CallbackInfo& info) { return Of(info.Env())->Status(info.Env()); }
 
 // tripwireLoad(): loads the program now (else the first openTripwire does) and returns the
-// status; throws the load error. Lets the selection decide before arming anything.
+// status; throws the load error. Lets the selection decide before arming anything. The program
+// stays loaded for the lines that follow (it holds no loop reference); the last line to close,
+// or the environment's teardown, unloads it.
 Napi::Value TripwireLoad(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // The hub stays loaded for the lines that follow (it holds no loop reference); the last line
-  // to close, or the environment's teardown, unloads it.
-  EnsureHub(env, env.GetInstanceData<AddonData>());
-  return TripwireStatus(info);
+  Of(env)->Load(env);
+  return Of(env)->Status(env);
 }
 
 }  // namespace
 
-void TripwireExports(Napi::Env env, Napi::Object exports) {
+void Tripwire::Init(Napi::Env env, Napi::Object exports, AddonData* data) {
+  auto* tripwire = new Tripwire(data);
+  data->tripwire = tripwire;
+  tripwire->line_constructor_ = Napi::Persistent(TripwireLine::DefineClass(env));
   exports.Set("tripwireStatus", Napi::Function::New(env, TripwireStatus, "tripwireStatus"));
   exports.Set("tripwireLoad", Napi::Function::New(env, TripwireLoad, "tripwireLoad"));
   exports.Set("openTripwire", Napi::Function::New(env, OpenTripwire, "openTripwire"));
-  exports.Set("rearmTripwire", Napi::Function::New(env, RearmTripwire, "rearmTripwire"));
 }
 
 }  // namespace evictd

@@ -6,13 +6,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 
 #include "clock.h"
 #include "errors.h"
+#include "js_call.h"
 #include "off_loop.h"
-#include "tripwire.h"
 
 namespace evictd {
 
@@ -88,8 +87,6 @@ Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, Fd
 void Watcher::BeginClose(Source* source) {
   if (source->closing) return;
   source->closing = true;
-  // The line stops firing now, not when the handle's close completes.
-  if (source->kind == SourceKind::kTripwire) TripwireRelease(source);
   if (source->polling) uv_poll_stop(&source->poll);
   source->polling = false;
   // A registration still being written owns control_fd on a threadpool thread: ArmDone issues
@@ -125,7 +122,7 @@ void Watcher::OnClosed(uv_handle_t* handle) {
 void Watcher::Finish(Source* source) {
   Watcher* owner = source->owner;
   AddonData* data = source->data;
-  data->SourceClosed(source);
+  data->sources.erase(source);
   delete source;
   if (owner != nullptr) {
     owner->source_ = nullptr;
@@ -212,39 +209,9 @@ void Watcher::Closed(bool tearing_down) {
   Napi::ObjectWrap<Watcher>::Unref();
 }
 
-// Whether this environment may run JS now. While a worker is being terminated its loop can
-// still deliver a poll, but every N-API call that may run JS fails; with C++ exceptions on, a
-// failing call aborts the process while it builds its Napi::Error (napi_define_properties
-// fails too). So probe with the raw C API, which only returns a status. napi_strict_equals
-// starts with the check every such call makes (no exception pending, JS may still run) and
-// does next to nothing else: the probe is on every event's path, where the earlier probe (a
-// property set on a fresh object) cost a tenth of a millisecond under emulation.
-bool Watcher::CanRunJs(napi_env env) {
-  // Its own handle scope: callers may be libuv callbacks, which run outside any.
-  napi_handle_scope scope;
-  if (napi_open_handle_scope(env, &scope) != napi_ok) return false;
-  napi_value null_value;
-  bool same = false;
-  bool ok = napi_get_null(env, &null_value) == napi_ok && napi_strict_equals(env, null_value, null_value, &same) == napi_ok;
-  napi_close_handle_scope(env, scope);
-  return ok;
-}
-
 void Watcher::CallJs(Napi::FunctionReference& fn, std::initializer_list<napi_value> args) {
-  napi_env env = Env();
   if (fn.IsEmpty()) return;
-  // MakeCallback (not Call) so async hooks see the callback and microtasks (promise reactions
-  // in listeners) run when it returns, as for any libuv-driven callback. The raw C call: in a
-  // terminating environment it returns a status with no exception pending, never aborts, so no
-  // probe is needed here (callers that build values first probe with CanRunJs).
-  napi_value result;
-  napi_status status = napi_make_callback(env, *async_context_, Value(), fn.Value(), args.size(), args.begin(), &result);
-  if (status == napi_ok) return;
-  bool pending = false;
-  if (napi_is_exception_pending(env, &pending) != napi_ok || !pending) return;  // shutting down
-  // A listener threw: surface it as an uncaught exception, as Node does for its handles.
-  napi_value exception;
-  if (napi_get_and_clear_last_exception(env, &exception) == napi_ok) napi_fatal_exception(env, exception);
+  evictd::CallJs(Env(), *async_context_, Value(), fn.Value(), args.size(), args.begin());
 }
 
 void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
@@ -289,7 +256,7 @@ void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
     }
     if (!changed) return;
   }
-  if (source->kind == SourceKind::kEventfd || source->kind == SourceKind::kTripwire) {
+  if (source->kind == SourceKind::kEventfd) {
     ssize_t n = ReadRetry(source->poll_fd.get(), &count, sizeof count);
     if (n < 0) {
       if (errno == EAGAIN) return;  // already consumed: spurious wakeup
@@ -303,10 +270,7 @@ void Watcher::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
 
   char buffer[kProbeBufferSize];
   ssize_t len = 0;
-  if (source->kind == SourceKind::kTripwire) {
-    len = static_cast<ssize_t>(std::min(source->tripwire_text.size(), sizeof buffer - 1));
-    source->tripwire_text.copy(buffer, static_cast<size_t>(len));
-  } else if (source->probe_fd.valid()) {
+  if (source->probe_fd.valid()) {
     // For kernfs files this read also re-arms the notification; without it poll would report
     // the same change forever (a busy loop).
     len = PreadRetry(source->probe_fd.get(), buffer, sizeof buffer - 1, 0);
@@ -327,28 +291,14 @@ void Watcher::DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* t
   Napi::Env env = Env();
   if (!CanRunJs(env)) return;  // a terminating worker: nobody left to tell
   Napi::HandleScope scope(env);
-  CallJs(callback_, {
-                        env.Null(),
-                        Napi::Number::New(env, static_cast<double>(count)),
-                        Napi::BigInt::New(env, static_cast<uint64_t>(monotonic_ns)),
-                        source_ != nullptr && (source_->probe_fd.valid() || source_->kind == SourceKind::kTripwire)
-                            ? Napi::String::New(env, text, text_len).As<Napi::Value>()
-                            : env.Undefined(),
-                    });
-}
-
-void Watcher::DeliverNow(uint64_t monotonic_ns) {
-  if (source_ == nullptr || source_->closing) return;
-  // A copy on the stack: the listener may close the watcher.
-  char text[kTripwireTextSize];
-  size_t len = source_->tripwire_text.copy(text, sizeof text);
-  DispatchEvent(1, monotonic_ns, text, len);
-}
-
-void Watcher::Fail(int err, const char* syscall, const std::string& path) {
-  if (source_ == nullptr || source_->closing) return;
-  BeginClose(source_);
-  DispatchError(err, syscall, path);
+  CallJs(callback_,
+         {
+             env.Null(),
+             Napi::Number::New(env, static_cast<double>(count)),
+             Napi::BigInt::New(env, static_cast<uint64_t>(monotonic_ns)),
+             source_ != nullptr && source_->probe_fd.valid() ? Napi::String::New(env, text, text_len).As<Napi::Value>()
+                                                             : env.Undefined(),
+         });
 }
 
 void Watcher::DispatchError(int err, const char* syscall, const std::string& path) {

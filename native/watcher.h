@@ -8,9 +8,9 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
+#include "addon_data.h"
 #include "fd.h"
 
 namespace evictd {
@@ -31,17 +31,7 @@ enum class SourceKind {
   // of this one. (Not IN_DELETE_SELF on the cgroup itself: our open files pin its dentry, and
   // the kernel sends DELETE_SELF only when the last dentry reference goes.)
   kKernfs,
-  // A memcg tripwire line (tripwire.cc): the environment's BPF ring buffer is polled by the
-  // tripwire hub, which consumes each crossing, re-arms the line and relays it to this source's
-  // own eventfd. The eventfd gives every line the kEventfd behaviour: per-watcher start/stop
-  // (crossings while stopped stay counted in the fd), ref/unref, and the same close path. The
-  // event's text is the hub's record of the crossing, not a file read.
-  kTripwire,
 };
-
-struct TripwireHub;
-
-struct AddonData;
 
 // The kernel side of a watcher: its fds and its uv_poll_t. Allocated apart from the JS object
 // because libuv closes handles asynchronously: the Source must outlive a Watcher finalized by
@@ -71,38 +61,6 @@ struct Source {
   bool want_poll = false;  // start() called (and not stop())
   bool polling = false;    // uv_poll_start in force
   bool closing = false;    // close requested; uv_close issued once not arming
-  // kTripwire only: the line's slot in the hub's table (-1 once released), and the text of the
-  // last crossing (usage_bytes, line_bytes, fired_ns, charge_began_ns, above), which the event carries.
-  int tripwire_slot = -1;
-  std::string tripwire_text;
-};
-
-// The longest tripwire text (five counters of at most 20 digits each, with their names).
-constexpr size_t kTripwireTextSize = 256;
-
-// Per-environment state (main thread and each worker get their own): no process globals.
-struct AddonData {
-  napi_env env = nullptr;
-  Napi::FunctionReference watcher_constructor;
-  std::unordered_set<Source*> sources;
-  napi_async_cleanup_hook_handle cleanup_hook = nullptr;
-  bool tearing_down = false;
-  bool instance_finalized = false;
-  // The memcg tripwire (tripwire.cc): loaded on the first line, closed after the last one.
-  TripwireHub* tripwire = nullptr;
-  int tripwire_closing = 0;  // hubs whose handle or BPF object is still being torn down
-  int tripwire_error = 0;    // the last load failure (errno), reported by tripwireStatus()
-  std::string tripwire_error_stage;
-  double tripwire_load_ms = 0;
-  double tripwire_attach_ms = 0;
-
-  // Called when the env is torn down: closes every source, and tells Node we are done once the
-  // last close callback ran, so a worker's loop never closes with our handles open.
-  static void OnEnvCleanup(napi_async_cleanup_hook_handle handle, void* arg);
-  void SourceClosed(Source* source);
-  // Removes the cleanup hook once nothing is left open (sources, the tripwire hub); deletes
-  // this data if the instance was already finalized. Returns true when `this` was deleted.
-  bool MaybeDone();
 };
 
 class Watcher : public Napi::ObjectWrap<Watcher> {
@@ -128,13 +86,6 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
 
   Source* source() const { return source_; }
 
-  // Reports an error to the callback and closes the watcher (the tripwire hub uses it).
-  void Fail(int err, const char* syscall, const std::string& path);
-
-  // kTripwire: delivers the crossing in source->tripwire_text now, stamped `monotonic_ns`, from
-  // the hub's ring buffer callback (same loop turn: no relay through the eventfd).
-  void DeliverNow(uint64_t monotonic_ns);
-
  private:
   static void OnPoll(uv_poll_t* handle, int status, int events);
   static void OnClosed(uv_handle_t* handle);
@@ -144,7 +95,6 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
 
   void DispatchEvent(uint64_t count, uint64_t monotonic_ns, const char* text, size_t text_len);
   void DispatchError(int err, const char* syscall, const std::string& path);
-  static bool CanRunJs(napi_env env);
   void CallJs(Napi::FunctionReference& fn, std::initializer_list<napi_value> args);
   void Closed(bool tearing_down);
 

@@ -59,7 +59,6 @@ Napi::Value Watcher::HasRef(const Napi::CallbackInfo& info) {
 Napi::Value Watcher::Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
-  if (source_->kind == SourceKind::kTripwire) return Napi::String::New(env, source_->tripwire_text);
   if (!source_->probe_fd.valid()) return env.Undefined();
   char buffer[kReadBufferSize];
   ssize_t len = PreadRetry(source_->probe_fd.get(), buffer, sizeof buffer - 1, 0);

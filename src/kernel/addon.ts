@@ -15,6 +15,16 @@ export interface NativeWatcher {
   readonly closed: boolean;
 }
 
+/**
+ * A memcg tripwire line (native/tripwire_line.cc): a watcher without an fd of its own, fed by the
+ * environment's tripwire from the BPF ring buffer. Crossings while stopped are counted and
+ * delivered on start(), as an eventfd's are.
+ */
+export interface NativeTripwireLine extends NativeWatcher {
+  /** Moves the line in place (no kernel registration, no grace period); `usageBytes` -1: side unknown. */
+  rearm(lineBytes: number, usageBytes: number): void;
+}
+
 /** (err) on failure, after which the watcher is closed; else (null, count, ns, text). */
 export type NativeCallback = (err: Error | null, count?: number, monotonicNs?: bigint, text?: string) => void;
 
@@ -27,7 +37,7 @@ export interface NativeAddon {
   liveSources(): number;
   /** SCHED_FIFO at `priority` for the calling (main) thread, SCHED_OTHER for 0; children reset on fork */
   setRealtimePriority(priority: number): void;
-  /** The memcg tripwire (native/tripwire.cc): always present; `built` false without libbpf at build time. */
+  /** The memcg tripwire (native/tripwire.h): always present; `built` false without libbpf at build time. */
   tripwireStatus(): TripwireStatus;
   /** Loads and attaches the BPF program in this environment now; throws the load error (with `stage`). Tripwire builds only. */
   tripwireLoad?(): TripwireStatus;
@@ -37,9 +47,7 @@ export interface NativeAddon {
    * fired_ns (bpf_ktime_get_ns at the crossing), charge_began_ns (the crossing charge's start),
    * above. Tripwire builds only.
    */
-  openTripwire?(cgroupDir: string, cgroupId: number, lineBytes: number, usageBytes: number, cb: NativeCallback): NativeWatcher;
-  /** Moves a tripwire line in place (no kernel registration, no grace period). */
-  rearmTripwire?(watcher: NativeWatcher, lineBytes: number, usageBytes: number): void;
+  openTripwire?(cgroupDir: string, cgroupId: number, lineBytes: number, usageBytes: number, cb: NativeCallback): NativeTripwireLine;
 }
 
 export interface TripwireStatus {

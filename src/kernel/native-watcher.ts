@@ -8,7 +8,7 @@ import type { KernelEvent, Watcher, WatchKind } from './types';
  * memcg events pass it to the addon (their registration completes off the loop); PSI triggers
  * and kernfs files are armed when the open returns.
  */
-export type NativeOpener = (cb: NativeCallback, onArmed: () => void) => NativeWatcher;
+export type NativeOpener<N extends NativeWatcher = NativeWatcher> = (cb: NativeCallback, onArmed: () => void) => N;
 
 interface Deferred {
   promise: Promise<void>;
@@ -34,10 +34,10 @@ function deferred(): Deferred {
  * the old one closed, so there is no moment without a registration. Until then the old one keeps
  * reporting.
  */
-export class NativeBackedWatcher extends EventEmitter implements Watcher {
+export class NativeBackedWatcher<N extends NativeWatcher = NativeWatcher> extends EventEmitter implements Watcher {
   readonly mechanism = 'native' as const;
-  private native: NativeWatcher;
-  private pending: { native: NativeWatcher; armed: Deferred } | undefined;
+  private native: N;
+  private pending: { native: N; armed: Deferred } | undefined;
   private armed: Deferred;
   private refed = true;
   private paused = false;
@@ -47,7 +47,7 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
   constructor(
     readonly kind: WatchKind,
     readonly source: string,
-    open: NativeOpener,
+    open: NativeOpener<N>,
     /** The counter name for files that hold one number (usage_in_bytes). */
     private readonly singleCounter = 'value',
   ) {
@@ -103,7 +103,7 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
   }
 
   /** Opens a replacement source; the current one is closed once the replacement is armed. */
-  protected replaceNative(open: NativeOpener): Promise<void> {
+  protected replaceNative(open: NativeOpener<N>): Promise<void> {
     if (this.state !== 'open') throw new Error(`${this.kind} watcher on ${this.source} is closed`);
     // A re-arm while another is in flight supersedes it.
     if (this.pending !== undefined) {
@@ -111,7 +111,7 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
       this.pending.armed.reject(new Error('superseded by a later rearm'));
     }
     const armed = deferred();
-    const native: NativeWatcher = this.openNative(open, () => {
+    const native: N = this.openNative(open, () => {
       if (this.pending?.native !== native || this.state !== 'open') return;
       const old = this.native;
       this.native = native;
@@ -124,7 +124,7 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
   }
 
   /** The native source in force (a tripwire re-arms it in place). */
-  protected current(): NativeWatcher {
+  protected current(): N {
     return this.native;
   }
 
@@ -143,13 +143,13 @@ export class NativeBackedWatcher extends EventEmitter implements Watcher {
     return event;
   }
 
-  private natives(): NativeWatcher[] {
+  private natives(): N[] {
     return this.pending ? [this.native, this.pending.native] : [this.native];
   }
 
-  private openNative(open: NativeOpener, onArmed: () => void): NativeWatcher {
+  private openNative(open: NativeOpener<N>, onArmed: () => void): N {
     // The callbacks run on later loop turns, after `native` is assigned.
-    const native: NativeWatcher = open((err, count, monotonicNs, text) => {
+    const native: N = open((err, count, monotonicNs, text) => {
       const current = native === this.native || native === this.pending?.native;
       if (!current || this.state !== 'open') return;
       if (err) {

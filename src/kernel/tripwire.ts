@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { addon, nativeAvailable, nativeLoadError, type NativeCallback, type TripwireStatus } from './addon';
+import { addon, nativeAvailable, nativeLoadError, type NativeCallback, type NativeTripwireLine, type TripwireStatus } from './addon';
 import { watchCgroupEvents } from './cgroup-events';
 import { isCgroup2Root, machineUsageBytes } from './machine-usage';
 import { NativeBackedWatcher } from './native-watcher';
@@ -9,7 +9,8 @@ import type { KernelEvent, ThresholdWatcher, Watcher } from './types';
 // The memcg tripwire on cgroup v2 (native/bpf/memcg_tripwire.bpf.c): a BPF program on
 // fexit/page_counter_{try_charge,charge,uncharge} reports, through a ring buffer, the charge or
 // uncharge that takes a watched memory counter across its line. Both directions, re-armed by
-// the addon as it consumes each event, one event in flight per line.
+// the addon as it consumes each event, one event in flight per line. The addon's tripwire
+// (native/tripwire.h) polls that ring buffer and calls each line's callback from there.
 
 const PAGE = 4096;
 /** How often a line on the v2 root re-measures the gap between the machine's usage and the root's counter. */
@@ -53,7 +54,7 @@ function checkBytes(value: number): void {
   if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(value)}: must be a positive integer number of bytes`);
 }
 
-class TripwireWatcher extends NativeBackedWatcher implements ThresholdWatcher {
+class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements ThresholdWatcher {
   readonly lineMechanism = 'bpf-tripwire' as const;
   private bytes: number;
   /** Root only: machine usage minus the root counter, added to the counter to compare with the line. */
@@ -100,7 +101,7 @@ class TripwireWatcher extends NativeBackedWatcher implements ThresholdWatcher {
     checkBytes(thresholdBytes);
     if (this.closed) throw new Error(`${this.kind} watcher on ${this.source} is closed`);
     this.bytes = thresholdBytes;
-    addon().rearmTripwire!(this.current(), TripwireWatcher.counterLine(thresholdBytes, this.offset), TripwireWatcher.usage(this.cgroupDir, this.root));
+    this.current().rearm(TripwireWatcher.counterLine(thresholdBytes, this.offset), TripwireWatcher.usage(this.cgroupDir, this.root));
     return Promise.resolve();
   }
 
@@ -140,7 +141,7 @@ class TripwireWatcher extends NativeBackedWatcher implements ThresholdWatcher {
     const moved = Math.abs(offset - this.offset) >= PAGE * 64 || !this.calibrated;
     this.offset = offset;
     this.calibrated = true;
-    if (moved) addon().rearmTripwire!(this.current(), TripwireWatcher.counterLine(this.bytes, offset), -1);
+    if (moved) this.current().rearm(TripwireWatcher.counterLine(this.bytes, offset), -1);
   }
 
   /** Root: the gap between machine usage and the root counter (0 elsewhere). */

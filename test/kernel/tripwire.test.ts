@@ -11,7 +11,7 @@ import { rootCounterBytes, tripwireStatus, tripwireUnavailable, watchTripwire } 
 import type { KernelError } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { readCgroupMemory } from '../../src/node/memory';
-import { needsPureV2, skipped } from '../support/environment';
+import { needsPureV2, skipped, slow } from '../support/environment';
 import { MiB, missingKernel, Recorder, sleep } from './support';
 
 // The memcg tripwire on pure cgroup v2 (native/bpf/memcg_tripwire.bpf.c). These run where the
@@ -198,6 +198,55 @@ test('at most one event per line is in flight: a storm of crossings while JS is 
   await exited;
   await sleep(300);
   assert.equal(rec.events.length, 1, `${rec.events.length} events after a storm of ${crossings} crossings`);
+});
+
+test('stop() holds a line\'s crossings and start() delivers them, counted, with the last crossing', async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const { cg, hog, base } = await setup(t);
+  const line = base + 16 * MiB;
+  const w = watchTripwire(cg.dir, line);
+  t.after(() => w.close());
+  const rec = new Recorder(w);
+  w.stop();
+  await w.ready();
+  const before = tripwireStatus().events ?? 0;
+  await hog.alloc(32 * MiB);
+  await sleep(300);
+  assert.ok((tripwireStatus().events ?? 0) > before, 'the program fired');
+  assert.equal(rec.events.length, 0, 'no event while stopped');
+  w.start();
+  const e = await rec.waitEvent(() => true, slow(5000));
+  assert.ok(e.count >= 1);
+  assert.equal(e.counters?.above, 1);
+  assert.ok((e.counters?.usage_bytes ?? 0) >= line);
+});
+
+test("an unref'd line lets the process exit (and unloads the program), its close() still resolves; a ref'd one keeps it alive", async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const cg = ScratchCgroup.create(V2, 'tripwire-ref', 2);
+  t.after(() => cg.remove());
+  const kernel = path.join(packageRoot, 'dist', 'src', 'kernel', 'index.js');
+  const script = (unref: boolean) => `
+    const k = require(${JSON.stringify(kernel)});
+    const w = k.watchTripwire(${JSON.stringify(cg.dir)}, 1024 * 1048576);
+    ${unref ? 'w.unref();' : ''}
+    console.log('armed ' + k.tripwireStatus().lines);
+  `;
+  const unrefd = spawnSync(process.execPath, ['-e', script(true)], { encoding: 'utf8', timeout: slow(20_000) });
+  assert.equal(unrefd.status, 0, unrefd.stderr);
+  assert.equal(unrefd.stdout.trim(), 'armed 1');
+  // Nothing else holds this loop: the close callback still runs before the process exits.
+  const closing = spawnSync(process.execPath, ['-e', `${script(true)}; w.close().then(() => console.log('closed ' + k.tripwireStatus().lines))`], { encoding: 'utf8', timeout: slow(20_000) });
+  assert.equal(closing.status, 0, closing.stderr);
+  assert.equal(closing.stdout.trim(), 'armed 1\nclosed 0');
+  const child = spawn(process.execPath, ['-e', script(false)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => (d.toString().includes('armed 1') ? resolve() : undefined));
+    child.on('exit', (code) => reject(new Error(`exited (${code}) before it armed`)));
+  });
+  await sleep(1000);
+  assert.equal(child.exitCode, null, "a ref'd line keeps the process alive");
 });
 
 test('removing a watched cgroup ends the line with ENODEV', async (t) => {
