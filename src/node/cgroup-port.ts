@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { cgroupDir, cgroupPids, readCgroupFile, type CgroupLayout } from './cgroups';
-import { readCgroupMemory, readMeminfo, type MemoryReading } from './memory';
+import { readCgroupMemory, readMeminfo, type MachineMemory, type MemoryReading } from './memory';
 
 export interface KillResult {
   method: 'cgroup.kill' | 'signal' | 'none';
@@ -37,6 +37,9 @@ export interface CgroupPort {
 
 /** The real cgroupfs of this host. */
 export function hostCgroups(layout: Pick<CgroupLayout, 'memoryMount' | 'memoryVersion' | 'unifiedMount'>): CgroupPort {
+  // A pod cgroup's reading takes only MemTotal from /proc/meminfo (is its limit below the
+  // machine's RAM?), which does not change: read once, not on every 2 ms poll of a release wait.
+  let machine: MachineMemory | undefined;
   return {
     memoryVersion: layout.memoryVersion,
     memoryDir: (podPath) => cgroupDir(layout.memoryMount, podPath),
@@ -46,7 +49,7 @@ export function hostCgroups(layout: Pick<CgroupLayout, 'memoryMount' | 'memoryVe
     pids: (dir) => cgroupPids(dir),
     memory: (dir) => {
       try {
-        return readCgroupMemory(dir, layout.memoryVersion, { machine: readMeminfo() });
+        return readCgroupMemory(dir, layout.memoryVersion, { machine: (machine ??= readMeminfo()) });
       } catch {
         return null;
       }
