@@ -29,11 +29,11 @@ class Tripwire {
   // throws the failure (code, errno, syscall 'bpf', stage). On the JS thread: verification
   // takes 140-230 ms and the fexit attach 50-190 ms on emulated CPUs, once per load.
   void Load(Napi::Env env);
-  // A line on the memory counter of the cgroup `cgroup_id` (cgroup2 directory inode, 1 for the
-  // root), armed on the side `usage_bytes` says (-1: unknown). Returns its JS object, not yet
-  // started, or throws.
-  Napi::Object Open(Napi::Env env, const std::string& dir, uint64_t cgroup_id, double line_bytes, double usage_bytes,
-                    Napi::Function callback);
+  // A line on `measure` (enum tripwire_measure) of the cgroup `cgroup_id` (cgroup2 directory
+  // inode, 1 for the root), armed on the side `usage_bytes` says (-1: unknown). Returns its JS
+  // object, not yet started, or throws.
+  Napi::Object Open(Napi::Env env, const std::string& dir, uint64_t cgroup_id, uint32_t measure, double line_bytes,
+                    double usage_bytes, Napi::Function callback);
   // Moves an open line in place: the program reads it at the next charge (no registration, no
   // grace period).
   void Rearm(int slot, double line_bytes, double usage_bytes);

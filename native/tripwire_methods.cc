@@ -26,9 +26,11 @@ int64_t UsagePages(double bytes) {
   return bytes < 0 ? -1 : static_cast<int64_t>(bytes / static_cast<double>(kPageSize));
 }
 
-// Arms `slot` at `line_pages`, on the side `usage_pages` gives (-1: unknown, then the last usage
-// the program saw for this line or for the root, else below).
-void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint64_t line_pages, int64_t usage_pages) {
+// Arms `slot` at `line_pages` of `measure`, on the side `usage_pages` (in that measure) gives
+// (-1: unknown, then the last value the program computed for this line, or the root's counter,
+// else below).
+void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint32_t measure, uint64_t line_pages,
+             int64_t usage_pages) {
   tripwire_line* l = ring->Line(slot);
   // Off first, so the program never pairs the old direction with the new line.
   __atomic_store_n(&l->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
@@ -36,14 +38,16 @@ void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint64_t line_pag
   bool have = usage_pages >= 0;
   if (have) {
     known = static_cast<uint64_t>(usage_pages);
-  } else if (l->cgroup_id == cgroup_id && l->usage_pages != 0) {
+  } else if (l->cgroup_id == cgroup_id && l->measure == measure && l->usage_pages != 0) {
     known = __atomic_load_n(&l->usage_pages, __ATOMIC_RELAXED);
     have = true;
-  } else if (cgroup_id == 1 && ring->skel->bss->root_usage_pages != 0) {
+  } else if (cgroup_id == 1 && measure == TRIPWIRE_COUNTER && ring->skel->bss->root_usage_pages != 0) {
     known = __atomic_load_n(&ring->skel->bss->root_usage_pages, __ATOMIC_RELAXED);
     have = true;
   }
+  if (l->measure != measure) __atomic_store_n(&l->usage_pages, 0ull, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->cgroup_id, cgroup_id, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->measure, measure, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->line_pages, line_pages, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->generation, l->generation + 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->pending, 0u, __ATOMIC_SEQ_CST);
@@ -55,8 +59,8 @@ void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint64_t line_pag
 
 }  // namespace
 
-Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgroup_id, double line_bytes,
-                            double usage_bytes, Napi::Function callback) {
+Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgroup_id, uint32_t measure,
+                            double line_bytes, double usage_bytes, Napi::Function callback) {
   Load(env);
   TripwireRing* ring = ring_;
   int slot = -1;
@@ -85,7 +89,7 @@ Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgro
     UnloadWhenIdle();
     throw;
   }
-  ArmSlot(ring, slot, cgroup_id, BytesToPages(line_bytes), UsagePages(usage_bytes));
+  ArmSlot(ring, slot, cgroup_id, measure, BytesToPages(line_bytes), UsagePages(usage_bytes));
   entry.slots[entry.count++] = static_cast<__u32>(slot);
   if (bpf_map_update_elem(map_fd, &cgroup_id, &entry, BPF_ANY) != 0) {
     int err = errno;
@@ -101,7 +105,8 @@ Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgro
 
 void Tripwire::Rearm(int slot, double line_bytes, double usage_bytes) {
   if (ring_ == nullptr) return;
-  ArmSlot(ring_, slot, ring_->Line(slot)->cgroup_id, BytesToPages(line_bytes), UsagePages(usage_bytes));
+  tripwire_line* l = ring_->Line(slot);
+  ArmSlot(ring_, slot, l->cgroup_id, l->measure, BytesToPages(line_bytes), UsagePages(usage_bytes));
 }
 
 void Tripwire::Release(TripwireLine* line) {
@@ -156,19 +161,23 @@ namespace {
 
 Tripwire* Of(Napi::Env env) { return env.GetInstanceData<AddonData>()->tripwire; }
 
-// openTripwire(cgroupDir, cgroupId, lineBytes, usageBytes, callback): a line on the memory
-// counter of the cgroup whose id (cgroup2 directory inode; 1 for the root) is `cgroupId`.
-// `usageBytes` (or -1) tells which side it is armed on. Throws (code, errno, syscall 'bpf',
-// stage) when the program cannot be loaded here.
+// openTripwire(cgroupDir, cgroupId, measure, lineBytes, usageBytes, callback): a line on
+// `measure` (enum tripwire_measure: 0 the memory counter, 1 the working set, 2 the node's
+// working set) of the cgroup whose id (cgroup2 directory inode; 1 for the root) is `cgroupId`.
+// `usageBytes` (in that measure, or -1) tells which side it is armed on. Throws (code, errno,
+// syscall 'bpf', stage) when the program cannot be loaded here.
 Napi::Value OpenTripwire(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 5 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsNumber() ||
-      !info[4].IsFunction()) {
-    throw Napi::TypeError::New(env, "openTripwire(cgroupDir, cgroupId, lineBytes, usageBytes, callback)");
+  if (info.Length() < 6 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsNumber() ||
+      !info[4].IsNumber() || !info[5].IsFunction()) {
+    throw Napi::TypeError::New(env, "openTripwire(cgroupDir, cgroupId, measure, lineBytes, usageBytes, callback)");
   }
-  return Of(env)->Open(
-      env, info[0].As<Napi::String>().Utf8Value(), static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value()),
-      info[2].As<Napi::Number>().DoubleValue(), info[3].As<Napi::Number>().DoubleValue(), info[4].As<Napi::Function>());
+  uint32_t measure = info[2].As<Napi::Number>().Uint32Value();
+  if (measure > TRIPWIRE_NODE_WORKING_SET) throw Napi::RangeError::New(env, "openTripwire: measure must be 0, 1 or 2");
+  return Of(env)->Open(env, info[0].As<Napi::String>().Utf8Value(),
+                       static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value()), measure,
+                       info[3].As<Napi::Number>().DoubleValue(), info[4].As<Napi::Number>().DoubleValue(),
+                       info[5].As<Napi::Function>());
 }
 
 // tripwireStatus(): for the log line, the metric and the tests.

@@ -10,6 +10,11 @@
 // the root's included (mm/page_counter.c), so one hook sees every level: a pod, the pod cgroup
 // root, and the cgroup v2 root, which has no memory.current of its own.
 //
+// A line compares a counter, or the kubelet's own working set computed at that charge (see
+// enum tripwire_measure): reclaim uncharges and anonymous charges both pass here, so a
+// memory.available line fires within one charge batch of the kubelet's number crossing it, even
+// where usage stays flat while page cache turns into anonymous memory.
+//
 // GPL: the program calls GPL-only helpers (bpf_probe_read_kernel via BPF_CORE_READ).
 #include "vmlinux.h"
 
@@ -87,7 +92,57 @@ static __always_inline __u64 charge_ends(void) {
   return ns;
 }
 
-static __always_inline void check_lines(__u64 cgroup_id, __u64 usage, __u64 began_ns) {
+// The node counters /proc/meminfo prints are plain kernel arrays of atomic_long_t: MemTotal is
+// _totalram_pages, MemFree vm_zone_stat[NR_FREE_PAGES], Inactive(file)
+// vm_node_stat[NR_INACTIVE_FILE] (si_meminfo, meminfo_proc_show). Untyped ksyms: libbpf takes
+// their addresses from /proc/kallsyms (Debian's BTF describes per-CPU variables only), and CO-RE
+// gives the indexes from the running kernel's enums. Per-CPU deltas fold into these arrays in
+// batches (vmstat's stat_threshold), for /proc/meminfo's reader as for this one: what the program
+// computes is the number the kubelet reads at that instant, not a finer one.
+extern const void _totalram_pages __ksym;
+extern const void vm_zone_stat __ksym;
+extern const void vm_node_stat __ksym;
+
+static __always_inline __u64 read_stat(const void *array, __u32 index) {
+  long v = 0;
+  bpf_probe_read_kernel(&v, sizeof(v), (const char *)array + index * sizeof(long));
+  return v > 0 ? (__u64)v : 0;  // a fold in progress can leave a global briefly negative
+}
+
+// MemTotal - MemFree - Inactive(file), pages: the working set behind the kubelet's node
+// memory.available on cgroup v2 (cadvisor's root usage is MemTotal - MemFree there, minus the
+// root's inactive_file).
+static __always_inline __u64 node_working_set(void) {
+  const __u32 free_pages = bpf_core_enum_value(enum zone_stat_item, NR_FREE_PAGES);
+  const __u32 inactive_file = bpf_core_enum_value(enum node_stat_item, NR_INACTIVE_FILE);
+  __u64 total = read_stat(&_totalram_pages, 0);
+  __u64 available = read_stat(&vm_zone_stat, free_pages) + read_stat(&vm_node_stat, inactive_file);
+  return available < total ? total - available : 0;
+}
+
+// A memcg's hierarchical inactive_file, pages, as memory.stat shows it: vmstats->state, which
+// the kernel folds from per-CPU deltas lazily (rstat: on a memory.stat read, in reclaim, when
+// enough updates pile up, and every 2 s). Between folds it lags the truth by the pending updates;
+// the kernel suite measures the gap. NR_INACTIVE_FILE indexes `state` directly on 6.1 and keeps
+// index 2 in the compacted table of later kernels (memcg_node_stat_items starts with the LRUs).
+static __always_inline __u64 memcg_inactive_file(struct mem_cgroup *memcg) {
+  const __u32 inactive_file = bpf_core_enum_value(enum node_stat_item, NR_INACTIVE_FILE);
+  struct memcg_vmstats *stats = BPF_CORE_READ(memcg, vmstats);
+  if (!stats) return 0;
+  return read_stat((const char *)stats + bpf_core_field_offset(struct memcg_vmstats, state), inactive_file);
+}
+
+// The value a line compares: its cgroup's counter, or a working set computed from it.
+static __always_inline __u64 measure(__u32 kind, __u64 usage, struct mem_cgroup *memcg) {
+  if (kind == TRIPWIRE_NODE_WORKING_SET) return node_working_set();
+  if (kind == TRIPWIRE_WORKING_SET) {
+    __u64 inactive = memcg_inactive_file(memcg);
+    return inactive < usage ? usage - inactive : 0;
+  }
+  return usage;
+}
+
+static __always_inline void check_lines(__u64 cgroup_id, __u64 usage, struct mem_cgroup *memcg, __u64 began_ns) {
   struct tripwire_cgroup *cg = bpf_map_lookup_elem(&watched, &cgroup_id);
   if (!cg) return;
   for (int i = 0; i < TRIPWIRE_LINES_PER_CGROUP; i++) {
@@ -96,10 +151,11 @@ static __always_inline void check_lines(__u64 cgroup_id, __u64 usage, __u64 bega
     if (slot >= TRIPWIRE_MAX_LINES) continue;
     struct tripwire_line *l = &lines[slot];
     if (l->cgroup_id != cgroup_id) continue;  // slot being re-armed for another cgroup
-    l->usage_pages = usage;
+    __u64 value = measure(l->measure, usage, memcg);
+    l->usage_pages = value;
     __u32 dir = l->direction;
     __u64 line = l->line_pages;
-    bool hit = (dir == TRIPWIRE_UP && usage >= line) || (dir == TRIPWIRE_DOWN && usage < line);
+    bool hit = (dir == TRIPWIRE_UP && value >= line) || (dir == TRIPWIRE_DOWN && value < line);
     if (!hit) continue;
     if (__sync_val_compare_and_swap(&l->pending, 0, 1) != 0) continue;
     struct tripwire_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -109,7 +165,7 @@ static __always_inline void check_lines(__u64 cgroup_id, __u64 usage, __u64 bega
       continue;
     }
     e->cgroup_id = cgroup_id;
-    e->usage_pages = usage;
+    e->usage_pages = value;
     e->line_pages = line;
     e->ktime_ns = bpf_ktime_get_ns();
     e->began_ns = began_ns ? began_ns : e->ktime_ns;
@@ -151,7 +207,7 @@ static __always_inline void counter_changed(struct page_counter *counter, __u64 
     if (!parent) root_usage_pages = usage;
     memcg = (struct mem_cgroup *)((__u64)c - memory_off);
     __u64 id = BPF_CORE_READ(memcg, css.cgroup, kn, id);
-    check_lines(id, usage, began_ns);
+    check_lines(id, usage, memcg, began_ns);
     c = parent;
   }
 }

@@ -21,8 +21,25 @@ enum tripwire_direction {
   TRIPWIRE_DOWN = 2,  // fire when usage < line
 };
 
+// What a line compares with its line, in pages. The kubelet's memory signals are
+// available = capacity - working set, so "available < threshold" is "working set > capacity -
+// threshold": the addon arms working-set lines at capacity - threshold and the program computes
+// the working set at each charge, exactly where the kubelet's own numbers come from.
+enum tripwire_measure {
+  // The cgroup's page counter (memory.current; the root's has no file).
+  TRIPWIRE_COUNTER = 0,
+  // A cgroup's working set: counter - inactive_file (memory.stat's hierarchical inactive_file as
+  // the kernel last flushed it: memcg statistics are folded lazily, see the .bpf.c).
+  TRIPWIRE_WORKING_SET = 1,
+  // The node's working set as the kubelet computes it on cgroup v2, where the root has no
+  // memory.current: MemTotal - MemFree - Inactive(file), the very counters /proc/meminfo prints.
+  // Armed on the root cgroup (every charge walks up to the root's counter).
+  TRIPWIRE_NODE_WORKING_SET = 2,
+};
+
 // One line. The addon owns every field but `usage_pages` and `pending`, and writes them through
-// the mmap'd .bss; the program only writes `usage_pages` (last seen usage, for re-arming) and
+// the mmap'd .bss; the program only writes `usage_pages` (the line's measure as last computed,
+// for re-arming) and
 // sets `pending` 0 -> 1 with a compare-and-swap. While `pending` is 1 the program emits nothing
 // more for this line: at most one event per line is in flight, however fast usage oscillates.
 struct tripwire_line {
@@ -34,7 +51,7 @@ struct tripwire_line {
   // Bumped by the addon each time the slot is (re)armed: an event from an older arming is
   // recognised as stale.
   __u32 generation;
-  __u32 pad;
+  __u32 measure;  // enum tripwire_measure
 };
 
 // The slots of the lines on one cgroup, keyed by cgroup id (the cgroup2 directory's inode).
@@ -46,7 +63,7 @@ struct tripwire_cgroup {
 // One crossing, through the ring buffer.
 struct tripwire_event {
   __u64 cgroup_id;
-  __u64 usage_pages;  // the counter right after the charge or uncharge that crossed
+  __u64 usage_pages;  // the line's measure right after the charge or uncharge that crossed
   __u64 line_pages;
   __u64 ktime_ns;  // bpf_ktime_get_ns() when the program saw the crossing: CLOCK_MONOTONIC
   // When the charge that crossed began (its fentry), the earliest moment anyone could see the

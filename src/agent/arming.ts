@@ -2,22 +2,21 @@
  * Arms the kernel notifications that wake the loop, and re-arms them after every pass with the
  * numbers that pass read.
  *
- * Memory thresholds use the kubelet's formula (memory_threshold_notifier.go): the signal is
- * available = capacity - (usage - inactive_file), so "available < line" happens when
- *   usage > capacity - line + inactive_file.
- * inactive_file drifts, so the usage line drifts too: every pass, and a cheap read of the
- * memory numbers every second in between (Agent's drift tick), move the lines when they are
- * off by more than a tolerance. Moving a memcg v1 threshold is not free: each registration in
- * cgroup.event_control waits for an RCU grace period in the kernel (measured here: 15-30 ms,
- * blocking the JS thread), so lines move only when they are off by more than
- * max(1 MiB, capacity/512) — at 2 GB/s that is under a millisecond of ramp.
+ * Memory lines are on the kubelet's own signal (memory_threshold_notifier.go): available =
+ * capacity - working set, working set = usage - inactive_file, so "available < line" is
+ *   working set > capacity - line.
+ * Where the mechanism computes the working set itself, fresh at each charge or read (the eBPF
+ * tripwire on cgroup v2, src/kernel/tripwire.ts; the adaptive poller), the line sits at
+ * capacity - line and only moves when capacity does: no drift, nothing frozen between reads.
+ * The v2 root's working set is MemTotal - MemFree - Inactive(file), as the kubelet computes it.
  *
- * On cgroup v2 the lines are the eBPF tripwire's (src/kernel/tripwire.ts): moving one is a
- * store in a BPF map, free, so those lines (and the adaptive poller's) follow the drift to the
- * page: a tolerance would leave the line up to capacity/512 late. The node line is armed
- * on the v2 root too: the tripwire watches the root's page counter, placed by its measured gap
- * to MemTotal - MemFree (the usage memory.available is computed from); the adaptive poller
- * reads /proc/meminfo.
+ * The memcg v1 threshold eventfd compares usage alone, so there the line is
+ *   usage > capacity - line + inactive_file,
+ * and inactive_file drifts: every pass, and a cheap read of the memory numbers every second in
+ * between (Agent's drift tick), move those lines when they are off by more than a tolerance.
+ * Moving a v1 threshold is not free: each registration in cgroup.event_control waits for an RCU
+ * grace period in the kernel (measured here: 15-30 ms, blocking the JS thread), so they move
+ * only when off by more than max(1 MiB, capacity/512) — at 2 GB/s under a millisecond of ramp.
  *
  * On the pod cgroup root: thresholds for allocatableMemory.available, a PSI trigger on its
  * memory.pressure (cgroup2) and a watch on memory.events (pure v2) or cgroup.events. PSI and
@@ -113,15 +112,19 @@ export class Arming {
     }
   }
 
-  /** The usage lines for the memory signals, from this pass's numbers. */
-  static usageLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
+  /** The lines for a memory signal in working-set terms (capacity - threshold), from this pass's numbers. */
+  static workingSetLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
     const out: number[] = [];
     for (const t of policy.thresholds) {
       if (t.signal !== signal) continue;
-      const line = thresholdAmount(t.value, m.capacityBytes);
-      out.push(Math.max(0, m.capacityBytes - line + m.inactiveFileBytes));
+      out.push(Math.max(0, m.capacityBytes - thresholdAmount(t.value, m.capacityBytes)));
     }
     return out;
+  }
+
+  /** The same lines in usage terms (a v1 eventfd's): working-set line + inactive_file as read now. */
+  static usageLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
+    return Arming.workingSetLines(policy, signal, m).map((ws) => ws + m.inactiveFileBytes);
   }
 
   /**
@@ -135,13 +138,15 @@ export class Arming {
    */
   update(memory: MemoryReading, allocatable: MemoryReading | null, o: { wakeOnMet?: boolean } = {}): void {
     if (this.closed) return;
-    const want = new Map<LineKey, { dir: string; bytes: number; costlyTolerance: number; usage: number }>();
+    const want = new Map<LineKey, { dir: string; bytes: number; workingSet: number; costlyTolerance: number; usage: number }>();
     const add = (prefix: string, dir: string, m: MemoryReading, signal: 'memory.available' | 'allocatableMemory.available') => {
       const costlyTolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
-      Arming.usageLines(this.o.policy, signal, m).forEach((bytes, i) => want.set(`${prefix}:line${i}`, { dir, bytes, costlyTolerance, usage: m.usageBytes }));
+      Arming.workingSetLines(this.o.policy, signal, m).forEach((workingSet, i) =>
+        want.set(`${prefix}:line${i}`, { dir, bytes: workingSet + m.inactiveFileBytes, workingSet, costlyTolerance, usage: m.usageBytes }),
+      );
     };
-    // On a v2 root (no memory.current) the line is in MemTotal - MemFree terms, as the reading is:
-    // the tripwire places it on the root's page counter, the adaptive poller reads /proc/meminfo.
+    // On a v2 root (no memory.current) usage is MemTotal - MemFree and the working set MemTotal -
+    // MemFree - Inactive(file), as the reading is: the tripwire computes the latter in the kernel.
     add('node', this.o.nodeMemoryDir, memory, 'memory.available');
     if (allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add('pods', this.o.podRootMemoryDir, allocatable, 'allocatableMemory.available');
     const now = Number((this.o.clock ?? systemClock).now() / 1_000_000n);
@@ -161,17 +166,19 @@ export class Arming {
       this.met.set(key, met);
     }
     for (const key of [...this.met.keys()]) if (!want.has(key)) this.met.delete(key);
-    for (const [key, { dir, bytes, costlyTolerance, usage }] of want) {
+    for (const [key, { dir, bytes, workingSet, costlyTolerance, usage }] of want) {
       const h = this.lines.get(key);
       if (h) {
+        // A working-set line moves only with capacity; a usage line follows inactive_file.
+        const target = h.measure === 'working-set' ? workingSet : bytes;
         // Only a v1 threshold costs a kernel grace period to move (see above).
         const tolerance = h.mechanism === 'memcg-threshold-eventfd' ? costlyTolerance : PAGE_BYTES;
-        // Also move a line that usage has passed while the signal is not met (inactive_file
+        // Also move a usage line that usage has passed while the signal is not met (inactive_file
         // grew): left there it would only fire on the way down, and the crossing would be missed.
-        const behind = h.usageBytes < usage && bytes > usage;
-        if (behind || Math.abs(h.usageBytes - bytes) > tolerance) {
+        const behind = h.measure !== 'working-set' && h.lineBytes < usage && bytes > usage;
+        if (behind || Math.abs(h.lineBytes - target) > tolerance) {
           try {
-            h.rearm(bytes);
+            h.rearm(target);
             this.rearms++;
           } catch (err) {
             this.lines.delete(key);
@@ -183,17 +190,20 @@ export class Arming {
       }
       if ((this.failed.get(key) ?? 0) > now) continue;
       try {
-        const handle = this.o.port.watchMemoryUsage(dir, bytes, {
-          onWakeup: (w) => this.o.wake({ ...w, source: 'memcg-threshold' }),
-          onError: (err) => {
+        const cb = {
+          onWakeup: (w: Wakeup) => this.o.wake({ ...w, source: 'memcg-threshold' }),
+          onError: (err: Error) => {
             if (this.lines.get(key) === handle) this.lines.delete(key);
             this.o.onLineMechanism?.(key, null);
             this.o.logger.warn({ err, key }, 'memory threshold watch ended');
           },
-        });
+        };
+        // The kubelet's signal itself where a mechanism computes it, else usage with the drift.
+        const handle: ThresholdHandle = this.o.port.watchWorkingSet?.(dir, workingSet, cb) ?? this.o.port.watchMemoryUsage(dir, bytes, cb);
         this.lines.set(key, handle);
         const mechanism = handle.mechanism ?? this.o.port.mechanism;
-        this.o.logger.info({ line: key, dir, usageBytes: bytes, mechanism }, `memory line ${key}: ${mechanism}`);
+        const measure = handle.measure ?? 'usage';
+        this.o.logger.info({ line: key, dir, lineBytes: handle.lineBytes, measure, mechanism }, `memory line ${key}: ${mechanism} on ${measure}`);
         this.o.onLineMechanism?.(key, mechanism);
       } catch (err) {
         this.failed.set(key, now + 60_000);
@@ -213,9 +223,14 @@ export class Arming {
     return Object.fromEntries([...this.lines].map(([k, h]) => [k, h.mechanism ?? this.o.port.mechanism]));
   }
 
-  /** Current lines, for logs and tests. */
+  /** Current lines (each in its measure), for logs and tests. */
   armed(): Record<string, number> {
-    return Object.fromEntries([...this.lines].map(([k, h]) => [k, h.usageBytes]));
+    return Object.fromEntries([...this.lines].map(([k, h]) => [k, h.lineBytes]));
+  }
+
+  /** What each current line compares: 'usage' or 'working-set'. */
+  measures(): Record<string, 'usage' | 'working-set'> {
+    return Object.fromEntries([...this.lines].map(([k, h]) => [k, h.measure ?? 'usage']));
   }
 
   async close(): Promise<void> {

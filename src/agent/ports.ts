@@ -21,9 +21,15 @@ export interface WatchHandle {
 }
 
 export interface ThresholdHandle extends WatchHandle {
-  /** moves the line without a gap in coverage */
-  rearm(usageBytes: number): void;
-  readonly usageBytes: number;
+  /** moves the line (in the handle's measure) without a gap in coverage */
+  rearm(lineBytes: number): void;
+  /** the line, in the handle's measure */
+  readonly lineBytes: number;
+  /**
+   * What the line compares: the cgroup's usage (the default: the caller moves the line as
+   * inactive_file drifts), or the kubelet's working set, which the mechanism reads fresh itself.
+   */
+  readonly measure?: 'usage' | 'working-set';
   /** how the line is watched: 'bpf-tripwire', 'memcg-threshold-eventfd', 'adaptive-poll', ... */
   readonly mechanism?: string;
 }
@@ -39,6 +45,12 @@ export interface NotificationPort {
   readonly mechanism: 'native' | 'polling';
   /** a line on the memory usage of a memory cgroup dir (v1 memory.usage_in_bytes; v2 memory.current) */
   watchMemoryUsage(cgroupDir: string, usageBytes: number, cb: WatchCallbacks): ThresholdHandle;
+  /**
+   * A line on the kubelet's working set of a memory cgroup dir (usage - inactive_file; the v2
+   * root: MemTotal - MemFree - Inactive(file)), compared fresh by the mechanism itself; null
+   * where no mechanism here can (then a usage line is armed and moved with the drift).
+   */
+  watchWorkingSet?(cgroupDir: string, workingSetBytes: number, cb: WatchCallbacks): ThresholdHandle | null;
   /** a PSI trigger on a memory.pressure file; resolves the window actually in force */
   watchPsi(pressureFile: string, trigger: { kind: 'some' | 'full'; stallUs: number; windowUs: number }, cb: WatchCallbacks): WatchHandle & { windowUs: number };
   /** kernfs change notifications on cgroup.events or memory.events */

@@ -1,8 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { isCgroup2Root, machineUsageBytes } from './machine-usage';
 import { TimerWatcher } from './timer-watcher';
 import type { ThresholdWatcher } from './types';
+import { measureReader, type LineMeasure, type MeasureReader } from './working-set';
 
 // The fallback for a usage line where no kernel mechanism is available (no BPF: addon built
 // without libbpf, no BTF, no CAP_BPF/CAP_PERFMON, a kernel that refuses fentry/fexit; and no
@@ -46,20 +44,9 @@ export function nextPollDelayMs(distanceBytes: number, towardsBytesPerSec: numbe
   return Math.min(bound.maxIntervalMs, Math.max(bound.minIntervalMs, ms));
 }
 
-type UsageReader = () => number;
-
-/** memory.current (v2), memory.usage_in_bytes (v1), or the machine's usage for the v2 root. */
-function usageReader(cgroupDir: string): { source: string; read: UsageReader } {
-  const v1 = path.join(cgroupDir, 'memory.usage_in_bytes');
-  if (fs.existsSync(v1)) return { source: v1, read: () => Number(fs.readFileSync(v1, 'utf8')) };
-  const v2 = path.join(cgroupDir, 'memory.current');
-  if (fs.existsSync(v2) || !isCgroup2Root(cgroupDir)) return { source: v2, read: () => Number(fs.readFileSync(v2, 'utf8')) };
-  return { source: '/proc/meminfo', read: () => machineUsageBytes() };
-}
-
 class AdaptivePoller extends TimerWatcher implements ThresholdWatcher {
   readonly lineMechanism = 'adaptive-poll' as const;
-  private readonly read: UsageReader;
+  private readonly read: () => number;
   private bytes: number;
   private above: boolean;
   private last: { usage: number; at: bigint };
@@ -68,9 +55,10 @@ class AdaptivePoller extends TimerWatcher implements ThresholdWatcher {
   reads = 0;
 
   constructor(
-    reader: { source: string; read: UsageReader },
+    reader: MeasureReader,
     thresholdBytes: number,
     readonly bound: PollBound,
+    readonly measure: LineMeasure,
   ) {
     super('memcg-threshold', reader.source);
     this.read = reader.read;
@@ -120,14 +108,19 @@ class AdaptivePoller extends TimerWatcher implements ThresholdWatcher {
 }
 
 /**
- * Polls a cgroup's usage (or, for the cgroup v2 root, the machine's MemTotal - MemFree) at an
- * interval from nextPollDelayMs, and emits a 'memcg-threshold' event when usage is on the other
- * side of `thresholdBytes` than at the last read (both directions). Counters: usage_bytes,
- * line_bytes, above.
+ * Polls a cgroup's `measure` (src/kernel/working-set.ts: usage, or the kubelet's working set,
+ * fresh at every read) at an interval from nextPollDelayMs, and emits a 'memcg-threshold' event
+ * when it is on the other side of `thresholdBytes` than at the last read (both directions).
+ * Counters: usage_bytes (the measure), line_bytes, above.
  */
-export function watchAdaptivePoll(cgroupDir: string, thresholdBytes: number, bound: Partial<PollBound> = {}): ThresholdWatcher & { lastDelayMs: number; reads: number } {
+export function watchAdaptivePoll(
+  cgroupDir: string,
+  thresholdBytes: number,
+  bound: Partial<PollBound> = {},
+  measure: LineMeasure = 'usage',
+): ThresholdWatcher & { lastDelayMs: number; reads: number } {
   if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
   const b = { ...DEFAULT_POLL_BOUND, ...bound };
   if (!(b.minIntervalMs >= 1 && b.maxIntervalMs >= b.minIntervalMs && b.maxRampBytesPerSec > 0)) throw new RangeError(`poll bound: ${JSON.stringify(b)}: needs 1 <= minIntervalMs <= maxIntervalMs and maxRampBytesPerSec > 0`);
-  return new AdaptivePoller(usageReader(cgroupDir), thresholdBytes, b);
+  return new AdaptivePoller(measureReader(cgroupDir, measure), thresholdBytes, b, measure);
 }

@@ -42,12 +42,13 @@ export interface NativeAddon {
   /** Loads and attaches the BPF program in this environment now; throws the load error (with `stage`). Tripwire builds only. */
   tripwireLoad?(): TripwireStatus;
   /**
-   * A line on the memory counter of cgroup `cgroupId` (cgroup2 directory inode, 1 for the root),
-   * armed on the side `usageBytes` says (-1: unknown). Events carry usage_bytes, line_bytes,
+   * A line on `measure` (0 the memory counter, 1 the working set usage - inactive_file, 2 the
+   * node's MemTotal - MemFree - Inactive(file)) of cgroup `cgroupId` (cgroup2 directory inode, 1
+   * for the root), armed on the side `usageBytes` (in that measure) says (-1: unknown). Events carry usage_bytes, line_bytes,
    * fired_ns (bpf_ktime_get_ns at the crossing), charge_began_ns (the crossing charge's start),
    * above. Tripwire builds only.
    */
-  openTripwire?(cgroupDir: string, cgroupId: number, lineBytes: number, usageBytes: number, cb: NativeCallback): NativeTripwireLine;
+  openTripwire?(cgroupDir: string, cgroupId: number, measure: 0 | 1 | 2, lineBytes: number, usageBytes: number, cb: NativeCallback): NativeTripwireLine;
 }
 
 export interface TripwireStatus {

@@ -17,6 +17,8 @@ function openThreshold(cgroupDir: string, usageFile: string, bytes: number, cb: 
 
 class MemcgThresholdWatcher extends NativeBackedWatcher implements ThresholdWatcher {
   readonly lineMechanism = 'memcg-threshold-eventfd' as const;
+  /** The kernel compares the counter alone: the caller moves the line as inactive_file drifts. */
+  readonly measure = 'usage' as const;
   private bytes: number;
 
   constructor(

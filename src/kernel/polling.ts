@@ -46,6 +46,7 @@ export function usageFile(cgroupDir: string): string {
 
 class UsagePoller extends PollingWatcher implements ThresholdWatcher {
   readonly lineMechanism = 'fixed-poll' as const;
+  readonly measure = 'usage' as const;
   private above: boolean;
   private bytes: number;
 

@@ -8,6 +8,7 @@ import { watchMemcgThreshold } from './memcg';
 import { pollCounters } from './polling';
 import { tripwireUnavailable, watchTripwire } from './tripwire';
 import type { LineMechanism, ThresholdWatcher, Watcher } from './types';
+import type { LineMeasure } from './working-set';
 
 /** What the selection reports (pino's logger fits): why a line falls back. */
 export interface FallbackLog {
@@ -77,14 +78,30 @@ export function chooseLineMechanism(cgroupDir: string, lines: LinePreference = '
  * for a fallback. `lineMechanism` on the result says which is in force.
  */
 export function watchUsageThreshold(cgroupDir: string, thresholdBytes: number, opts: SelectOptions): ThresholdWatcher {
+  return watchLine(cgroupDir, thresholdBytes, 'usage', opts, chooseLineMechanism(cgroupDir, opts.lines));
+}
+
+/**
+ * A line on the kubelet's working set of `cgroupDir` (usage - inactive_file; the v2 root:
+ * MemTotal - MemFree - Inactive(file)), fresh at every charge (tripwire) or read (adaptive
+ * poller), so it fires when the kubelet's memory signal crosses capacity - line however usage
+ * moves. Null where the best mechanism compares usage alone (the memcg v1 eventfd): the caller
+ * then arms a usage line and moves it as inactive_file drifts.
+ */
+export function watchWorkingSetThreshold(cgroupDir: string, thresholdBytes: number, opts: SelectOptions): ThresholdWatcher | null {
   const choice = chooseLineMechanism(cgroupDir, opts.lines);
+  if (choice.mechanism === 'memcg-threshold-eventfd') return null;
+  return watchLine(cgroupDir, thresholdBytes, 'working-set', opts, choice);
+}
+
+function watchLine(cgroupDir: string, thresholdBytes: number, measure: LineMeasure, opts: SelectOptions, choice: LineChoice): ThresholdWatcher {
   let w: ThresholdWatcher;
-  if (choice.mechanism === 'bpf-tripwire') w = watchTripwire(cgroupDir, thresholdBytes);
+  if (choice.mechanism === 'bpf-tripwire') w = watchTripwire(cgroupDir, thresholdBytes, measure);
   else if (choice.mechanism === 'memcg-threshold-eventfd') w = watchMemcgThreshold(cgroupDir, thresholdBytes);
-  else w = watchAdaptivePoll(cgroupDir, thresholdBytes);
+  else w = watchAdaptivePoll(cgroupDir, thresholdBytes, {}, measure);
   // The mechanism in force is the caller's to log, once per line (src/agent/arming.ts); the
   // reason for a fallback is known only here.
-  if (choice.fallbacks.length > 0) opts.log?.warn({ cgroupDir, thresholdBytes, mechanism: w.lineMechanism, reason: choice.fallbacks.join('; ') }, 'memory line: fallback');
+  if (choice.fallbacks.length > 0) opts.log?.warn({ cgroupDir, thresholdBytes, measure, mechanism: w.lineMechanism, reason: choice.fallbacks.join('; ') }, 'memory line: fallback');
   return w;
 }
 

@@ -5,12 +5,17 @@ import { watchCgroupEvents } from './cgroup-events';
 import { isCgroup2Root, machineUsageBytes } from './machine-usage';
 import { NativeBackedWatcher } from './native-watcher';
 import type { KernelEvent, ThresholdWatcher, Watcher } from './types';
+import { measureReader, type LineMeasure } from './working-set';
 
 // The memcg tripwire on cgroup v2 (native/bpf/memcg_tripwire.bpf.c): a BPF program on
 // fexit/page_counter_{try_charge,charge,uncharge} reports, through a ring buffer, the charge or
 // uncharge that takes a watched memory counter across its line. Both directions, re-armed by
 // the addon as it consumes each event, one event in flight per line. The addon's tripwire
 // (native/tripwire.h) polls that ring buffer and calls each line's callback from there.
+//
+// A line compares the cgroup's counter ('usage') or the kubelet's working set ('working-set'),
+// which the program computes at the charge itself: usage - inactive_file for a cgroup, MemTotal
+// - MemFree - Inactive(file) for the v2 root (enum tripwire_measure in memcg_tripwire.h).
 
 const PAGE = 4096;
 /** How often a line on the v2 root re-measures the gap between the machine's usage and the root's counter. */
@@ -57,35 +62,45 @@ function checkBytes(value: number): void {
 class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements ThresholdWatcher {
   readonly lineMechanism = 'bpf-tripwire' as const;
   private bytes: number;
-  /** Root only: machine usage minus the root counter, added to the counter to compare with the line. */
+  /** Root usage lines only: machine usage minus the root counter, added to the counter to compare with the line. */
   private offset = 0;
   private calibrated = false;
   private calibration: NodeJS.Timeout | undefined;
   private companion: Watcher | undefined;
 
+  /** Reads this line's measure now, to arm it on the right side (null: the addon knows). */
+  private readonly side: (() => number) | null;
+
   constructor(
-    private readonly cgroupDir: string,
+    cgroupDir: string,
     private readonly root: boolean,
     thresholdBytes: number,
+    readonly measure: LineMeasure,
   ) {
     const id = fs.statSync(cgroupDir).ino;
-    const state = { offset: 0, calibrated: false };
+    // The root's usage is calibrated against the machine's; a working set needs no calibration:
+    // the program computes the very number the reader reads.
+    const calibrating = root && measure === 'usage';
+    const code = measure === 'usage' ? 0 : root ? 2 : 1;
+    const side = calibrating ? null : measureReader(cgroupDir, measure).read;
+    const state = { offset: 0, calibrated: true };
     super('memcg-threshold', root ? cgroupDir : path.join(cgroupDir, 'memory.current'), (cb: NativeCallback, onArmed) => {
-      Object.assign(state, TripwireWatcher.calibrate(root));
-      const native = addon().openTripwire!(cgroupDir, id, TripwireWatcher.counterLine(thresholdBytes, state.offset), TripwireWatcher.usage(cgroupDir, root), cb);
+      Object.assign(state, TripwireWatcher.calibrate(calibrating));
+      const native = addon().openTripwire!(cgroupDir, id, code, TripwireWatcher.counterLine(thresholdBytes, state.offset), side ? side() : -1, cb);
       onArmed();
       return native;
     });
+    this.side = side;
     this.bytes = thresholdBytes;
     this.offset = state.offset;
     this.calibrated = state.calibrated;
-    if (root) {
+    if (calibrating) {
       // The gap drifts (kernel memory nobody is charged for, processes in the root cgroup): keep
       // the counter's line where the machine-usage line is. Reading /proc/meminfo once a second
       // only places the line; the crossing itself is the program's.
       this.calibration = setInterval(() => this.recalibrate(), ROOT_CALIBRATION_MS);
       this.calibration.unref();
-    } else {
+    } else if (!root) {
       // The program cannot tell that a cgroup was removed: cgroup.events' watcher can (ENODEV).
       this.companion = watchCgroupEvents(path.join(cgroupDir, 'cgroup.events'));
       this.companion.unref();
@@ -101,7 +116,7 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     checkBytes(thresholdBytes);
     if (this.closed) throw new Error(`${this.kind} watcher on ${this.source} is closed`);
     this.bytes = thresholdBytes;
-    this.current().rearm(TripwireWatcher.counterLine(thresholdBytes, this.offset), TripwireWatcher.usage(this.cgroupDir, this.root));
+    this.current().rearm(TripwireWatcher.counterLine(thresholdBytes, this.offset), this.side ? this.side() : -1);
     return Promise.resolve();
   }
 
@@ -111,7 +126,7 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
   }
 
   protected override adjust(event: KernelEvent): KernelEvent {
-    if (!this.root || event.counters === undefined) return event;
+    if (!this.root || this.measure !== 'usage' || event.counters === undefined) return event;
     const c = event.counters;
     // Report in the line's terms (machine usage); keep the raw counter beside it.
     c.counter_bytes = c.usage_bytes;
@@ -144,9 +159,9 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     if (moved) this.current().rearm(TripwireWatcher.counterLine(this.bytes, offset), -1);
   }
 
-  /** Root: the gap between machine usage and the root counter (0 elsewhere). */
-  private static calibrate(root: boolean): { offset: number; calibrated: boolean } {
-    if (!root) return { offset: 0, calibrated: true };
+  /** A root usage line: the gap between machine usage and the root counter (0 elsewhere). */
+  private static calibrate(calibrating: boolean): { offset: number; calibrated: boolean } {
+    if (!calibrating) return { offset: 0, calibrated: true };
     const counter = rootCounterBytes();
     const machine = machineUsageBytes();
     // Counter not seen yet: put the line at zero (fires at the next charge, which calibrates).
@@ -157,28 +172,23 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
   private static counterLine(thresholdBytes: number, offset: number): number {
     return Math.max(PAGE, thresholdBytes - offset);
   }
-
-  /** Usage now, to arm on the right side: memory.current, or -1 for the root (the addon knows). */
-  private static usage(cgroupDir: string, root: boolean): number {
-    if (root) return -1;
-    return Number(fs.readFileSync(path.join(cgroupDir, 'memory.current'), 'utf8'));
-  }
 }
 
 /**
- * A line on a cgroup v2 memory counter, watched by the tripwire: fires when usage crosses
+ * A line on a cgroup v2 memory cgroup, watched by the tripwire: fires when `measure` crosses
  * `thresholdBytes` up or down, within one charge batch (64 pages per CPU) of the crossing.
- * On the v2 root the line is in machine-usage terms (MemTotal - MemFree, what evictd computes
- * memory.available from) and is placed on the root's page counter by their measured gap.
- * Events carry usage_bytes and line_bytes (at the crossing), charge_began_ns (when the crossing
- * charge began: no reader of the counter can see it past the line before), fired_ns (the program's
- * CLOCK_MONOTONIC stamp), above (1 up, 0 down) and, on the root, counter_bytes.
+ * 'usage' compares the counter; on the v2 root that line is in machine-usage terms (MemTotal -
+ * MemFree) and is placed on the root's page counter by their measured gap. 'working-set'
+ * compares the kubelet's working set, computed by the program at each charge (see above).
+ * Events carry usage_bytes (the measure) and line_bytes (at the crossing), charge_began_ns (when
+ * the crossing charge began: no reader can see it past the line before), fired_ns (the program's
+ * CLOCK_MONOTONIC stamp), above (1 up, 0 down) and, on a root usage line, counter_bytes.
  * Throws when the tripwire is unavailable (see tripwireUnavailable()).
  */
-export function watchTripwire(cgroupDir: string, thresholdBytes: number): ThresholdWatcher {
+export function watchTripwire(cgroupDir: string, thresholdBytes: number, measure: LineMeasure = 'usage'): ThresholdWatcher {
   checkBytes(thresholdBytes);
   const why = tripwireUnavailable();
   if (why !== null) throw new Error(`memcg tripwire unavailable: ${why}`);
-  return new TripwireWatcher(cgroupDir, isCgroup2Root(cgroupDir), thresholdBytes);
+  return new TripwireWatcher(cgroupDir, isCgroup2Root(cgroupDir), thresholdBytes, measure);
 }
 

@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import type { LineMeasure } from './working-set';
 
 export type WatchKind = 'memcg-threshold' | 'memcg-pressure-level' | 'psi' | 'memcg-oom' | 'cgroup-events' | 'memory-events';
 
@@ -62,6 +63,8 @@ export type LineMechanism = 'bpf-tripwire' | 'memcg-threshold-eventfd' | 'adapti
 
 export interface ThresholdWatcher extends Watcher {
   readonly thresholdBytes: number;
+  /** What the line compares (src/kernel/working-set.ts): the counter, or the kubelet's working set. */
+  readonly measure: LineMeasure;
   /** The mechanism in force for this line. */
   readonly lineMechanism: LineMechanism;
   /**

@@ -50,7 +50,7 @@ export class FakeNotifications implements NotificationPort {
     const usage = this.usage;
     return {
       mechanism: this.lineMechanism,
-      get usageBytes() {
+      get lineBytes() {
         return line.bytes;
       },
       rearm(b: number) {

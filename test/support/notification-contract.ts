@@ -81,7 +81,7 @@ export function notificationContract(label: string, subject: () => Promise<Contr
     const line = s.port.watchMemoryUsage(cg.dir, base + 8 * MiB, r.cb);
     t.after(() => line.close());
     line.rearm(base + 64 * MiB);
-    assert.equal(line.usageBytes, base + 64 * MiB, 'the handle reports the new line at once');
+    assert.equal(line.lineBytes, base + 64 * MiB, 'the handle reports the new line at once');
     await new Promise((res) => setTimeout(res, s.rearmSettleMs));
     await cg.grow(16 * MiB);
     await new Promise((res) => setTimeout(res, s.deliveryMs / 2));

@@ -161,6 +161,52 @@ test('arming: a tripwire line follows inactive_file to the page (moving it is fr
   assert.equal(a.rearms, 1);
 });
 
+test("arming: where the mechanism computes the kubelet's working set, the line sits at capacity - threshold and ignores inactive_file", () => {
+  const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
+  const created: Array<{ dir: string; bytes: number; measure: string }> = [];
+  const rearms: number[] = [];
+  const handle = (dir: string, bytes: number, measure: 'usage' | 'working-set') => {
+    created.push({ dir, bytes, measure });
+    let line = bytes;
+    return {
+      get lineBytes() {
+        return line;
+      },
+      measure,
+      mechanism: 'bpf-tripwire',
+      rearm: (b: number) => {
+        rearms.push(b);
+        line = b;
+      },
+      close: async () => {},
+    };
+  };
+  const port: NotificationPort = {
+    mechanism: 'native',
+    // The pod cgroup root here has only a usage mechanism (as a v1 eventfd would).
+    watchWorkingSet: (dir, bytes) => (dir === '/n/kubepods' ? null : handle(dir, bytes, 'working-set')),
+    watchMemoryUsage: (dir, bytes) => handle(dir, bytes, 'usage'),
+    watchPsi: () => ({ windowUs: 2_000_000, close: async () => {} }),
+    watchFile: () => ({ close: async () => {} }),
+  };
+  const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
+  a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
+  assert.deepEqual(created, [
+    { dir: '/n', bytes: (1024 - 100) * MiB, measure: 'working-set' },
+    { dir: '/n/kubepods', bytes: (512 - 100 + 10) * MiB, measure: 'usage' },
+  ]);
+  assert.deepEqual(a.measures(), { 'node:line0': 'working-set', 'pods:line0': 'usage' });
+  // Page cache turning into anonymous memory: the working-set line stays, the usage line follows.
+  a.update(reading(1024 * MiB, 300 * MiB, 10 * MiB), reading(512 * MiB, 100 * MiB, 40 * MiB));
+  assert.deepEqual(rearms, [(512 - 100 + 40) * MiB]);
+  // The headroom is the same in either measure: 924 - (300 - 10) MiB.
+  assert.equal(a.headroomBytes(), Math.min((1024 - 100) * MiB - 290 * MiB, (512 - 100 + 40) * MiB - 100 * MiB));
+  // Capacity moved (a cgroup limit changed): the working-set line moves with it.
+  rearms.length = 0;
+  a.update(reading(2048 * MiB, 300 * MiB, 10 * MiB), reading(512 * MiB, 100 * MiB, 40 * MiB));
+  assert.deepEqual(rearms, [(2048 - 100) * MiB]);
+});
+
 test('arming: inactive_file shrinking brings the line down to flat usage: the drift tick wakes a pass, once', () => {
   const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
   const port = new FakeNotifications();
@@ -193,7 +239,7 @@ test('arming: the node line is armed on the cgroup v2 root too, and each line re
     mechanism: 'native',
     watchMemoryUsage(dir, bytes) {
       created.push({ dir, bytes });
-      return { usageBytes: bytes, mechanism: dir === '/sys/fs/cgroup' ? 'bpf-tripwire' : 'adaptive-poll', rearm: () => {}, close: async () => {} };
+      return { lineBytes: bytes, mechanism: dir === '/sys/fs/cgroup' ? 'bpf-tripwire' : 'adaptive-poll', rearm: () => {}, close: async () => {} };
     },
     watchPsi: () => ({ windowUs: 2_000_000, close: async () => {} }),
     watchFile: () => ({ close: async () => {} }),

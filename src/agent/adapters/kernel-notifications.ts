@@ -3,7 +3,7 @@
  * Watchers are unref'd: the agent's own server and timers decide the process lifetime.
  */
 import type { Logger } from 'pino';
-import { nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold } from '../../kernel';
+import { nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold, watchWorkingSetThreshold } from '../../kernel';
 import type { KernelEvent, LinePreference, ThresholdWatcher, Watcher } from '../../kernel';
 import type { NotificationPort, ThresholdHandle, WatchCallbacks, WatchHandle } from '../ports';
 
@@ -11,6 +11,19 @@ function bind(w: Watcher, cb: WatchCallbacks): void {
   w.on('event', (e: KernelEvent) => cb.onWakeup({ source: e.kind, monotonicNs: e.monotonicNs, count: e.count }));
   w.on('error', (err: Error) => cb.onError(err));
   w.unref();
+}
+
+function handle(w: ThresholdWatcher, cb: WatchCallbacks): ThresholdHandle {
+  bind(w, cb);
+  return {
+    get lineBytes() {
+      return w.thresholdBytes;
+    },
+    measure: w.measure,
+    mechanism: w.lineMechanism,
+    rearm: (bytes: number) => w.rearm(Math.max(1, Math.round(bytes))),
+    close: () => w.close(),
+  };
 }
 
 /**
@@ -25,16 +38,11 @@ export function kernelNotifications(logger: Logger, pollIntervalMs = 100, lines:
   return {
     mechanism: native ? 'native' : 'polling',
     watchMemoryUsage(cgroupDir: string, usageBytes: number, cb: WatchCallbacks): ThresholdHandle {
-      const w: ThresholdWatcher = watchUsageThreshold(cgroupDir, Math.max(1, Math.round(usageBytes)), opts);
-      bind(w, cb);
-      return {
-        get usageBytes() {
-          return w.thresholdBytes;
-        },
-        mechanism: w.lineMechanism,
-        rearm: (bytes: number) => w.rearm(Math.max(1, Math.round(bytes))),
-        close: () => w.close(),
-      };
+      return handle(watchUsageThreshold(cgroupDir, Math.max(1, Math.round(usageBytes)), opts), cb);
+    },
+    watchWorkingSet(cgroupDir: string, workingSetBytes: number, cb: WatchCallbacks): ThresholdHandle | null {
+      const w = watchWorkingSetThreshold(cgroupDir, Math.max(1, Math.round(workingSetBytes)), opts);
+      return w && handle(w, cb);
     },
     watchPsi(pressureFile, trigger, cb) {
       const w = watchPsi(pressureFile, trigger);
