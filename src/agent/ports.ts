@@ -20,7 +20,40 @@ export interface WatchHandle {
   close(): Promise<void>;
 }
 
+/**
+ * A standing order on a hard memory line: the kernel-side mechanism kills this pod the moment
+ * the line is crossed, from its own thread, before any pass runs (issue 20). Left by a pass near
+ * the line; the pass that follows the kill confirms it (CRI stop, report).
+ */
+export interface StandingOrder {
+  /** the victim's pod cgroup dir (its cgroup.kill on cgroup v2; its cgroup.procs otherwise) */
+  podCgroupDir: string;
+  /** how long the order stands from now, ms (expired orders are never used) */
+  ttlMs: number;
+}
+
+/** A standing order was used: the pod's kill was written at killedNs. */
+export interface OrderFired {
+  podCgroupDir: string;
+  /** CLOCK_MONOTONIC ns: the crossing charge began (the earliest anyone could see it) */
+  crossedNs: bigint;
+  /** CLOCK_MONOTONIC ns: the kill was written (cgroup.kill) or sent (each pid) */
+  killedNs: bigint;
+  /** the order's age when used, ms */
+  ageMs: number;
+  /** the line's measure at the crossing and the line, bytes */
+  valueBytes: number;
+  lineBytes: number;
+  /** set when the kill could not be written (the pod was not killed) */
+  error?: string;
+}
+
 export interface ThresholdHandle extends WatchHandle {
+  /**
+   * Places (or with null, withdraws) this line's standing order; false when the mechanism
+   * cannot keep one (absent: never can). Replaces any earlier order on the line.
+   */
+  setOrder?(order: StandingOrder | null): boolean;
   /** moves the line (in the handle's measure) without a gap in coverage */
   rearm(lineBytes: number): void;
   /** the line, in the handle's measure */
@@ -36,6 +69,8 @@ export interface ThresholdHandle extends WatchHandle {
 
 export interface WatchCallbacks {
   onWakeup(w: Wakeup): void;
+  /** a standing order on this line was used (from the mechanism's own thread, delivered on the loop) */
+  onOrderFired?(fired: OrderFired): void;
   /** the watch is over (its cgroup went away, or the kernel refused): the handle is closed */
   onError(err: Error): void;
 }
