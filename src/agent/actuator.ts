@@ -20,6 +20,7 @@ import { dryRun, type Effect } from './effects/effect';
 import type { EvictInput, EvictionRecord, PassStamps } from './effects/eviction';
 import type { FastKill } from './effects/fast-kill';
 import type { BrakeOff, BrakeOn } from './effects/memory-brake';
+import type { ConfirmInput } from './effects/order-confirm';
 import type { ReclaimInput } from './effects/node-reclaim';
 import type { AgentMetrics } from './metrics';
 
@@ -33,6 +34,8 @@ export interface Effects {
   /** absent when the memory brake is off */
   brake?: Effect<BrakeOn, void>;
   releaseBrake?: Effect<BrakeOff, void>;
+  /** absent when standing orders are off (no order can be used, so none is confirmed) */
+  confirm?: Effect<ConfirmInput, EvictionRecord>;
 }
 
 export interface ActuatorOptions {
@@ -47,15 +50,16 @@ export interface ActuatorOptions {
 }
 
 export class Actuator {
-  private readonly fx: Required<Omit<Effects, 'fastKill'>> & { fastKill: Effect<EvictInput, EvictionRecord> };
+  private readonly fx: Required<Omit<Effects, 'fastKill' | 'confirm'>> & { fastKill: Effect<EvictInput, EvictionRecord>; confirm?: Effect<ConfirmInput, EvictionRecord> };
 
   constructor(private readonly o: ActuatorOptions) {
     const e = o.effects;
     const none: Effect<unknown, void> = { run: () => Promise.resolve(), rehearse: () => ({ message: null, fields: {}, outcome: undefined }) };
     const all = { fastKill: e.fastKill as Effect<EvictInput, EvictionRecord>, stop: e.stop, reclaim: e.reclaim, brake: e.brake ?? none, releaseBrake: e.releaseBrake ?? none };
-    this.fx = o.dryRun
+    const fx = o.dryRun
       ? { fastKill: dryRun(all.fastKill, o.logger), stop: dryRun(all.stop, o.logger), reclaim: dryRun(all.reclaim, o.logger), brake: dryRun(all.brake, o.logger), releaseBrake: dryRun(all.releaseBrake, o.logger) }
       : all;
+    this.fx = e.confirm ? { ...fx, confirm: o.dryRun ? dryRun(e.confirm, o.logger) : e.confirm } : fx;
   }
 
   /** True while a fast-killed pod's StopPodSandbox is still running: passes leave it out. */
@@ -72,8 +76,23 @@ export class Actuator {
   async execute(actions: readonly Action[], pods: readonly JoinedPod[], stamps: PassStamps): Promise<PassResult> {
     const byUid = new Map(pods.map((j) => [j.runtime.uid, j]));
     const again = { again: !this.o.dryRun };
+    let confirmed = false;
     for (const a of actions) {
+      // Confirmations come first: once one is done, the rest was decided on numbers read while
+      // that pod's memory was still coming back, so the pass ends and the next one looks again.
+      if (confirmed && a.type !== 'confirm-order') return again;
       switch (a.type) {
+        case 'confirm-order': {
+          const j = byUid.get(a.eviction.pod.uid);
+          if (!j || !this.fx.confirm) {
+            this.o.logger.error({ pod: `${a.eviction.pod.namespace}/${a.eviction.pod.name}`, uid: a.eviction.pod.uid }, 'a used standing order cannot be confirmed (no pod or no effect for it)');
+            break;
+          }
+          const rec = await this.fx.confirm.run({ pod: j, eviction: a.eviction, threshold: a.threshold, stamps, confirmation: a.confirmation });
+          this.o.record(rec);
+          confirmed = rec.ok || confirmed;
+          break;
+        }
         case 'release-brake':
           await this.fx.releaseBrake.run({ uid: a.uid, why: a.why });
           break;
@@ -101,7 +120,7 @@ export class Actuator {
           return this.evictOne(a, byUid, stamps);
       }
     }
-    return undefined;
+    return confirmed ? again : undefined;
   }
 
   private async stopBraked(evictions: readonly Eviction[], byUid: ReadonlyMap<string, JoinedPod>, stamps: PassStamps): Promise<boolean> {

@@ -15,7 +15,8 @@ import type { NodeObserver } from '../node/observer';
 import { nextDeadline } from '../policy/actions';
 import type { PolicyConfig } from '../policy/config';
 import type { Evaluation } from '../policy/evaluate';
-import type { NodeCondition } from '../policy/types';
+import { DEFAULT_ORDER_TTL_MS, nearHardMemoryLine } from '../policy/standing-order';
+import type { NodeCondition, NodeStats } from '../policy/types';
 import { Actuator } from './actuator';
 import { Arming } from './arming';
 import { msSince, systemClock } from './clock';
@@ -25,12 +26,14 @@ import type { EvictionDeps } from './effects/eviction';
 import { FastKill } from './effects/fast-kill';
 import { MemoryBrakes } from './effects/memory-brake';
 import { NodeReclaim } from './effects/node-reclaim';
+import { ConfirmOrder } from './effects/order-confirm';
 import type { Health } from './http-server';
 import type { AgentMetrics } from './metrics';
 import { NodeView } from './node-view';
 import { PassRunner } from './pass';
 import { PodListing } from './pod-listing';
-import type { Clock, EvictionReporter, NotificationPort, PodSpecSource, RuntimePort, Wakeup } from './ports';
+import type { Clock, EvictionReporter, NotificationPort, OrderFired, PodSpecSource, RuntimePort, Wakeup } from './ports';
+import { StandingOrders } from './standing-orders';
 import { VolumeUsageCache } from './volume-usage';
 
 export type { EvictionRecord } from './actuator';
@@ -70,6 +73,13 @@ export interface AgentOptions {
   cgroups?: CgroupPort;
   /** the monotonic clock (default: the process's) */
   clock?: Clock;
+  /**
+   * Standing orders on the hard memory lines (issue 20; default on): near a line, each pass
+   * names the pod the kubelet's ranking would evict, and a line whose mechanism can hold the
+   * order kills it as the line is crossed; the next pass stops and reports it. `ttlMs`: how long
+   * an order stands unless a pass refreshes it (default 1 s).
+   */
+  standingOrders?: boolean | { ttlMs?: number };
 }
 
 export const DEFAULT_STATE_DIR = '/run/evictd';
@@ -100,6 +110,13 @@ export class Agent extends EventEmitter {
   /** set by stop(): a pass that ends after it must not arm a timer again (it would hold the process) */
   private stopping = false;
   private lastProblem = 'no pass yet';
+  /** null when standing orders are off */
+  private readonly orders: StandingOrders | null;
+  private readonly orderTtlMs: number;
+  /** a pass before the orders in force lapse (half their TTL after they were placed) */
+  private orderRefreshTimer: NodeJS.Timeout | null = null;
+  /** a pass to retry the stop of a pod a used order killed */
+  private orderRetryTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly o: AgentOptions) {
     super();
@@ -113,6 +130,9 @@ export class Agent extends EventEmitter {
       podCgroupRoot: o.observer.opts.podCgroupRoot,
       podRootMemoryDir: o.observer.podRootMemoryDir,
       clock,
+      onListed: (uids) => {
+        if (this.orders?.listed(uids)) this.wake({ source: 'standing-order' });
+      },
     });
     const node = new NodeView(o.observer, o.runtime, o.logger, o.metrics);
     this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger, clock }) : undefined;
@@ -121,18 +141,25 @@ export class Agent extends EventEmitter {
     this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics });
     const braking = o.policy.memoryBrake ? this.brakes : null;
     const deps: EvictionDeps = { runtime: o.runtime, cgroups, clock, logger: o.logger, metrics: o.metrics, reporter: o.reporter, releaseTimeoutMs: o.releaseTimeoutMs ?? 5000 };
+    const so = o.standingOrders ?? true;
+    this.orderTtlMs = (typeof so === 'object' ? so.ttlMs : undefined) ?? DEFAULT_ORDER_TTL_MS;
+    this.orders = so === false ? null : new StandingOrders({ arming: () => this.arming, logger: o.logger, metrics: o.metrics, clock, dryRun: o.dryRun, ttlMs: this.orderTtlMs });
     this.actuator = new Actuator({
       effects: {
         fastKill: new FastKill(deps, (rec) => this.emit('stopped', rec)),
         stop: new CriStop(deps),
         reclaim: new NodeReclaim({ policy: o.policy, runtime: o.runtime, observe: () => node.observe(), logger: o.logger, metrics: o.metrics }),
         ...(braking ? { brake: braking.braking, releaseBrake: braking.releasing } : {}),
+        ...(this.orders ? { confirm: new ConfirmOrder(deps) } : {}),
       },
       logger: o.logger,
       metrics: o.metrics,
       dryRun: o.dryRun,
       fastKill: o.fastKill,
-      record: (rec) => this.emit('eviction', rec),
+      record: (rec) => {
+        this.orders?.recorded(rec);
+        this.emit('eviction', rec);
+      },
     });
     this.passes = new PassRunner({
       policy: o.policy,
@@ -146,6 +173,7 @@ export class Agent extends EventEmitter {
       clock,
       volumes: this.volumes,
       ...(braking ? { brakes: braking } : {}),
+      ...(this.orders ? { orders: { pending: () => this.orders!.pendingConfirmations(), ttlMs: this.orderTtlMs, cgroupDir: (podPath: string) => cgroups.memoryDir(podPath) } } : {}),
     });
     this.controller = new Controller((t) => this.pass(t), {
       housekeepingIntervalMs: o.housekeepingIntervalMs,
@@ -183,6 +211,7 @@ export class Agent extends EventEmitter {
         nodeIsRoot: o.observer.opts.cgroupRoot.replace(/\/+/g, '') === '',
         psi: o.psi,
         clock: this.clock,
+        onOrderFired: (line, fired) => this.orderFired(line, fired),
         // The gauge shows the lines in force now: rebuilt whenever one comes or goes.
         onLineMechanism: () => {
           o.metrics.lineMechanism.reset();
@@ -200,6 +229,10 @@ export class Agent extends EventEmitter {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    // First: no kill may come from an order once the agent is going away.
+    this.orders?.close();
+    for (const t of [this.orderRefreshTimer, this.orderRetryTimer]) if (t) clearTimeout(t);
+    this.orderRefreshTimer = this.orderRetryTimer = null;
     if (this.driftTimer) clearTimeout(this.driftTimer);
     this.driftTimer = null;
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
@@ -252,11 +285,62 @@ export class Agent extends EventEmitter {
     } finally {
       this.arming?.update(d.observation.memory, d.observation.allocatable);
     }
+    // After the lines moved: an order goes on the line as it now stands.
+    if (this.orders) this.scheduleOrders(this.orders.afterPass({ orders: d.orders, pods: d.ranked, listedUids: d.listedUids }, Boolean(result?.again)));
     // The brakes may have changed while acting: the bound's deadline follows them.
     this.scheduleDeadline(d.evaluation);
     this.lastPassOkAt = this.clock.now();
     this.lastProblem = '';
     return result;
+  }
+
+  /** The lines that hold a standing order now. */
+  standingOrderLines(): string[] {
+    return this.orders?.standingLines ?? [];
+  }
+
+  /** A line's order was used (the pod killed as the line was crossed): the next pass confirms it, at once. */
+  private orderFired(line: string, fired: OrderFired): void {
+    if (this.orders?.fired(line, fired)) this.wake({ source: 'standing-order-used', monotonicNs: fired.crossedNs });
+  }
+
+  /**
+   * After a pass: orders in force are refreshed by a pass at half their TTL (through the
+   * controller, as every wake-up), so they never lapse while the node stays near a line; a pass
+   * whose pod set moved under it runs again at once; a failed confirmation's stop is retried.
+   */
+  private scheduleOrders(after: { placed: boolean; stale: boolean }): void {
+    if (this.orderRefreshTimer) clearTimeout(this.orderRefreshTimer);
+    this.orderRefreshTimer = null;
+    if (this.orderRetryTimer) clearTimeout(this.orderRetryTimer);
+    this.orderRetryTimer = null;
+    if (this.stopping) return;
+    if (after.stale) this.wake({ source: 'standing-order' });
+    else if (after.placed) {
+      this.orderRefreshTimer = setTimeout(() => {
+        this.orderRefreshTimer = null;
+        this.wake({ source: 'standing-order' });
+      }, Math.max(1, Math.floor(this.orderTtlMs / 2)));
+    }
+    const retry = this.orders?.retryInMs(this.o.housekeepingIntervalMs) ?? null;
+    if (retry !== null) {
+      this.orderRetryTimer = setTimeout(() => {
+        this.orderRetryTimer = null;
+        this.wake({ source: 'standing-order-retry' });
+      }, retry);
+    }
+  }
+
+  /**
+   * The drift tick's numbers put a hard line near and no order stands or is on its way: a pass
+   * to place one (no kernel event announces that a ramp is getting close). At most one per half
+   * TTL, and only where some line's mechanism can hold an order.
+   */
+  private wantsOrderPass(node: NodeStats): boolean {
+    if (!this.orders || !this.arming || this.orderRefreshTimer || !this.arming.canHoldOrders()) return false;
+    if (!nearHardMemoryLine(this.o.policy, node)) return false;
+    const last = this.orders.lastDecidedNs;
+    return last === null || msSince(this.clock, last) >= this.orderTtlMs / 2;
   }
 
   /**
@@ -273,6 +357,10 @@ export class Agent extends EventEmitter {
         this.arming.update(m.memory, m.allocatable, { wakeOnMet: true });
         const gap = this.arming.headroomBytes();
         if (gap !== null && gap < nearLineBytes(m.memory.capacityBytes)) next = DRIFT_TICK_NEAR_MS;
+        const node: NodeStats = { memory: { availableBytes: m.memory.availableBytes, workingSetBytes: m.memory.workingSetBytes } };
+        if (m.allocatable) node.allocatableMemory = { availableBytes: m.allocatable.availableBytes, workingSetBytes: m.allocatable.workingSetBytes };
+        if (this.orders && nearHardMemoryLine(this.o.policy, node)) next = DRIFT_TICK_NEAR_MS;
+        if (this.wantsOrderPass(node)) this.wake({ source: 'standing-order' });
       } catch (err) {
         this.o.logger.debug({ err }, 'drift tick failed');
       }

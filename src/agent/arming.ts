@@ -18,6 +18,11 @@
  * grace period in the kernel (measured here: 15-30 ms, blocking the JS thread), so they move
  * only when off by more than max(1 MiB, capacity/512) — at 2 GB/s under a millisecond of ramp.
  *
+ * Standing orders (issue 20) ride on the lines: `placeOrders` hands each hard line's order to its
+ * handle (ThresholdHandle.setOrder), and a used order comes back through `onOrderFired` with the
+ * line it was on. A handle whose mechanism cannot hold one (no setOrder, or it says false) has no
+ * order, and the caller is told so.
+ *
  * On the pod cgroup root: thresholds for allocatableMemory.available, a PSI trigger on its
  * memory.pressure (cgroup2) and a watch on memory.events (pure v2) or cgroup.events. PSI and
  * memory.events (high, max, oom, oom_kill) stay as secondary wake-ups beside the lines.
@@ -27,9 +32,10 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MemoryReading } from '../node/memory';
 import type { PolicyConfig } from '../policy/config';
+import type { LineSignal } from '../policy/standing-order';
 import { thresholdAmount } from '../policy/thresholds';
 import { systemClock } from './clock';
-import type { Clock, NotificationPort, ThresholdHandle, WatchHandle, Wakeup } from './ports';
+import type { Clock, NotificationPort, OrderFired, StandingOrder, ThresholdHandle, WatchHandle, Wakeup } from './ports';
 
 export interface ArmingOptions {
   port: NotificationPort;
@@ -50,6 +56,25 @@ export interface ArmingOptions {
   onLineMechanism?: (line: string, mechanism: string | null) => void;
   /** stamps drift wake-ups and times retries (default: the process's monotonic clock) */
   clock?: Clock;
+  /** a standing order on this line was used (delivered on the loop) */
+  onOrderFired?: (line: string, fired: OrderFired) => void;
+}
+
+/** One line's standing order, as the caller wants it. */
+export interface LineOrder {
+  signal: LineSignal;
+  /** the threshold's index among the policy's thresholds on the signal */
+  thresholdIndex: number;
+  order: StandingOrder;
+}
+
+/** What became of one order: placed, or why not. */
+export interface OrderPlacement {
+  line: string;
+  placed: boolean;
+  /** no-line: nothing watches that line now; unsupported: its mechanism keeps no orders; refused: setOrder said false or threw */
+  why?: 'no-line' | 'unsupported' | 'refused';
+  mechanism?: string;
 }
 
 type LineKey = string;
@@ -68,6 +93,8 @@ export class Arming {
   /** per line, whether usage was at or past it at the last update */
   private readonly met = new Map<LineKey, boolean>();
   private headroom: number | null = null;
+  /** lines that hold an order now */
+  private readonly ordered = new Set<LineKey>();
 
   constructor(private readonly o: ArmingOptions) {}
 
@@ -112,6 +139,11 @@ export class Arming {
     }
   }
 
+  /** The key of a memory signal's line: `node:lineN` or `pods:lineN`, N the threshold's index among the signal's thresholds. */
+  static lineKey(signal: LineSignal, thresholdIndex: number): string {
+    return `${signal === 'memory.available' ? 'node' : 'pods'}:line${thresholdIndex}`;
+  }
+
   /** The lines for a memory signal in working-set terms (capacity - threshold), from this pass's numbers. */
   static workingSetLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
     const out: number[] = [];
@@ -139,20 +171,21 @@ export class Arming {
   update(memory: MemoryReading, allocatable: MemoryReading | null, o: { wakeOnMet?: boolean } = {}): void {
     if (this.closed) return;
     const want = new Map<LineKey, { dir: string; bytes: number; workingSet: number; costlyTolerance: number; usage: number }>();
-    const add = (prefix: string, dir: string, m: MemoryReading, signal: 'memory.available' | 'allocatableMemory.available') => {
+    const add = (dir: string, m: MemoryReading, signal: LineSignal) => {
       const costlyTolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
       Arming.workingSetLines(this.o.policy, signal, m).forEach((workingSet, i) =>
-        want.set(`${prefix}:line${i}`, { dir, bytes: workingSet + m.inactiveFileBytes, workingSet, costlyTolerance, usage: m.usageBytes }),
+        want.set(Arming.lineKey(signal, i), { dir, bytes: workingSet + m.inactiveFileBytes, workingSet, costlyTolerance, usage: m.usageBytes }),
       );
     };
     // On a v2 root (no memory.current) usage is MemTotal - MemFree and the working set MemTotal -
     // MemFree - Inactive(file), as the reading is: the tripwire computes the latter in the kernel.
-    add('node', this.o.nodeMemoryDir, memory, 'memory.available');
-    if (allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add('pods', this.o.podRootMemoryDir, allocatable, 'allocatableMemory.available');
+    add(this.o.nodeMemoryDir, memory, 'memory.available');
+    if (allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add(this.o.podRootMemoryDir, allocatable, 'allocatableMemory.available');
     const now = Number((this.o.clock ?? systemClock).now() / 1_000_000n);
     for (const [key, h] of this.lines) {
       if (!want.has(key)) {
         this.lines.delete(key);
+        this.ordered.delete(key);
         this.o.onLineMechanism?.(key, null);
         void h.close();
       }
@@ -182,6 +215,7 @@ export class Arming {
             this.rearms++;
           } catch (err) {
             this.lines.delete(key);
+            this.ordered.delete(key);
             void h.close();
             this.o.logger.warn({ err, key }, 'threshold re-arm failed');
           }
@@ -192,8 +226,16 @@ export class Arming {
       try {
         const cb = {
           onWakeup: (w: Wakeup) => this.o.wake({ ...w, source: 'memcg-threshold' }),
+          onOrderFired: (fired: OrderFired) => {
+            // The mechanism used the order: it is spent.
+            if (this.lines.get(key) === handle) this.ordered.delete(key);
+            this.o.onOrderFired?.(key, fired);
+          },
           onError: (err: Error) => {
-            if (this.lines.get(key) === handle) this.lines.delete(key);
+            if (this.lines.get(key) === handle) {
+              this.lines.delete(key);
+              this.ordered.delete(key);
+            }
             this.o.onLineMechanism?.(key, null);
             this.o.logger.warn({ err, key }, 'memory threshold watch ended');
           },
@@ -211,6 +253,73 @@ export class Arming {
       }
     }
     if (metNow && o.wakeOnMet) this.o.wake({ source: 'line-drift', monotonicNs: (this.o.clock ?? systemClock).now() });
+  }
+
+  /**
+   * Places these orders, each on its line, and withdraws every other order in force: after this
+   * call exactly the orders given stand (those that could be placed). Orders never outlive
+   * `order.ttlMs` in the mechanism, so a caller that stops calling lets them lapse.
+   */
+  placeOrders(orders: readonly LineOrder[]): OrderPlacement[] {
+    if (this.closed) return orders.map((o) => ({ line: Arming.lineKey(o.signal, o.thresholdIndex), placed: false, why: 'no-line' as const }));
+    const out: OrderPlacement[] = [];
+    const keep = new Set<LineKey>();
+    for (const o of orders) {
+      const line = Arming.lineKey(o.signal, o.thresholdIndex);
+      const h = this.lines.get(line);
+      if (!h) {
+        out.push({ line, placed: false, why: 'no-line' });
+        continue;
+      }
+      const mechanism = h.mechanism ?? this.o.port.mechanism;
+      if (!h.setOrder) {
+        out.push({ line, placed: false, why: 'unsupported', mechanism });
+        continue;
+      }
+      let placed = false;
+      try {
+        placed = h.setOrder(o.order);
+      } catch (err) {
+        this.o.logger.warn({ err, line }, 'standing order refused by the line');
+      }
+      if (placed) {
+        keep.add(line);
+        this.ordered.add(line);
+      } else {
+        this.ordered.delete(line);
+      }
+      out.push(placed ? { line, placed, mechanism } : { line, placed, why: 'refused', mechanism });
+    }
+    for (const line of [...this.ordered]) if (!keep.has(line)) this.withdraw(line);
+    return out;
+  }
+
+  /** Withdraws every order in force; the lines that held one. */
+  withdrawOrders(): string[] {
+    const lines = [...this.ordered];
+    for (const line of lines) this.withdraw(line);
+    return lines;
+  }
+
+  /** Lines that hold an order now. */
+  orderedLines(): string[] {
+    return [...this.ordered];
+  }
+
+  /** Whether some line now is watched by a mechanism that can hold an order (it may still refuse one). */
+  canHoldOrders(): boolean {
+    for (const h of this.lines.values()) if (h.setOrder) return true;
+    return false;
+  }
+
+  private withdraw(line: LineKey): void {
+    this.ordered.delete(line);
+    try {
+      this.lines.get(line)?.setOrder?.(null);
+    } catch (err) {
+      // The order still lapses at its TTL in the mechanism.
+      this.o.logger.warn({ err, line }, 'standing order withdrawal failed; it lapses at its TTL');
+    }
   }
 
   /** How far usage was below the nearest line at the last update (negative: past it); null without lines. */
@@ -234,6 +343,7 @@ export class Arming {
   }
 
   async close(): Promise<void> {
+    this.withdrawOrders();
     this.closed = true;
     const all = [...this.lines.values(), ...this.others];
     this.lines.clear();

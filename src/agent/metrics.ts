@@ -33,6 +33,13 @@ export class AgentMetrics {
   readonly brakeFailures: Counter;
   readonly brakeDuration: Histogram<'end'>;
   readonly brakeStops: Counter;
+  readonly ordersPlaced: Counter<'signal'>;
+  readonly ordersWithdrawn: Counter<'reason'>;
+  readonly ordersUnavailable: Counter<'line' | 'why'>;
+  readonly ordersStanding: Gauge<'line'>;
+  readonly ordersUsed: Counter<'signal'>;
+  readonly orderAge: Histogram<'signal'>;
+  readonly orderCrossedToKilled: Histogram<'signal'>;
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     const r = [this.registry];
@@ -90,6 +97,45 @@ export class AgentMetrics {
       registers: r,
     });
     this.brakeStops = new Counter({ name: 'evictd_brake_stops_total', help: 'Pods stopped because they stayed braked longer than memoryBrakeMaxDuration', registers: r });
+    this.ordersPlaced = new Counter({
+      name: 'evictd_standing_orders_placed_total',
+      help: 'Standing orders placed on a hard memory line for a pod it did not already name (refreshes not counted), by signal',
+      labelNames: ['signal'],
+      registers: r,
+    });
+    this.ordersWithdrawn = new Counter({
+      name: 'evictd_standing_orders_withdrawn_total',
+      help: 'Standing orders withdrawn before use, by reason: not-near, pod-set (a pod came or went), evicted (the pass evicted), used (another line fired), agent-stop',
+      labelNames: ['reason'],
+      registers: r,
+    });
+    this.ordersUnavailable = new Counter({
+      name: 'evictd_standing_orders_unavailable_total',
+      help: 'Standing orders a pass wanted on a line that could not hold one, by line and why (no-line, unsupported, refused)',
+      labelNames: ['line', 'why'],
+      registers: r,
+    });
+    this.ordersStanding = new Gauge({ name: 'evictd_standing_orders', help: 'Standing orders in force per memory line (1 = an order stands)', labelNames: ['line'], registers: r });
+    this.ordersUsed = new Counter({
+      name: 'evictd_standing_orders_used_total',
+      help: 'Standing orders the kernel side used (the pod killed as the line was crossed), by signal',
+      labelNames: ['signal'],
+      registers: r,
+    });
+    this.orderAge = new Histogram({
+      name: 'evictd_standing_order_age_seconds',
+      help: 'Age of a standing order when it was used (how old the ranking that chose the pod was), by signal',
+      labelNames: ['signal'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2, 5],
+      registers: r,
+    });
+    this.orderCrossedToKilled = new Histogram({
+      name: 'evictd_standing_order_crossed_to_killed_seconds',
+      help: 'From the crossing charge to the kill written by the kernel side (CLOCK_MONOTONIC, both stamped natively), by signal',
+      labelNames: ['signal'],
+      buckets: [0.00001, 0.000025, 0.00005, ...LATENCY_BUCKETS],
+      registers: r,
+    });
     for (const c of ['MemoryPressure', 'DiskPressure', 'PIDPressure']) this.nodeCondition.set({ condition: c }, 0);
     // The event-loop-lag histogram samples on a timer (10 ms by default): at that rate it alone
     // costs about 0.5% of a core, against an idle target of under 1%. One sample a second.

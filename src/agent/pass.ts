@@ -14,6 +14,7 @@ import type { ActiveBrake } from '../policy/brake';
 import type { PolicyConfig } from '../policy/config';
 import { assess, initialState, planEvictions, type Evaluation, type PolicyState } from '../policy/evaluate';
 import { podFacts } from '../policy/pods';
+import { decideOrders, type OrderDecision } from '../policy/standing-order';
 import { needsContainerDiskUsage } from '../policy/signals';
 import type { ContainerUsage } from '../policy/types';
 import type { Actuator, PassStamps } from './actuator';
@@ -24,6 +25,7 @@ import type { AgentMetrics } from './metrics';
 import type { NodeView } from './node-view';
 import type { PodListing } from './pod-listing';
 import type { Clock, PodSpecSource, RuntimePort } from './ports';
+import type { PendingConfirmation } from './standing-orders';
 import type { VolumeUsageCache } from './volume-usage';
 
 export interface PassOptions {
@@ -40,6 +42,12 @@ export interface PassOptions {
   volumes?: VolumeUsageCache;
   /** the memory brakes in force, when the brake is on */
   brakes?: { readonly active: ActiveBrake[] };
+  /**
+   * Standing orders, when they are on: the used orders to confirm this pass (their pods are left
+   * out of the ranking), how long an order stands, and a pod cgroup path's directory (where an
+   * order's kill is written).
+   */
+  orders?: { pending(): PendingConfirmation[]; ttlMs: number; cgroupDir(podPath: string): string };
 }
 
 /** What `decide` found, for `act` and the agent. */
@@ -51,6 +59,12 @@ export interface Decision {
   pods: JoinedPod[];
   stamps: PassStamps;
   startedNs: bigint;
+  /** standing orders for the hard memory lines (empty when they are off) */
+  orders: OrderDecision[];
+  /** the pods the policy ranked (pods being stopped or confirmed left out) */
+  ranked: JoinedPod[];
+  /** the runtime's ready pods this pass decided on */
+  listedUids: Set<string>;
 }
 
 export class PassRunner {
@@ -72,7 +86,10 @@ export class PassRunner {
     const runtimePods = await o.listing.forPass(obs, trigger);
     const podsDoneNs = now();
     const all = joinPods(runtimePods, obs.pods, o.pods);
-    const joined = all.filter((j) => !o.actuator.isInFlight(j.runtime.uid));
+    // Pods killed by a used standing order are confirmed, never ranked again (a second eviction).
+    const confirming = o.orders?.pending() ?? [];
+    const confirmingUids = new Set(confirming.map((c) => c.pod.runtime.uid));
+    const joined = all.filter((j) => !o.actuator.isInFlight(j.runtime.uid) && !confirmingUids.has(j.runtime.uid));
     const input = { now: Number(now()), node: obs.node, layout: obs.layout };
     const assessed = assess(o.policy, this.state, input);
     this.addVolumeUsage(joined);
@@ -85,7 +102,16 @@ export class PassRunner {
     const active = joined.map((j) => j.active);
     const ev = planEvictions(o.policy, assessed, active, obs.layout);
     const brakes = o.brakes ? { now: input.now, layout: obs.layout, pods: active, present: new Set(all.map((j) => j.runtime.uid)), active: o.brakes.active } : undefined;
-    const actions = decideActions(o.policy, assessed, ev, brakes);
+    const actions = decideActions(
+      o.policy,
+      assessed,
+      ev,
+      brakes,
+      confirming.map((c) => c.confirmation),
+    );
+    const orders = o.orders
+      ? decideOrders(o.policy, assessed.obs, joined.map((j) => ({ pod: j.active, ...(j.cgroup ? { cgroupDir: o.orders!.cgroupDir(j.cgroup.path) } : {}) })), obs.layout, o.orders.ttlMs)
+      : [];
     const decisionNs = now();
     if (o.logger.isLevelEnabled('debug')) {
       o.logger.debug(
@@ -100,6 +126,7 @@ export class PassRunner {
           pods: joined.length,
           thresholdsMet: ev.thresholdsMet.length,
           actions: actions.map((a) => a.type),
+          orders: orders.map((d) => (d.order ? `${d.signal}[${d.thresholdIndex}]=${d.order.pod.name}` : `${d.signal}[${d.thresholdIndex}]:${d.why}`)),
         },
         'pass',
       );
@@ -108,7 +135,18 @@ export class PassRunner {
     this.lastEvaluation = ev;
     o.metrics.observePass(obs.node, ev);
     this.logConditions(ev);
-    return { observation: obs, evaluation: ev, actions, pods: joined, stamps: { trigger, observedNs, decisionNs }, startedNs: t0 };
+    return {
+      observation: obs,
+      evaluation: ev,
+      actions,
+      // A confirmation names its pod as the placing pass joined it: it may be gone from the listing.
+      pods: [...joined, ...confirming.map((c) => c.pod)],
+      stamps: { trigger, observedNs, decisionNs },
+      startedNs: t0,
+      orders,
+      ranked: joined,
+      listedUids: new Set(runtimePods.filter((p) => p.ready).map((p) => p.uid)),
+    };
   }
 
   /** Carries out what `decide` found; the pass's duration is observed either way. */

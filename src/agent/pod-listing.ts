@@ -35,6 +35,8 @@ export interface PodListingOptions {
   podRootMemoryDir: string;
   /** ages of listings and log lines (default: the process's monotonic clock) */
   clock?: Clock;
+  /** every listing the runtime answered (a pass's or a background refresh): its ready pods */
+  onListed?: (readyUids: ReadonlySet<string>) => void;
 }
 
 export class PodListing {
@@ -103,6 +105,7 @@ export class PodListing {
       this.pods = pods;
       this.listedAt = this.clock.now();
       for (const p of pods) this.everListed.add(p.uid);
+      o.onListed?.(new Set(pods.filter((p) => p.ready).map((p) => p.uid)));
       return pods;
     } catch (err) {
       o.metrics.runtimeErrors.inc({ call: 'listPods' });

@@ -5,7 +5,10 @@
  * (src/sim/run.ts): both read this one order, so a scenario and a live pass cannot disagree on
  * what comes next.
  *
- * The order (kubelet's synchronize(), plus evictd's brake ahead of it):
+ * The order (kubelet's synchronize(), plus evictd's standing orders and brake ahead of it):
+ *   0. standing orders the kernel side used since the last pass, confirmed: those pods are
+ *      already killed, so their stops and reports come before anything decided on numbers
+ *      read while their memory was still coming back (when one is confirmed, the pass ends);
  *   1. brakes released (pod gone, or the pressure is over), then a new brake;
  *   2. pods braked past the bound stopped at once; when one stopped, the pass ends there, since
  *      everything after was decided on numbers from before that stop;
@@ -18,9 +21,12 @@
 import { brakeBoundEviction, decideBrakes, killedAtOnce, nextBrakeDeadline, type ActiveBrake, type BrakeApply, type BrakeInput, type BrakeRelease } from './brake';
 import type { PolicyConfig } from './config';
 import type { Assessment, Evaluation, Eviction, ThresholdStatus } from './evaluate';
+import { confirmedEviction, type OrderConfirmation } from './standing-order';
 import type { NodeReclaimFunction, Signal } from './types';
 
 export type Action =
+  /** a standing order was used (the kernel side killed the pod): stop its sandbox and report it; the pass ends when one is confirmed */
+  | { type: 'confirm-order'; eviction: Eviction; threshold: ThresholdStatus; confirmation: OrderConfirmation }
   | { type: 'release-brake'; uid: string; why: BrakeRelease['why'] }
   | { type: 'brake'; brake: BrakeApply }
   /** pods braked past the bound, each stopped with grace 0; the pass ends when any stopped */
@@ -37,8 +43,9 @@ export type ActionType = Action['type'];
 /** The brake's view of the node when it is on (see decideBrakes); `killing` is derived here. */
 export type BrakeView = Omit<BrakeInput, 'killing'>;
 
-export function decideActions(config: PolicyConfig, a: Assessment, ev: Evaluation, brakes?: BrakeView): Action[] {
+export function decideActions(config: PolicyConfig, a: Assessment, ev: Evaluation, brakes?: BrakeView, used: readonly OrderConfirmation[] = []): Action[] {
   const actions: Action[] = [];
+  for (const c of used) actions.push({ type: 'confirm-order', ...confirmedEviction(config, c), confirmation: c });
   if (brakes && config.memoryBrake) {
     const d = decideBrakes(config, a, { ...brakes, killing: killedAtOnce(ev) });
     for (const r of d.release) actions.push({ type: 'release-brake', uid: r.uid, why: r.why });

@@ -27,7 +27,8 @@ export interface EvictionRecord {
   threshold: ThresholdStatus | null;
   reasons: string[];
   message: string;
-  action: 'fast-kill' | 'stop' | 'none';
+  /** standing-order: killed by the kernel side as the line was crossed, then stopped through the runtime */
+  action: 'fast-kill' | 'stop' | 'standing-order' | 'none';
   kill?: KillResult;
   error?: string;
   /** CLOCK_MONOTONIC ns (as decimal strings) of each step */
