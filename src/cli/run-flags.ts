@@ -49,6 +49,12 @@ const FLAGS: FlagDef[] = [
   { name: 'memory-brake-max-duration', arg: 'DURATION', help: 'a pod braked this long is stopped (config field memoryBrakeMaxDuration)', def: '2m' },
   { name: 'state-dir', arg: 'DIR', help: 'where evictd keeps the record of the brakes it set, to release them after a crash (tmpfs)', def: '/run/evictd' },
   { name: 'fast-kill', bool: true, help: 'for hard memory thresholds, kill the pod processes via its cgroup before StopPodSandbox', def: 'true' },
+  {
+    name: 'standing-orders',
+    bool: true,
+    help: 'near a hard memory line, name the pod the kubelet would evict so the line mechanism kills it the moment the line is crossed; the next pass stops its sandbox and reports it (needs a mechanism that holds orders, the eBPF tripwire)',
+    def: 'true',
+  },
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
   { name: 'notifications', arg: 'MODE', help: 'kernel (memory lines on the eBPF tripwire or v1 eventfd, the adaptive poller where missing), poll (memory lines on the adaptive poller, no BPF; PSI and cgroup event files still notify) or none (housekeeping only)', def: 'kernel' },

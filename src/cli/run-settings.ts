@@ -48,6 +48,8 @@ export interface RunSettings {
   releaseTimeoutMs: number;
   dryRun: boolean;
   fastKill: boolean;
+  /** standing orders on the hard memory lines (issue 20) */
+  standingOrders: boolean;
   psi: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
   /** kernel: the best line mechanism; poll: memory lines on the adaptive poller; none: housekeeping only */
   notifications: 'kernel' | 'poll' | 'none';
@@ -161,6 +163,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     releaseTimeoutMs: durationMs('--release-timeout', str('release-timeout') ?? '5s'),
     dryRun: f['dry-run'] === true,
     fastKill: f['fast-kill'] !== false,
+    standingOrders: f['standing-orders'] !== false,
     psi,
     notifications,
     metrics,

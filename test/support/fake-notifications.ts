@@ -3,8 +3,13 @@
  * A line crossed upward wakes its callback once per crossing (on a later tick, as the kernel's
  * does), `rearm` moves it, `close` ends it. test/support/notification-contract.ts holds the
  * expectations this fake and the real port (test/kernel/notification-contract.test.ts) share.
+ *
+ * Standing orders (off unless `holdsOrders`): a line then keeps the order `setOrder` gives it for
+ * its TTL (on `orderClock`), and a crossing upward while the order stands does what the kernel
+ * side does: the kill first (`onKill`, or a failure with `killError`), the order spent, then
+ * `onOrderFired` and the wake-up on a later tick.
  */
-import type { NotificationPort, ThresholdHandle, WatchCallbacks, WatchHandle } from '../../src/agent/ports';
+import type { Clock, NotificationPort, OrderFired, StandingOrder, ThresholdHandle, WatchCallbacks, WatchHandle } from '../../src/agent/ports';
 
 interface Line {
   dir: string;
@@ -12,6 +17,7 @@ interface Line {
   cb: WatchCallbacks;
   closed: boolean;
   above: boolean;
+  order: { order: StandingOrder; placedNs: bigint } | null;
 }
 
 export class FakeNotifications implements NotificationPort {
@@ -22,6 +28,20 @@ export class FakeNotifications implements NotificationPort {
   lineMechanism = 'memcg-threshold-eventfd';
   /** every rearm, in bytes */
   readonly rearms: number[] = [];
+  /** lines keep standing orders (setOrder) */
+  holdsOrders = false;
+  /** setOrder says false (the mechanism refuses) */
+  refuseOrders = false;
+  /** every setOrder call: the line's dir and the order (null: withdrawn) */
+  readonly orderCalls: { dir: string; order: StandingOrder | null }[] = [];
+  /** what orders age and lapse on (default: the process's monotonic clock) */
+  orderClock: Clock | null = null;
+  /** the kill an order writes, by the victim's pod cgroup dir */
+  onKill: ((podCgroupDir: string) => void) | null = null;
+  /** set: the kill fails with this error (nothing is killed) */
+  killError: string | null = null;
+  /** every use of an order */
+  readonly fired: OrderFired[] = [];
   private readonly usage = new Map<string, number>();
   private readonly lines: Line[] = [];
 
@@ -35,6 +55,7 @@ export class FakeNotifications implements NotificationPort {
     const above = (this.usage.get(l.dir) ?? 0) >= l.bytes;
     if (above && !l.above && !l.closed) {
       const at = process.hrtime.bigint();
+      this.useOrder(l);
       setImmediate(() => {
         if (!l.closed) l.cb.onWakeup({ source: 'fake-threshold', monotonicNs: at, count: 1 });
       });
@@ -42,13 +63,39 @@ export class FakeNotifications implements NotificationPort {
     l.above = above;
   }
 
+  private now(): bigint {
+    return this.orderClock ? this.orderClock.now() : process.hrtime.bigint();
+  }
+
+  /** The kernel side at a crossing: a standing order not lapsed kills its pod, then says so on the loop. */
+  private useOrder(l: Line): void {
+    const o = l.order;
+    l.order = null;
+    if (!o || l.closed) return;
+    const crossedNs = this.now();
+    const ageMs = Number(crossedNs - o.placedNs) / 1e6;
+    if (ageMs > o.order.ttlMs) return;
+    const fired: OrderFired = { podCgroupDir: o.order.podCgroupDir, crossedNs, killedNs: crossedNs + 40_000n, ageMs, valueBytes: this.usage.get(l.dir) ?? 0, lineBytes: l.bytes };
+    if (this.killError !== null) fired.error = this.killError;
+    else this.onKill?.(o.order.podCgroupDir);
+    this.fired.push(fired);
+    setImmediate(() => l.cb.onOrderFired?.(fired));
+  }
+
   watchMemoryUsage(dir: string, bytes: number, cb: WatchCallbacks): ThresholdHandle {
     this.created.push({ dir, bytes });
-    const line: Line = { dir, bytes, cb, closed: false, above: (this.usage.get(dir) ?? 0) >= bytes };
+    const line: Line = { dir, bytes, cb, closed: false, above: (this.usage.get(dir) ?? 0) >= bytes, order: null };
     this.lines.push(line);
     const rearms = this.rearms;
     const usage = this.usage;
+    const setOrder = (order: StandingOrder | null): boolean => {
+      this.orderCalls.push({ dir, order });
+      if (order && this.refuseOrders) return false;
+      line.order = order ? { order, placedNs: this.now() } : null;
+      return true;
+    };
     return {
+      ...(this.holdsOrders ? { setOrder } : {}),
       mechanism: this.lineMechanism,
       get lineBytes() {
         return line.bytes;

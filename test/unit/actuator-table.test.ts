@@ -13,10 +13,12 @@ import { CriStop } from '../../src/agent/effects/cri-stop';
 import type { EvictionDeps, EvictionRecord, PassStamps } from '../../src/agent/effects/eviction';
 import { FastKill } from '../../src/agent/effects/fast-kill';
 import { NodeReclaim } from '../../src/agent/effects/node-reclaim';
+import { ConfirmOrder } from '../../src/agent/effects/order-confirm';
 import { AgentMetrics } from '../../src/agent/metrics';
 import type { Action } from '../../src/policy/actions';
 import { compileConfig } from '../../src/policy/config';
 import type { Eviction, ThresholdStatus } from '../../src/policy/evaluate';
+import type { OrderConfirmation } from '../../src/policy/standing-order';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 
 const policy = compileConfig({ evictionHard: { 'memory.available': '100Mi' } });
@@ -30,6 +32,8 @@ const eviction = (name: string, gracePeriodSeconds = 0, signal = 'memory.availab
   reasons: [`${name} ranked`],
 });
 const threshold: ThresholdStatus = { signal: 'memory.available', kind: 'hard', quantity: '100Mi', gracePeriodMet: true, observed: { available: 50 * MiB, capacity: 1024 * MiB } };
+/** a standing order the kernel side used on `name` (the effect reads only the stamps; the rule's own data is standing-order-policy.test.ts's) */
+const confirmOrder = (name: string): Action => ({ type: 'confirm-order', eviction: eviction(name), threshold, confirmation: { crossedNs: 1_000n, killedNs: 1_040n } as OrderConfirmation });
 const evictOne = (names: string[], hard = true, grace = 0): Action => ({ type: 'evict-one', signal: 'memory.available', hard, threshold, candidates: names.map((n) => eviction(n, grace)) });
 
 interface Row {
@@ -155,6 +159,35 @@ const rows: Row[] = [
     again: true,
   },
   {
+    name: 'a used standing order: StopPodSandbox with grace 0 and the report, no kill of our own; the pass ends there',
+    pods: [{ name: 'a', workingSetMi: 300 }, { name: 'b', workingSetMi: 200 }],
+    actions: [confirmOrder('a'), evictOne(['b'])],
+    fastKill: true,
+    stops: [['a', 0]],
+    kills: [],
+    records: [['a', true, 'standing-order']],
+    again: true,
+    logged: ['evicted pod'],
+  },
+  {
+    name: "a used standing order whose pod's cgroup is already gone: still stopped and reported (the kill was ours)",
+    pods: [{ name: 'a', workingSetMi: 300 }],
+    actions: [confirmOrder('a')],
+    endsFirst: 'a',
+    stops: [['a', 0]],
+    records: [['a', true, 'standing-order']],
+    again: true,
+  },
+  {
+    name: 'a used standing order whose stop fails: a failed record, and the pass goes on with what it decided',
+    pods: [{ name: 'a', workingSetMi: 300, stop: 'fail' }, { name: 'b', workingSetMi: 200 }],
+    actions: [confirmOrder('a'), evictOne(['b'], false, 30)],
+    stops: [['a', 0], ['b', 30]],
+    records: [['a', false, 'standing-order'], ['b', true, 'stop']],
+    again: true,
+    logged: ['StopPodSandbox after a standing order failed; the pod is already killed, the stop is tried again next pass'],
+  },
+  {
     name: 'a threshold with only critical pods (no candidates): a warning, nothing else',
     pods: [{ name: 'a', workingSetMi: 300, priority: 2_000_000_000 }],
     actions: [evictOne([])],
@@ -175,7 +208,12 @@ for (const row of rows) {
     const deps: EvictionDeps = { runtime: node.runtime, cgroups: node.cgroups, clock: node.clock, logger: node.logger, metrics, releaseTimeoutMs: 500 };
     const fastKill = new FastKill(deps, () => undefined);
     const actuator = new Actuator({
-      effects: { fastKill, stop: new CriStop(deps), reclaim: new NodeReclaim({ policy, runtime: node.runtime, observe: () => node.observer.observe(), logger: node.logger, metrics }) },
+      effects: {
+        fastKill,
+        stop: new CriStop(deps),
+        reclaim: new NodeReclaim({ policy, runtime: node.runtime, observe: () => node.observer.observe(), logger: node.logger, metrics }),
+        confirm: new ConfirmOrder(deps),
+      },
       logger: node.logger,
       metrics,
       dryRun: row.dryRun ?? false,

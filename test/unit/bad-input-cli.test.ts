@@ -122,3 +122,7 @@ test('simulate: a containerfs threshold in config runs, with one warning naming 
   assert.match(lines[0]!, /^evictd: warning: config\.evictionHard\["containerfs\.available"\]: "10%": ignored: containerfs thresholds are derived/);
   assert.equal(r.stdout.trim().split('\n').length, 1);
 });
+
+test('run --standing-orders: only true or false', () => {
+  refused(evictd('run', '--standing-orders=sometimes'), /^evictd: --standing-orders: "sometimes": must be true or false$/);
+});

@@ -131,3 +131,10 @@ test('--realtime-priority: off by default, 1-99 accepted, anything else refused 
     assert.throws(() => settingsFromFlags(parseFlags([`--realtime-priority=${bad}`])), (e: unknown) => e instanceof UsageError && e.message.includes('--realtime-priority') && e.message.includes(bad));
   }
 });
+
+test('--standing-orders: on by default, off with =false, on with the bare flag', () => {
+  assert.equal(settingsFromFlags(parseFlags([])).standingOrders, true);
+  assert.equal(settingsFromFlags(parseFlags(['--standing-orders=false'])).standingOrders, false);
+  assert.equal(settingsFromFlags(parseFlags(['--standing-orders'])).standingOrders, true);
+  assert.throws(() => parseFlags(['--standing-orders=1']), (err: unknown) => err instanceof UsageError && /^--standing-orders: "1": must be true or false$/.test(err.message));
+});

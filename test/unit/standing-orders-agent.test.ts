@@ -1,0 +1,276 @@
+/**
+ * Standing orders through the real Agent (controller, pass, arming, actuator, effects) on the
+ * fake node (test/support/fake-node.ts) and a fake notification port whose lines hold orders and
+ * use them at a crossing as the kernel side does (test/support/fake-notifications.ts): where an
+ * order is placed, when it is withdrawn, that dry run never places one, and that a used order
+ * becomes exactly one CRI stop and one report. The rule itself: standing-order-policy.test.ts.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, type EvictionRecord } from '../../src/agent/agent';
+import { AgentMetrics } from '../../src/agent/metrics';
+import type { EvictionReporter } from '../../src/agent/ports';
+import { compileConfig } from '../../src/policy/config';
+import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
+import { FakeNotifications } from '../support/fake-notifications';
+import { waitFor } from '../support/wait';
+
+// 900 MiB of pods on 1050 MiB: 150 MiB available, 50 MiB above the 100Mi line (near: < 228 MiB).
+const PODS: FakePodInit[] = [
+  { name: 'steady', workingSetMi: 300, requestMi: 400 },
+  { name: 'grower', workingSetMi: 250, requestMi: 50 },
+  { name: 'critical', workingSetMi: 350, priority: 2_000_000_000 },
+];
+const GROWER_DIR = '/fake/ns/poduid-grower';
+
+interface Setup {
+  dryRun?: boolean;
+  holdsOrders?: boolean;
+  standingOrders?: boolean;
+  ttlMs?: number;
+  capacityMi?: number;
+}
+
+function start(s: Setup = {}) {
+  const node = new FakeNode(s.capacityMi ?? 1050, PODS);
+  const port = new FakeNotifications();
+  port.lineMechanism = 'bpf-tripwire';
+  port.holdsOrders = s.holdsOrders ?? true;
+  port.orderClock = node.clock;
+  // The kernel side's kill: the pod's processes die, and the runtime sees its sandbox go not-ready.
+  port.onKill = (dir) => {
+    node.cgroups.kill(dir.slice('/fake'.length));
+    node.pod(dir.slice('/fake/ns/pod'.length).replace(/^uid-/, '')).ready = false;
+  };
+  const reports: string[] = [];
+  const reporter: EvictionReporter = {
+    report: (e) => {
+      reports.push(`${e.pod.name} ${e.signal} ${e.message}`);
+      return Promise.resolve();
+    },
+  };
+  const metrics = new AgentMetrics();
+  const agent = new Agent({
+    policy: compileConfig({ evictionHard: { 'memory.available': '100Mi' } }),
+    layout: node.observer.opts.layout,
+    observer: node.observer,
+    runtime: node.runtime,
+    notifications: port,
+    pods: node.specs,
+    reporter,
+    logger: node.logger,
+    metrics,
+    dryRun: s.dryRun ?? false,
+    fastKill: true,
+    housekeepingIntervalMs: 3_600_000,
+    releaseTimeoutMs: 100,
+    stateDir: fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-orders-')),
+    cgroups: node.cgroups,
+    clock: node.clock,
+    standingOrders: s.standingOrders === false ? false : { ttlMs: s.ttlMs ?? 60_000 },
+  });
+  const records: EvictionRecord[] = [];
+  agent.on('eviction', (r: EvictionRecord) => records.push(r));
+  /** the node's usage, as the line's mechanism reads it */
+  const sync = () => port.setUsage('/fake', node.capacityBytes - node.availableBytes());
+  sync();
+  agent.start();
+  const idle = () => agent.controller.idle();
+  /** one more pass, as a kernel event would wake it */
+  const pass = async () => {
+    agent.wake({ source: 'test', monotonicNs: node.clock.now() });
+    await idle();
+  };
+  const orders = () => port.orderCalls.map((c) => (c.order ? c.order.podCgroupDir.replace('/fake/ns/poduid-', '') : null));
+  const metric = async (name: string) => (await metrics.registry.getSingleMetricAsString(name)).split('\n').filter((l) => !l.startsWith('#'));
+  return { node, port, agent, records, reports, sync, idle, pass, orders, metric };
+}
+
+test('standing orders: near a hard line, the pod the kubelet would evict is named on that line', async () => {
+  const t = start();
+  await t.idle();
+  assert.deepEqual(t.orders(), ['grower']);
+  assert.deepEqual(t.port.orderCalls[0], { dir: '/fake', order: { podCgroupDir: GROWER_DIR, ttlMs: 60_000 } });
+  assert.deepEqual(t.agent.standingOrderLines(), ['node:line0']);
+  assert.deepEqual(await t.metric('evictd_standing_orders_placed_total'), ['evictd_standing_orders_placed_total{signal="memory.available"} 1']);
+  assert.equal(t.node.logged('standing order placed')[0]?.pod, 'ns/grower');
+  // A second pass near the line refreshes the same order: placed once, not twice.
+  await t.pass();
+  assert.deepEqual(t.orders(), ['grower', 'grower']);
+  assert.deepEqual(await t.metric('evictd_standing_orders_placed_total'), ['evictd_standing_orders_placed_total{signal="memory.available"} 1']);
+  await t.agent.stop();
+  assert.equal(t.orders().at(-1), null, 'withdrawn at stop');
+  assert.deepEqual(t.agent.standingOrderLines(), []);
+});
+
+test('standing orders: far from the line, none; a pass that finds the node moved away withdraws it', async () => {
+  const t = start({ capacityMi: 2000 });
+  await t.idle();
+  assert.deepEqual(t.orders(), []);
+  t.node.capacityBytes = 1050 * MiB;
+  t.sync();
+  await t.pass();
+  assert.deepEqual(t.orders(), ['grower']);
+  t.node.capacityBytes = 2000 * MiB;
+  t.sync();
+  await t.pass();
+  assert.deepEqual(t.orders(), ['grower', null]);
+  assert.ok(t.node.logged('standing order withdrawn').some((l) => l.reason === 'not-near'));
+  await t.agent.stop();
+});
+
+test('standing orders: refreshed at half their TTL while near; once the node moves away, withdrawn and never refreshed again', async () => {
+  const t = start({ ttlMs: 60 });
+  await t.idle();
+  // The refresh timer (30 ms) keeps placing it while the node stays near.
+  await waitFor('two refreshes', () => t.orders().length >= 3, 2000);
+  assert.ok(t.orders().every((o) => o === 'grower'));
+  t.node.pod('steady').workingSetBytes = 0; // 450 MiB available: far from the line
+  t.sync();
+  await waitFor('the withdrawal', () => t.orders().at(-1) === null, 2000);
+  const calls = t.orders().length;
+  const passes = t.agent.controller.stats.passes;
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(t.orders().length, calls, 'no order placed again');
+  assert.equal(t.agent.controller.stats.passes, passes, 'no refresh pass once no order stands');
+  await t.agent.stop();
+});
+
+test('standing orders: withdrawn when the pod set changes under them, then placed on the new set', async () => {
+  const t = start();
+  await t.idle();
+  assert.deepEqual(t.orders(), ['grower']);
+  // grower's sandbox stops outside evictd; its cgroup lingers, so a kernel-woken pass decides on
+  // the last listing (grower still in it) and the background refresh finds it gone.
+  t.node.pod('grower').ready = false;
+  await t.pass();
+  await waitFor('a pass on the new pod set', () => t.orders().includes('steady'), 2000);
+  await t.idle();
+  const calls = t.orders();
+  assert.deepEqual(calls.slice(calls.indexOf(null)), [null, 'steady'], JSON.stringify(calls));
+  assert.ok(t.node.logged('standing orders withdrawn').some((l) => l.reason === 'pod-set'));
+  await t.agent.stop();
+});
+
+test('standing orders: dry run never places one; it says, once, what it would place', async () => {
+  const t = start({ dryRun: true });
+  await t.idle();
+  await t.pass();
+  await t.agent.stop();
+  assert.deepEqual(t.port.orderCalls, []);
+  const would = t.node.logged('would place standing order (dry run)');
+  assert.deepEqual(
+    would.map((l) => [l.pod, l.line, l.dryRun]),
+    [['ns/grower', 'node:line0', true]],
+  );
+});
+
+test('standing orders: off (--standing-orders=false): never placed', async () => {
+  const t = start({ standingOrders: false });
+  await t.idle();
+  await t.pass();
+  await t.agent.stop();
+  assert.deepEqual(t.port.orderCalls.filter((c) => c.order), []);
+});
+
+test('standing orders: a line that cannot hold one: no order, said once, counted', async () => {
+  const t = start({ holdsOrders: false });
+  await t.idle();
+  await t.pass();
+  await t.agent.stop();
+  assert.deepEqual(t.port.orderCalls, []);
+  assert.deepEqual(t.agent.standingOrderLines(), []);
+  assert.deepEqual(
+    t.node.logged('standing order not placed: the line cannot hold one').map((l) => [l.line, l.why]),
+    [['node:line0', 'unsupported']],
+  );
+  assert.deepEqual(await t.metric('evictd_standing_orders_unavailable_total'), ['evictd_standing_orders_unavailable_total{line="node:line0",why="unsupported"} 2']);
+});
+
+test('standing orders: a refused order is no order', async () => {
+  const t = start();
+  t.port.refuseOrders = true;
+  await t.idle();
+  await t.agent.stop();
+  assert.deepEqual(t.agent.standingOrderLines(), []);
+  assert.deepEqual(
+    t.node.logged('standing order not placed: the line cannot hold one').map((l) => l.why),
+    ['refused'],
+  );
+});
+
+test('standing orders: a used order becomes exactly one CRI stop and one report, though the next pass sees no pressure', async () => {
+  const t = start();
+  await t.idle();
+  assert.deepEqual(t.orders(), ['grower']);
+  // grower allocates 60 MiB: 90 MiB available, past the 100Mi line. The kernel side kills it.
+  t.node.pod('grower').workingSetBytes += 60 * MiB;
+  t.sync();
+  assert.deepEqual(t.node.kills, ['grower'], 'killed at the crossing, before any pass');
+  await waitFor('the confirmation', () => t.records.length > 0, 2000);
+  await t.idle();
+  await t.pass();
+  await t.agent.stop();
+  assert.deepEqual(t.node.kills, ['grower'], 'no second kill');
+  assert.deepEqual(t.node.stops, [['grower', 0]], 'one StopPodSandbox, grace 0');
+  assert.deepEqual(
+    t.records.map((r) => [r.pod.name, r.ok, r.action, r.signal, r.gracePeriodSeconds]),
+    [['grower', true, 'standing-order', 'memory.available', 0]],
+  );
+  const rec = t.records[0]!;
+  assert.equal(BigInt(rec.at.killSent!) - BigInt(rec.at.event!), 40_000n, 'the record carries the crossing and the kill as the mechanism stamped them');
+  assert.equal(t.reports.length, 1);
+  assert.match(t.reports[0]!, /^grower memory\.available The node was low on resource: memory\. Threshold quantity: 100Mi, available: 90Mi\. Container c was using 250Mi, request is 50Mi/);
+  assert.deepEqual(t.agent.lastEvaluation?.thresholdsMet, [], 'the passes after the kill saw no pressure');
+  const used = t.node.logged('standing order used: pod killed as the line was crossed; the next pass stops and reports it');
+  assert.equal(used.length, 1);
+  assert.deepEqual([used[0]!.pod, used[0]!.line, used[0]!.availableBytes, used[0]!.crossedToKilledUs], ['ns/grower', 'node:line0', 90 * MiB, 40]);
+  assert.equal(t.node.logged('evicted pod').length, 1);
+  assert.deepEqual(await t.metric('evictd_standing_orders_used_total'), ['evictd_standing_orders_used_total{signal="memory.available"} 1']);
+  assert.deepEqual(await t.metric('evictd_evictions_total'), ['evictd_evictions_total{signal="memory.available"} 1']);
+});
+
+test("standing orders: the confirmation's stop fails (runtime down): no other pod evicted, retried until done, reported once", async () => {
+  const t = start();
+  await t.idle();
+  t.node.pod('grower').stop = 'fail';
+  t.node.pod('grower').workingSetBytes += 60 * MiB;
+  t.sync();
+  await waitFor('the first attempt', () => t.records.length > 0, 2000);
+  await t.idle();
+  const failed = t.records.length;
+  assert.ok(t.records.every((r) => r.pod.name === 'grower' && !r.ok && r.action === 'standing-order'), JSON.stringify(t.records));
+  assert.equal(t.reports.length, 0, 'not reported before the sandbox is stopped');
+  assert.deepEqual(t.agent.lastEvaluation?.thresholdsMet, [], 'no pressure left: nothing else to evict');
+  t.node.pod('grower').stop = 'ok';
+  await t.pass();
+  await t.pass();
+  await t.agent.stop();
+  assert.deepEqual(t.node.stops, Array.from({ length: failed + 1 }, () => ['grower', 0]), 'tried until the stop was done, then never again');
+  assert.deepEqual(
+    t.records.map((r) => [r.pod.name, r.ok, r.action]),
+    [...Array.from({ length: failed }, () => ['grower', false, 'standing-order']), ['grower', true, 'standing-order']],
+  );
+  assert.equal(t.reports.length, 1);
+  assert.deepEqual(t.node.kills, ['grower']);
+});
+
+test('standing orders: a used order whose kill failed: a warning, and the pass evicts as without an order', async () => {
+  const t = start();
+  await t.idle();
+  t.port.killError = 'EACCES: permission denied, open cgroup.kill';
+  t.node.pod('grower').workingSetBytes += 60 * MiB;
+  t.sync();
+  await waitFor('the eviction', () => t.records.length > 0, 2000);
+  await t.idle();
+  await t.agent.stop();
+  assert.equal(t.node.logged('standing order used but its kill failed; the pass decides').length, 1);
+  assert.deepEqual(
+    t.records.map((r) => [r.pod.name, r.ok, r.action]),
+    [['grower', true, 'fast-kill']],
+  );
+  assert.deepEqual(t.node.stops, [['grower', 0]]);
+});
