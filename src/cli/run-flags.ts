@@ -52,7 +52,7 @@ const FLAGS: FlagDef[] = [
   {
     name: 'standing-orders',
     bool: true,
-    help: 'near a hard memory line, name the pod the kubelet would evict so the line mechanism kills it the moment the line is crossed; the next pass stops its sandbox and reports it (needs a mechanism that holds orders, the eBPF tripwire)',
+    help: 'near a hard memory line, name the pod the kubelet would evict so the line mechanism kills it the moment the line is crossed; the next pass stops its sandbox and reports it (needs a mechanism that holds orders, the eBPF tripwire; off with --fast-kill=false)',
     def: 'true',
   },
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },

@@ -149,6 +149,10 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   if (!path.isAbsolute(stateDir)) throw badValue('--state-dir', stateDir, 'must be an absolute path');
   const logLevel = str('log-level') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw badValue('--log-level', logLevel, `must be one of ${LOG_LEVELS.join(', ')}`);
+  // A standing order kills through the pod's cgroup, as a fast kill does: turning those off
+  // turns orders off, and asking for both at once is a contradiction.
+  const fastKill = f['fast-kill'] !== false;
+  if (f['standing-orders'] === true && !fastKill) throw badValue('--standing-orders', true, "needs --fast-kill: an order kills the pod through its cgroup, which --fast-kill=false turns off");
   const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST) || str('kubeconfig') !== undefined;
   const podSource = str('pod-source') ?? (inCluster ? 'api' : 'runtime');
   if (!['api', 'kubelet', 'runtime'].includes(podSource)) throw badValue('--pod-source', podSource, 'must be api, kubelet or runtime');
@@ -162,8 +166,8 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     volumeStatsAggPeriodMs: durationMs('--volume-stats-agg-period', str('volume-stats-agg-period') ?? '1m'),
     releaseTimeoutMs: durationMs('--release-timeout', str('release-timeout') ?? '5s'),
     dryRun: f['dry-run'] === true,
-    fastKill: f['fast-kill'] !== false,
-    standingOrders: f['standing-orders'] !== false,
+    fastKill,
+    standingOrders: f['standing-orders'] !== false && fastKill,
     psi,
     notifications,
     metrics,

@@ -111,7 +111,7 @@ export async function demo(argv: string[]): Promise<number> {
           [
             `  ${'+0.0 ms'.padStart(11)}  memory.available crossed ${o.threshold} (hog at ${r.crossingMiB} MiB)`,
             `  ${f(r.decisionMs).padStart(11)}  decision: evict ${r.pod} (${(r.reasons ?? []).join('; ')})`,
-            `  ${f(r.reactionMs).padStart(11)}  ${r.action === 'fast-kill' ? 'kill sent (cgroup.kill), StopPodSandbox follows' : 'StopPodSandbox sent'}`,
+            `  ${f(r.reactionMs).padStart(11)}  ${r.action === 'fast-kill' ? 'kill sent (cgroup.kill), StopPodSandbox follows' : r.action === 'standing-order' ? 'killed by its standing order (cgroup.kill at the crossing), StopPodSandbox follows' : 'StopPodSandbox sent'}`,
             `  ${f(r.freedMs).padStart(11)}  memory freed`,
             ...(r.stoppedMs !== undefined ? [`  ${f(r.stoppedMs).padStart(11)}  StopPodSandbox done`] : []),
           ].join('\n'),

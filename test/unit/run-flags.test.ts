@@ -136,5 +136,11 @@ test('--standing-orders: on by default, off with =false, on with the bare flag',
   assert.equal(settingsFromFlags(parseFlags([])).standingOrders, true);
   assert.equal(settingsFromFlags(parseFlags(['--standing-orders=false'])).standingOrders, false);
   assert.equal(settingsFromFlags(parseFlags(['--standing-orders'])).standingOrders, true);
+  // An order kills through the pod's cgroup: no fast kill, no orders; both asked for is refused.
+  assert.equal(settingsFromFlags(parseFlags(['--fast-kill=false'])).standingOrders, false);
+  assert.throws(
+    () => settingsFromFlags(parseFlags(['--fast-kill=false', '--standing-orders'])),
+    (err: unknown) => err instanceof UsageError && /^--standing-orders: true: needs --fast-kill/.test(err.message),
+  );
   assert.throws(() => parseFlags(['--standing-orders=1']), (err: unknown) => err instanceof UsageError && /^--standing-orders: "1": must be true or false$/.test(err.message));
 });
