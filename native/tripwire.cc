@@ -179,6 +179,12 @@ void Tripwire::Load(Napi::Env env) {
     uv_unref(reinterpret_cast<uv_handle_t*>(&ring->poll));
     err = uv_poll_start(&ring->poll, UV_READABLE, &TripwireRing::OnPoll);
   }
+  if (err == 0) {
+    // Without its thread the lines still work; only standing orders are refused (setOrder).
+    int orders_err = 0;
+    ring->orders = TripwireOrders::Start(ring, loop, &orders_err);
+    if (ring->orders == nullptr) orders_error_ = orders_err;
+  }
   if (err != 0) {
     Unload();
     throw SystemError(env, err, "uv_poll_start", "");
@@ -253,6 +259,8 @@ void Tripwire::Unload() {
   for (TripwireLine* line : batch) line->EndNow();
   ring->lines = 0;
   ring->holding = 0;
+  // Joins the order thread (it only ever blocks in epoll_wait or for one kill write).
+  if (ring->orders != nullptr) ring->orders->Stop();
   if (ring->open_handles == 0) {
     Destroy(ring);
     return;
@@ -271,6 +279,7 @@ void Tripwire::Destroy(TripwireRing* ring) {
     memcg_tripwire__destroy(ring->skel);
   };
   auto done = [ring, self, data]() {
+    delete ring->orders;
     delete ring;
     self->unloading_--;
     data->MaybeDone();  // may delete data and this tripwire: last

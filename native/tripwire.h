@@ -37,6 +37,10 @@ class Tripwire {
   // Moves an open line in place: the program reads it at the next charge (no registration, no
   // grace period).
   void Rearm(int slot, double line_bytes, double usage_bytes);
+  // Places `slot`'s standing order (kill_fd: an open cgroup.kill, owned from now on) for
+  // `ttl_ms`, or with kill_fd -1 withdraws it. Returns the order's generation (0: withdrawn),
+  // or -1 when this load has no order thread.
+  int64_t SetOrder(int slot, int kill_fd, double ttl_ms);
   // { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull, error? }
   Napi::Object Status(Napi::Env env) const;
 
@@ -74,6 +78,7 @@ class Tripwire {
   // stage), or the verification and attach times.
   int error_ = 0;
   std::string error_stage_;
+  int orders_error_ = 0;  // why the last load has no order thread (errno), 0 when it has one
   double load_ms_ = 0;
   double attach_ms_ = 0;
 };

@@ -3,7 +3,10 @@
 #ifdef EVICTD_TRIPWIRE
 #include "tripwire_line.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -11,6 +14,7 @@
 #include "errors.h"
 #include "js_call.h"
 #include "tripwire.h"
+#include "tripwire_orders.h"
 
 namespace evictd {
 
@@ -45,6 +49,7 @@ Napi::Function TripwireLine::DefineClass(Napi::Env env) {
                                                    InstanceMethod("hasRef", &TripwireLine::HasRef),
                                                    InstanceMethod("read", &TripwireLine::Read),
                                                    InstanceMethod("rearm", &TripwireLine::Rearm),
+                                                   InstanceMethod("setOrder", &TripwireLine::SetOrder),
                                                    InstanceAccessor("closed", &TripwireLine::IsClosed, nullptr),
                                                });
 }
@@ -154,6 +159,8 @@ void TripwireLine::Finish(bool run_js) {
     for (auto& cb : callbacks) CallJs(Env(), *async_context_, Value(), cb.Value(), 0, nullptr);
   }
   callback_.Reset();
+  order_callback_.Reset();
+  order_generation_ = 0;
   // Ended: the GC may now collect the JS object.
   Unref();
 }
@@ -222,6 +229,58 @@ Napi::Value TripwireLine::Rearm(const Napi::CallbackInfo& info) {
   if (!open() || slot_ < 0) throw Napi::Error::New(env, "tripwire watcher is closed");
   tripwire_->Rearm(slot_, info[0].As<Napi::Number>().DoubleValue(), info[1].As<Napi::Number>().DoubleValue());
   return env.Undefined();
+}
+
+// setOrder(killPath, ttlMs, onFired) places the line's standing order: the first crossing
+// within ttlMs writes "1" to killPath (a pod's cgroup.kill, opened now) from the order thread,
+// then onFired(text) runs here. setOrder(null) withdraws it. Returns false when this load has no
+// order thread; throws when killPath cannot be opened.
+Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!open() || slot_ < 0) throw Napi::Error::New(env, "tripwire watcher is closed");
+  if (info.Length() >= 1 && info[0].IsNull()) {
+    tripwire_->SetOrder(slot_, -1, 0);
+    order_generation_ = 0;
+    order_callback_.Reset();
+    return Napi::Boolean::New(env, true);
+  }
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsFunction()) {
+    throw Napi::TypeError::New(env, "setOrder(killPath, ttlMs, onFired) or setOrder(null)");
+  }
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  double ttl_ms = info[1].As<Napi::Number>().DoubleValue();
+  if (!(ttl_ms > 0 && ttl_ms <= 60000)) throw Napi::RangeError::New(env, "setOrder: ttlMs must be in (0, 60000]");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw SystemError(env, errno, "open", path);
+  int64_t generation = tripwire_->SetOrder(slot_, fd, ttl_ms);
+  if (generation < 0) {
+    ::close(fd);
+    return Napi::Boolean::New(env, false);
+  }
+  order_generation_ = static_cast<uint32_t>(generation);
+  order_callback_ = Napi::Persistent(info[2].As<Napi::Function>());
+  return Napi::Boolean::New(env, true);
+}
+
+void TripwireLine::OrderFired(const OrderOutcome& outcome) {
+  if (outcome.generation != order_generation_ || order_callback_.IsEmpty()) return;
+  order_generation_ = 0;
+  Napi::FunctionReference callback = std::move(order_callback_);
+  Napi::Env env = Env();
+  if (!CanRunJs(env)) return;
+  const tripwire_order_event& e = outcome.event;
+  char text[kTextSize];
+  int len = snprintf(text, sizeof text,
+                     "usage_bytes %llu\nline_bytes %llu\ncharge_began_ns %llu\nfired_ns %llu\nkilled_ns %llu\n"
+                     "placed_ns %llu\nerrno %d\n",
+                     static_cast<unsigned long long>(e.usage_pages * kPageSize),
+                     static_cast<unsigned long long>(e.line_pages * kPageSize),
+                     static_cast<unsigned long long>(e.began_ns), static_cast<unsigned long long>(e.ktime_ns),
+                     static_cast<unsigned long long>(outcome.killed_ns),
+                     static_cast<unsigned long long>(outcome.placed_ns), outcome.error);
+  Napi::HandleScope scope(env);
+  napi_value args[] = {Napi::String::New(env, text, static_cast<size_t>(std::clamp(len, 0, static_cast<int>(kTextSize) - 1)))};
+  CallJs(env, *async_context_, Value(), callback.Value(), 1, args);
 }
 
 Napi::Value TripwireLine::IsClosed(const Napi::CallbackInfo& info) {

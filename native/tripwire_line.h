@@ -1,5 +1,5 @@
 // One memcg tripwire line as JS sees it: a watcher's face (start, stop, close, ref, unref,
-// hasRef, read, closed) plus rearm(). It has no fd and no uv handle of its own: the environment's
+// hasRef, read, closed) plus rearm() and setOrder() (tripwire_orders.h). It has no fd and no uv handle of its own: the environment's
 // Tripwire polls the ring buffer and calls Crossed() for this line's records, holds the loop
 // for it, and runs what must wait for the next loop turn. Only built with EVICTD_TRIPWIRE; loop
 // thread only.
@@ -19,6 +19,7 @@
 namespace evictd {
 
 class Tripwire;
+struct OrderOutcome;
 
 class TripwireLine : public Napi::ObjectWrap<TripwireLine> {
  public:
@@ -42,6 +43,9 @@ class TripwireLine : public Napi::ObjectWrap<TripwireLine> {
   void Fail(int err, const char* syscall);
   // Environment teardown: the line ends now, no JS runs.
   void EndNow();
+  // The order thread used this line's standing order (delivered on the loop): to the order's
+  // callback, if the line still holds that order.
+  void OrderFired(const OrderOutcome& outcome);
 
  private:
   friend class Tripwire;
@@ -60,6 +64,7 @@ class TripwireLine : public Napi::ObjectWrap<TripwireLine> {
   Napi::Value HasRef(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
   Napi::Value Rearm(const Napi::CallbackInfo& info);
+  Napi::Value SetOrder(const Napi::CallbackInfo& info);
   Napi::Value IsClosed(const Napi::CallbackInfo& info);
 
   Tripwire* tripwire_ = nullptr;  // null until attached and once ended
@@ -75,6 +80,8 @@ class TripwireLine : public Napi::ObjectWrap<TripwireLine> {
   bool crossed_ = false;
   tripwire_event last_ = {};  // the last crossing: read() and a held delivery carry it
   Napi::FunctionReference callback_;
+  Napi::FunctionReference order_callback_;
+  uint32_t order_generation_ = 0;  // the order in force (0: none)
   std::vector<Napi::FunctionReference> close_callbacks_;
   std::unique_ptr<Napi::AsyncContext> async_context_;
 };

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "addon_data.h"
+#include "clock.h"
 #include "errors.h"
 #include "tripwire.h"
 #include "tripwire_line.h"
@@ -109,10 +110,21 @@ void Tripwire::Rearm(int slot, double line_bytes, double usage_bytes) {
   ArmSlot(ring_, slot, l->cgroup_id, l->measure, BytesToPages(line_bytes), UsagePages(usage_bytes));
 }
 
+int64_t Tripwire::SetOrder(int slot, int kill_fd, double ttl_ms) {
+  if (ring_ == nullptr || ring_->orders == nullptr) return -1;
+  if (kill_fd < 0) {
+    ring_->orders->Withdraw(slot);
+    return 0;
+  }
+  uint64_t expires = MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6);
+  return ring_->orders->Place(slot, kill_fd, expires);
+}
+
 void Tripwire::Release(TripwireLine* line) {
   TripwireRing* ring = ring_;
   int slot = line->slot_;
   if (ring == nullptr || slot < 0 || ring->slots[slot] != line) return;
+  if (ring->orders != nullptr) ring->orders->Withdraw(slot);
   line->slot_ = -1;
   tripwire_line* l = ring->Line(slot);
   __atomic_store_n(&l->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
@@ -148,7 +160,11 @@ Napi::Object Tripwire::Status(Napi::Env env) const {
                root == 0 ? env.Null() : Napi::Number::New(env, static_cast<double>(root * kPageSize)));
     status.Set("events", static_cast<double>(__atomic_load_n(&bss->events_emitted, __ATOMIC_RELAXED)));
     status.Set("ringbufFull", static_cast<double>(__atomic_load_n(&bss->ringbuf_full, __ATOMIC_RELAXED)));
+    status.Set("orders", ring_->orders != nullptr);
+    if (ring_->orders != nullptr) status.Set("ordersUsed", static_cast<double>(ring_->orders->used()));
+    status.Set("ordersFull", static_cast<double>(__atomic_load_n(&bss->orders_full, __ATOMIC_RELAXED)));
   }
+  if (orders_error_ != 0) status.Set("ordersError", SystemError(env, orders_error_, "epoll", "").Value());
   if (error_ != 0) {
     Napi::Error error = SystemError(env, error_, "bpf", "");
     error.Value().Set("stage", error_stage_);

@@ -14,6 +14,7 @@
 #include "bpf/memcg_tripwire.h"
 #include "memcg_tripwire.skel.h"
 #include "tripwire.h"
+#include "tripwire_orders.h"
 
 namespace evictd {
 
@@ -33,6 +34,8 @@ struct TripwireRing {
   bool poll_open = false;
   bool later_open = false;
   int open_handles = 0;
+  // The standing orders' thread (null when it could not start: lines work, orders are refused).
+  TripwireOrders* orders = nullptr;
   TripwireLine* slots[TRIPWIRE_MAX_LINES] = {};
   int lines = 0;
   int holding = 0;  // lines started, ref'd and open

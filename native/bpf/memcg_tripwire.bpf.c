@@ -49,6 +49,15 @@ struct {
   __uint(max_entries, 64 * 1024);
 } events SEC(".maps");
 
+// Standing orders used (one per placed order at most: `order_fired`), for the addon's order
+// thread; apart from `events` so that a busy JS loop never sits between a crossing and its kill.
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 4096 * 4);
+} orders SEC(".maps");
+// Order events dropped because `orders` was full (the order stays unfired: the next charge retries).
+__u64 orders_full;
+
 // When the charge running on a task began (fentry), so an event can say when the crossing
 // charge started as well as when the program saw it: the counter is updated inside the charge,
 // before fexit runs, and a reader of memory.current on another CPU can see the new value in
@@ -142,6 +151,29 @@ static __always_inline __u64 measure(__u32 kind, __u64 usage, struct mem_cgroup 
   return usage;
 }
 
+// A line's standing order, once: independent of the line's own event (which may still be pending
+// while JS is busy), so the kill never waits for the loop.
+static __always_inline void use_order(struct tripwire_line *l, __u32 slot, __u64 value, __u64 line, __u64 began_ns) {
+  __u64 now = bpf_ktime_get_ns();
+  if (now >= l->order_expires_ns) return;
+  __u32 generation = l->order_generation;
+  if (__sync_val_compare_and_swap(&l->order_fired, 0, 1) != 0) return;
+  struct tripwire_order_event *e = bpf_ringbuf_reserve(&orders, sizeof(*e), 0);
+  if (!e) {
+    __sync_fetch_and_add(&orders_full, 1);
+    l->order_fired = 0;
+    return;
+  }
+  e->cgroup_id = l->cgroup_id;
+  e->usage_pages = value;
+  e->line_pages = line;
+  e->ktime_ns = now;
+  e->began_ns = began_ns ? began_ns : now;
+  e->slot = slot;
+  e->order_generation = generation;
+  bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline void check_lines(__u64 cgroup_id, __u64 usage, struct mem_cgroup *memcg, __u64 began_ns) {
   struct tripwire_cgroup *cg = bpf_map_lookup_elem(&watched, &cgroup_id);
   if (!cg) return;
@@ -155,6 +187,7 @@ static __always_inline void check_lines(__u64 cgroup_id, __u64 usage, struct mem
     l->usage_pages = value;
     __u32 dir = l->direction;
     __u64 line = l->line_pages;
+    if (l->order_generation != 0 && value >= line) use_order(l, slot, value, line, began_ns);
     bool hit = (dir == TRIPWIRE_UP && value >= line) || (dir == TRIPWIRE_DOWN && value < line);
     if (!hit) continue;
     if (__sync_val_compare_and_swap(&l->pending, 0, 1) != 0) continue;

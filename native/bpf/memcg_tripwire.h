@@ -52,6 +52,14 @@ struct tripwire_line {
   // recognised as stale.
   __u32 generation;
   __u32 measure;  // enum tripwire_measure
+  // The line's standing order (native/tripwire_orders.h): while `order_generation` is non-zero
+  // and the clock is before `order_expires_ns`, the first charge that takes the measure to or
+  // past the line (whatever `direction` waits for) sets `order_fired` 0 -> 1 and emits an order
+  // event to the `orders` ring buffer, which a thread of the addon consumes and acts on at once.
+  // The addon writes these three; the program only sets `order_fired`.
+  __u64 order_expires_ns;
+  __u32 order_generation;
+  __u32 order_fired;
 };
 
 // The slots of the lines on one cgroup, keyed by cgroup id (the cgroup2 directory's inode).
@@ -73,6 +81,17 @@ struct tripwire_event {
   __u32 generation;
   __u32 direction;  // the direction that fired
   __u32 pad;
+};
+
+// A standing order used, through the `orders` ring buffer.
+struct tripwire_order_event {
+  __u64 cgroup_id;
+  __u64 usage_pages;  // the line's measure after the crossing charge
+  __u64 line_pages;
+  __u64 ktime_ns;  // when the program saw the crossing (CLOCK_MONOTONIC)
+  __u64 began_ns;  // when the crossing charge began (its fentry)
+  __u32 slot;
+  __u32 order_generation;
 };
 
 #endif

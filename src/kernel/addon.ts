@@ -23,6 +23,14 @@ export interface NativeWatcher {
 export interface NativeTripwireLine extends NativeWatcher {
   /** Moves the line in place (no kernel registration, no grace period); `usageBytes` -1: side unknown. */
   rearm(lineBytes: number, usageBytes: number): void;
+  /**
+   * Places the line's standing order (native/tripwire_orders.h): the first crossing within
+   * `ttlMs` writes "1" to `killPath` from the addon's order thread, then `onFired(text)` runs on
+   * the loop (usage_bytes, line_bytes, charge_began_ns, fired_ns, killed_ns, placed_ns, errno).
+   * setOrder(null) withdraws it. False when this load has no order thread; throws when killPath
+   * cannot be opened.
+   */
+  setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string) => void): boolean;
 }
 
 /** (err) on failure, after which the watcher is closed; else (null, count, ns, text). */
@@ -63,6 +71,12 @@ export interface TripwireStatus {
   rootUsageBytes?: number | null;
   events?: number;
   ringbufFull?: number;
+  /** whether this load has its standing-order thread, how many orders it used, how many it dropped (ring full) */
+  orders?: boolean;
+  ordersUsed?: number;
+  ordersFull?: number;
+  /** why the last load has no order thread */
+  ordersError?: Error & { code?: string };
   /** the last load failure: code, errno, syscall 'bpf', stage 'open' | 'load' | 'attach' | 'ring_buffer' */
   error?: Error & { code?: string; stage?: string };
 }

@@ -1,6 +1,6 @@
 // The typed face of the kernel-notification addon (native/). Mechanism only: watchers report
 // what fired and when; deciding is for src/agent and src/policy.
-export type { KernelEvent, KernelError, LineMechanism, PsiWatcher, ThresholdWatcher, Watcher, WatchKind } from './types';
+export type { KernelEvent, KernelError, LineMechanism, OrderEvent, PsiWatcher, ThresholdWatcher, Watcher, WatchKind } from './types';
 export { nativeAvailable, nativeLoadError, monotonicNs } from './addon';
 export { watchMemcgThreshold, watchOom } from './memcg';
 export { watchPsi, hasCapSysResource, psiWindowInForce, type PsiTrigger } from './psi';

@@ -4,7 +4,8 @@ import { addon, nativeAvailable, nativeLoadError, type NativeCallback, type Nati
 import { watchCgroupEvents } from './cgroup-events';
 import { isCgroup2Root, machineUsageBytes } from './machine-usage';
 import { NativeBackedWatcher } from './native-watcher';
-import type { KernelEvent, ThresholdWatcher, Watcher } from './types';
+import { parseCounters } from './counters';
+import type { KernelEvent, OrderEvent, ThresholdWatcher, Watcher } from './types';
 import { measureReader, type LineMeasure } from './working-set';
 
 // The memcg tripwire on cgroup v2 (native/bpf/memcg_tripwire.bpf.c): a BPF program on
@@ -118,6 +119,29 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     this.bytes = thresholdBytes;
     this.current().rearm(TripwireWatcher.counterLine(thresholdBytes, this.offset), this.side ? this.side() : -1);
     return Promise.resolve();
+  }
+
+  setOrder(podCgroupDir: string | null, ttlMs = 1000): boolean {
+    if (this.closed) return false;
+    if (podCgroupDir === null) return this.current().setOrder(null);
+    // cgroup.kill (Linux 5.14): one write kills every process of the pod's cgroup tree.
+    const killPath = path.join(podCgroupDir, 'cgroup.kill');
+    if (!fs.existsSync(killPath)) return false;
+    return this.current().setOrder(killPath, ttlMs, (text: string) => {
+      const c = parseCounters(text);
+      const ns = (k: string) => BigInt(Math.round(c[k] ?? 0));
+      const order: OrderEvent = {
+        podCgroupDir,
+        usageBytes: c.usage_bytes ?? 0,
+        lineBytes: c.line_bytes ?? 0,
+        chargeBeganNs: ns('charge_began_ns'),
+        firedNs: ns('fired_ns'),
+        killedNs: ns('killed_ns'),
+        placedNs: ns('placed_ns'),
+        errno: c.errno ?? 0,
+      };
+      this.emit('order', order);
+    });
   }
 
   override close(): Promise<void> {

@@ -72,6 +72,27 @@ export interface ThresholdWatcher extends Watcher {
    * is in force, then is released. Resolves at that moment.
    */
   rearm(thresholdBytes: number): Promise<void>;
+  /**
+   * Places this line's standing order: the mechanism kills the pod of `podCgroupDir` itself at
+   * the first crossing within `ttlMs`, off the JS loop, then emits 'order' (OrderEvent). null
+   * withdraws it. False (or absent) where the mechanism cannot (only the tripwire can).
+   */
+  setOrder?(podCgroupDir: string | null, ttlMs?: number): boolean;
+}
+
+/** A standing order used ('order' on a ThresholdWatcher). Times are CLOCK_MONOTONIC ns. */
+export interface OrderEvent {
+  podCgroupDir: string;
+  /** the line's measure at the crossing, and the line */
+  usageBytes: number;
+  lineBytes: number;
+  /** the crossing charge began; the program saw it; the kill was written; the order was placed */
+  chargeBeganNs: bigint;
+  firedNs: bigint;
+  killedNs: bigint;
+  placedNs: bigint;
+  /** errno of the kill write, 0 when the pod was killed */
+  errno: number;
 }
 
 export interface PsiWatcher extends Watcher {

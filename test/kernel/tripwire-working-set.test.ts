@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { machineWorkingSetBytes } from '../../src/kernel/machine-usage';
 import { tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
+import type { OrderEvent } from '../../src/kernel/types';
 import { measureReader } from '../../src/kernel/working-set';
 import { Memhog, ScratchCgroup, onRamFilesystem } from '../../src/lab/workload';
 import { readCgroupMemory } from '../../src/node/memory';
-import { needsPureV2, skipped } from '../support/environment';
+import { needsPureV2, skipped, slow } from '../support/environment';
 import { MiB, missingKernel, Recorder, sleep } from './support';
 
 // Working-set lines: the tripwire compares the kubelet's own number, computed by the BPF
@@ -115,4 +116,92 @@ test("a cgroup working-set line fires when its working set crosses, while usage 
   // ahead of or behind the kubelet's; the event still fires within a few MiB of the line.
   assert.ok(at - line < 8 * MiB, `fired ${(at - line) / MiB} MiB past the line`);
   assert.ok(fresh >= line - 8 * MiB, `the kubelet's working set ${fresh / MiB} MiB is at the line when it fired`);
+});
+
+/** A victim "pod": a cgroup with one sleeping process. */
+function victimPod(t: { after(fn: () => Promise<void> | void): void }, tag: string) {
+  const cg = ScratchCgroup.create(V2, tag, 2);
+  const child = spawn('/bin/sh', ['-c', `echo $$ > '${path.join(cg.dir, 'cgroup.procs')}' && exec sleep 1000`], { stdio: 'ignore' });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  t.after(async () => {
+    child.kill('SIGKILL');
+    await exited;
+    await cg.remove();
+  });
+  return { cg, child, exited };
+}
+
+async function waitFor(cond: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await sleep(5);
+}
+
+test('a standing order kills its pod from the order thread at the crossing, while the JS loop is blocked', async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const hogCg = ScratchCgroup.create(V2, 'tripwire-order-hog', 2);
+  const victim = victimPod(t, 'tripwire-order-victim');
+  await waitFor(() => victim.cg.pids().length === 1, 5000);
+  const hog = await Memhog.start([hogCg.dir]);
+  const line = Number(hogCg.read('memory.current')) + 32 * MiB;
+  const w = watchTripwire(hogCg.dir, line, 'working-set');
+  // The line before its cgroup: removing a watched cgroup ends the line with an error.
+  t.after(async () => {
+    await w.close();
+    hog.kill();
+    await hog.exited;
+    await hogCg.remove();
+  });
+  const orders: OrderEvent[] = [];
+  w.on('order', (o: OrderEvent) => orders.push(o));
+  assert.equal(w.setOrder!(victim.cg.dir, 30_000), true, 'the order is placed');
+
+  // The hog ramps in its own process; this loop is busy the whole time, as during a long pass.
+  const alloc = hog.alloc(96 * MiB);
+  const busyUntil = process.hrtime.bigint() + BigInt(slow(300)) * 1_000_000n;
+  let victimGoneAt: bigint | null = null;
+  while (process.hrtime.bigint() < busyUntil) {
+    if (victimGoneAt === null && victim.cg.pids().length === 0) victimGoneAt = process.hrtime.bigint();
+  }
+  await alloc;
+  await waitFor(() => orders.length > 0, 5000);
+  assert.ok(victimGoneAt !== null, 'the victim was killed while the JS loop was blocked');
+  assert.equal(await victim.exited, 'SIGKILL');
+  assert.equal(orders.length, 1, 'one order, one use');
+  const o = orders[0];
+  assert.equal(o.errno, 0);
+  assert.equal(o.podCgroupDir, victim.cg.dir);
+  assert.ok(o.usageBytes >= line && o.lineBytes <= line + 4096, `crossed at ${o.usageBytes} for line ${o.lineBytes}`);
+  assert.ok(o.killedNs >= o.firedNs && o.firedNs >= o.chargeBeganNs, 'charge began <= fired <= killed');
+  assert.ok(o.killedNs <= victimGoneAt!, 'killed before the loop saw the victim gone');
+  t.diagnostic(`crossing charge -> kill written: ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs (fired -> killed ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs), order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`);
+});
+
+test('a standing order is never used once expired or withdrawn', async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const hogCg = ScratchCgroup.create(V2, 'tripwire-order-hog2', 2);
+  const expired = victimPod(t, 'tripwire-order-expired');
+  const withdrawn = victimPod(t, 'tripwire-order-withdrawn');
+  await waitFor(() => expired.cg.pids().length === 1 && withdrawn.cg.pids().length === 1, 5000);
+  const hog = await Memhog.start([hogCg.dir]);
+  const base = Number(hogCg.read('memory.current'));
+  const a = watchTripwire(hogCg.dir, base + 16 * MiB, 'working-set');
+  const b = watchTripwire(hogCg.dir, base + 24 * MiB, 'working-set');
+  t.after(async () => {
+    await Promise.all([a.close(), b.close()]);
+    hog.kill();
+    await hog.exited;
+    await hogCg.remove();
+  });
+  const used: OrderEvent[] = [];
+  a.on('order', (o: OrderEvent) => used.push(o));
+  b.on('order', (o: OrderEvent) => used.push(o));
+  assert.equal(a.setOrder!(expired.cg.dir, 20), true);
+  assert.equal(b.setOrder!(withdrawn.cg.dir, 30_000), true);
+  assert.equal(b.setOrder!(null), true);
+  await sleep(100);
+  await hog.alloc(64 * MiB);
+  await sleep(300);
+  assert.equal(used.length, 0, 'no order used');
+  assert.equal(expired.cg.pids().length, 1, 'the expired order killed nobody');
+  assert.equal(withdrawn.cg.pids().length, 1, 'the withdrawn order killed nobody');
 });

@@ -4,8 +4,8 @@
  */
 import type { Logger } from 'pino';
 import { nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold, watchWorkingSetThreshold } from '../../kernel';
-import type { KernelEvent, LinePreference, ThresholdWatcher, Watcher } from '../../kernel';
-import type { NotificationPort, ThresholdHandle, WatchCallbacks, WatchHandle } from '../ports';
+import type { KernelEvent, LinePreference, OrderEvent, ThresholdWatcher, Watcher } from '../../kernel';
+import type { NotificationPort, StandingOrder, ThresholdHandle, WatchCallbacks, WatchHandle } from '../ports';
 
 function bind(w: Watcher, cb: WatchCallbacks): void {
   w.on('event', (e: KernelEvent) => cb.onWakeup({ source: e.kind, monotonicNs: e.monotonicNs, count: e.count }));
@@ -15,7 +15,26 @@ function bind(w: Watcher, cb: WatchCallbacks): void {
 
 function handle(w: ThresholdWatcher, cb: WatchCallbacks): ThresholdHandle {
   bind(w, cb);
+  w.on('order', (o: OrderEvent) =>
+    cb.onOrderFired?.({
+      podCgroupDir: o.podCgroupDir,
+      crossedNs: o.chargeBeganNs,
+      killedNs: o.killedNs,
+      ageMs: Number(o.firedNs - o.placedNs) / 1e6,
+      valueBytes: o.usageBytes,
+      lineBytes: o.lineBytes,
+      error: o.errno === 0 ? undefined : `kill write failed: errno ${o.errno}`,
+    }),
+  );
   return {
+    setOrder: (order: StandingOrder | null) => {
+      try {
+        return w.setOrder?.(order?.podCgroupDir ?? null, order?.ttlMs) ?? false;
+      } catch {
+        // The pod's cgroup.kill could not be opened (the pod is gone): no order stands.
+        return false;
+      }
+    },
     get lineBytes() {
       return w.thresholdBytes;
     },

@@ -1,0 +1,161 @@
+// The standing orders' thread and table (tripwire_orders.h).
+#ifdef EVICTD_TRIPWIRE
+#include "tripwire_orders.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "tripwire_line.h"
+#include "tripwire_ring.h"
+
+namespace evictd {
+
+TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* err) {
+  auto* self = new TripwireOrders(ring);
+  auto fail = [&](int e) -> TripwireOrders* {
+    *err = e;
+    if (self->rb_ != nullptr) ring_buffer__free(self->rb_);
+    if (self->epoll_fd_ >= 0) close(self->epoll_fd_);
+    if (self->stop_fd_ >= 0) close(self->stop_fd_);
+    delete self;
+    return nullptr;
+  };
+  self->rb_ = ring_buffer__new(bpf_map__fd(ring->skel->maps.orders), &TripwireOrders::OnRecord, self, nullptr);
+  if (self->rb_ == nullptr) return fail(errno);
+  self->stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (self->stop_fd_ < 0) return fail(errno);
+  // The thread waits on two fds: libbpf's own epoll fd for the ring buffer (epoll nests), and
+  // the stop eventfd. libbpf's epoll cannot take the eventfd: it reads each event's data as a
+  // ring index.
+  self->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (self->epoll_fd_ < 0) return fail(errno);
+  struct epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.fd = ring_buffer__epoll_fd(self->rb_);
+  if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) return fail(errno);
+  ev.data.fd = self->stop_fd_;
+  if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, self->stop_fd_, &ev) != 0) return fail(errno);
+  int e = uv_async_init(loop, &self->async_, &TripwireOrders::OnAsync);
+  if (e != 0) return fail(-e);
+  self->async_.data = self;
+  // Outcomes are for open lines, which hold the loop themselves when they should.
+  uv_unref(reinterpret_cast<uv_handle_t*>(&self->async_));
+  ring->open_handles++;
+  self->thread_ = std::thread([self] { self->Run(); });
+  return self;
+}
+
+uint32_t TripwireOrders::Place(int slot, int kill_fd, uint64_t expires_ns) {
+  tripwire_line* l = ring_->Line(slot);
+  std::lock_guard<std::mutex> lock(mutex_);
+  Entry& entry = entries_[slot];
+  if (entry.fd >= 0) close(entry.fd);
+  if (++next_generation_ == 0) next_generation_ = 1;  // 0 means "no order" to the program
+  entry = {kill_fd, next_generation_, MonotonicNs()};
+  // Off, then the new order's fields, then its generation: the program never pairs an old
+  // generation with a new deadline, or fires the new order on the old one's `order_fired`.
+  __atomic_store_n(&l->order_generation, 0u, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->order_expires_ns, expires_ns, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->order_fired, 0u, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->order_generation, entry.generation, __ATOMIC_SEQ_CST);
+  return entry.generation;
+}
+
+void TripwireOrders::Withdraw(int slot) {
+  tripwire_line* l = ring_->Line(slot);
+  std::lock_guard<std::mutex> lock(mutex_);
+  __atomic_store_n(&l->order_generation, 0u, __ATOMIC_SEQ_CST);
+  Entry& entry = entries_[slot];
+  if (entry.fd >= 0) close(entry.fd);
+  entry = {};
+}
+
+void TripwireOrders::Stop() {
+  uint64_t one = 1;
+  if (write(stop_fd_, &one, sizeof one) < 0) {
+    // An eventfd write only fails when its counter would overflow: the thread is waking anyway.
+  }
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int slot = 0; slot < TRIPWIRE_MAX_LINES; slot++) {
+      __atomic_store_n(&ring_->Line(slot)->order_generation, 0u, __ATOMIC_SEQ_CST);
+      if (entries_[slot].fd >= 0) close(entries_[slot].fd);
+      entries_[slot] = {};
+    }
+    outcomes_.clear();
+  }
+  ring_buffer__free(rb_);
+  rb_ = nullptr;
+  close(epoll_fd_);
+  close(stop_fd_);
+  epoll_fd_ = stop_fd_ = -1;
+  async_.data = ring_;
+  uv_close(reinterpret_cast<uv_handle_t*>(&async_), &TripwireRing::OnHandleClosed);
+}
+
+// The order thread: waits for orders and the stop signal, nothing else.
+void TripwireOrders::Run() {
+  struct epoll_event events[2];
+  for (;;) {
+    int n = epoll_wait(epoll_fd_, events, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    for (int i = 0; i < n; i++) {
+      if (events[i].data.fd == stop_fd_) return;
+    }
+    ring_buffer__consume(rb_);
+  }
+}
+
+// On the order thread, inside ring_buffer__consume: the kill first, everything else after.
+int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
+  auto* self = static_cast<TripwireOrders*>(ctx);
+  if (size < sizeof(tripwire_order_event)) return 0;
+  const auto* e = static_cast<const tripwire_order_event*>(record);
+  if (e->slot >= TRIPWIRE_MAX_LINES) return 0;
+  OrderOutcome outcome;
+  {
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    Entry& entry = self->entries_[e->slot];
+    // Withdrawn or replaced since the program fired it: not this order's kill to write.
+    if (entry.fd < 0 || entry.generation != e->order_generation) return 0;
+    ssize_t written = write(entry.fd, "1", 1);
+    outcome.killed_ns = MonotonicNs();
+    outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
+    outcome.slot = static_cast<int>(e->slot);
+    outcome.generation = entry.generation;
+    outcome.event = *e;
+    outcome.placed_ns = entry.placed_ns;
+    // One use: the program will not fire this generation again.
+    close(entry.fd);
+    entry.fd = -1;
+    self->outcomes_.push_back(outcome);
+  }
+  self->used_.fetch_add(1, std::memory_order_relaxed);
+  uv_async_send(&self->async_);
+  return 0;
+}
+
+// On the loop: each outcome to its line, if the line still holds that order.
+void TripwireOrders::OnAsync(uv_async_t* handle) {
+  auto* self = static_cast<TripwireOrders*>(handle->data);
+  std::deque<OrderOutcome> batch;
+  {
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    batch.swap(self->outcomes_);
+  }
+  for (const OrderOutcome& outcome : batch) {
+    TripwireLine* line = self->ring_->slots[outcome.slot];
+    if (line != nullptr) line->OrderFired(outcome);
+  }
+}
+
+}  // namespace evictd
+
+#endif  // EVICTD_TRIPWIRE

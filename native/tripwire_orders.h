@@ -1,0 +1,88 @@
+// Standing orders (issue 20): a pass near a hard memory line leaves, on that line, the pod the
+// kubelet's ranking would evict if the line were crossed now. The BPF program reports the first
+// crossing of a line that holds an unexpired order through its own `orders` ring buffer; a thread
+// of the addon, not the JS loop, consumes it and writes the pod's cgroup.kill at once, then tells
+// the line on the loop, where the agent's next pass confirms the eviction (CRI stop, report).
+// A JS pass takes tens of milliseconds under emulation and grows with the pods on the node; this
+// path is a ring buffer wake-up and one write, whatever the loop is doing.
+//
+// Threads: Place and Withdraw run on the loop thread; the order thread only reads the table and
+// writes the kill under the same mutex, so an fd is never closed (or its number reused) under it.
+// Only built with EVICTD_TRIPWIRE.
+#pragma once
+
+#ifdef EVICTD_TRIPWIRE
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+#include <uv.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bpf/memcg_tripwire.h"
+
+struct memcg_tripwire;
+
+namespace evictd {
+
+struct TripwireRing;
+
+// What the order thread did with one order, handed to the loop.
+struct OrderOutcome {
+  int slot = -1;
+  uint32_t generation = 0;
+  tripwire_order_event event = {};
+  uint64_t placed_ns = 0;  // when the order was placed
+  uint64_t killed_ns = 0;  // right after the kill was written
+  int error = 0;           // errno of the write; 0: the pod was killed
+};
+
+class TripwireOrders {
+ public:
+  // Starts the order thread on the loaded program's `orders` map and the loop's async handle
+  // (counted in ring->open_handles). Returns null and sets *err when it cannot.
+  static TripwireOrders* Start(TripwireRing* ring, uv_loop_t* loop, int* err);
+
+  // Loop thread. Places `slot`'s order: the kill goes to `kill_fd` (owned from now on) until
+  // `expires_ns` (CLOCK_MONOTONIC). Returns the order's generation.
+  uint32_t Place(int slot, int kill_fd, uint64_t expires_ns);
+  // Loop thread. Withdraws `slot`'s order, if any (a released line, a withdrawn order).
+  void Withdraw(int slot);
+  // Loop thread. Stops and joins the thread, closes the fds, then the async handle; the ring's
+  // handle count drops when it is closed.
+  void Stop();
+
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Entry {
+    int fd = -1;
+    uint32_t generation = 0;
+    uint64_t placed_ns = 0;
+  };
+
+  explicit TripwireOrders(TripwireRing* ring) : ring_(ring) {}
+  void Run();
+  static int OnRecord(void* ctx, void* record, size_t size);
+  static void OnAsync(uv_async_t* handle);
+
+  TripwireRing* ring_;
+  ring_buffer* rb_ = nullptr;
+  int epoll_fd_ = -1;
+  int stop_fd_ = -1;  // an eventfd that wakes the thread to end it
+  std::thread thread_;
+  uv_async_t async_;
+  std::mutex mutex_;  // entries_, outcomes_
+  Entry entries_[TRIPWIRE_MAX_LINES];
+  uint32_t next_generation_ = 0;
+  std::deque<OrderOutcome> outcomes_;
+  std::atomic<uint64_t> used_{0};
+};
+
+}  // namespace evictd
+
+#endif  // EVICTD_TRIPWIRE
