@@ -35,7 +35,7 @@ export interface Effects {
   brake?: Effect<BrakeOn, void>;
   releaseBrake?: Effect<BrakeOff, void>;
   /** absent when standing orders are off (no order can be used, so none is confirmed) */
-  confirm?: Effect<ConfirmInput, EvictionRecord>;
+  confirm?: Effect<ConfirmInput, EvictionRecord | null>;
 }
 
 export interface ActuatorOptions {
@@ -50,7 +50,7 @@ export interface ActuatorOptions {
 }
 
 export class Actuator {
-  private readonly fx: Required<Omit<Effects, 'fastKill' | 'confirm'>> & { fastKill: Effect<EvictInput, EvictionRecord>; confirm?: Effect<ConfirmInput, EvictionRecord> };
+  private readonly fx: Required<Omit<Effects, 'fastKill' | 'confirm'>> & { fastKill: Effect<EvictInput, EvictionRecord>; confirm?: Effect<ConfirmInput, EvictionRecord | null> };
 
   constructor(private readonly o: ActuatorOptions) {
     const e = o.effects;
@@ -88,7 +88,9 @@ export class Actuator {
             this.o.logger.error({ pod: `${a.eviction.pod.namespace}/${a.eviction.pod.name}`, uid: a.eviction.pod.uid }, 'a used standing order cannot be confirmed (no pod or no effect for it)');
             break;
           }
+          // null: the report is out and only the sandbox stop was started again.
           const rec = await this.fx.confirm.run({ pod: j, eviction: a.eviction, threshold: a.threshold, stamps, confirmation: a.confirmation });
+          if (!rec) break;
           this.o.record(rec);
           confirmed = rec.ok || confirmed;
           break;

@@ -117,6 +117,7 @@ export class Agent extends EventEmitter {
   private orderRefreshTimer: NodeJS.Timeout | null = null;
   /** a pass to retry the stop of a pod a used order killed */
   private orderRetryTimer: NodeJS.Timeout | null = null;
+  private readonly confirmOrder: ConfirmOrder | null;
 
   constructor(private readonly o: AgentOptions) {
     super();
@@ -144,13 +145,19 @@ export class Agent extends EventEmitter {
     const so = o.standingOrders ?? true;
     this.orderTtlMs = (typeof so === 'object' ? so.ttlMs : undefined) ?? DEFAULT_ORDER_TTL_MS;
     this.orders = so === false ? null : new StandingOrders({ arming: () => this.arming, logger: o.logger, metrics: o.metrics, clock, dryRun: o.dryRun, ttlMs: this.orderTtlMs });
+    this.confirmOrder = this.orders
+      ? new ConfirmOrder(deps, (uid, error) => {
+          this.orders?.stopped(uid, error);
+          if (error !== null) this.scheduleOrderRetry();
+        })
+      : null;
     this.actuator = new Actuator({
       effects: {
         fastKill: new FastKill(deps, (rec) => this.emit('stopped', rec)),
         stop: new CriStop(deps),
         reclaim: new NodeReclaim({ policy: o.policy, runtime: o.runtime, observe: () => node.observe(), logger: o.logger, metrics: o.metrics }),
         ...(braking ? { brake: braking.braking, releaseBrake: braking.releasing } : {}),
-        ...(this.orders ? { confirm: new ConfirmOrder(deps) } : {}),
+        ...(this.confirmOrder ? { confirm: this.confirmOrder } : {}),
       },
       logger: o.logger,
       metrics: o.metrics,
@@ -243,6 +250,7 @@ export class Agent extends EventEmitter {
     await this.listing.close();
     await this.arming?.close();
     await this.actuator.settle();
+    await this.confirmOrder?.settle();
     await this.volumes?.close();
   }
 
@@ -312,8 +320,6 @@ export class Agent extends EventEmitter {
   private scheduleOrders(after: { placed: boolean; stale: boolean }): void {
     if (this.orderRefreshTimer) clearTimeout(this.orderRefreshTimer);
     this.orderRefreshTimer = null;
-    if (this.orderRetryTimer) clearTimeout(this.orderRetryTimer);
-    this.orderRetryTimer = null;
     if (this.stopping) return;
     if (after.stale) this.wake({ source: 'standing-order' });
     else if (after.placed) {
@@ -322,13 +328,19 @@ export class Agent extends EventEmitter {
         this.wake({ source: 'standing-order' });
       }, Math.max(1, Math.floor(this.orderTtlMs / 2)));
     }
-    const retry = this.orders?.retryInMs(this.o.housekeepingIntervalMs) ?? null;
-    if (retry !== null) {
-      this.orderRetryTimer = setTimeout(() => {
-        this.orderRetryTimer = null;
-        this.wake({ source: 'standing-order-retry' });
-      }, retry);
-    }
+    this.scheduleOrderRetry();
+  }
+
+  /** A pass to try a failed confirmation again, with the backoff (see StandingOrders.retryInMs). */
+  private scheduleOrderRetry(): void {
+    if (this.orderRetryTimer) clearTimeout(this.orderRetryTimer);
+    this.orderRetryTimer = null;
+    const retry = this.stopping ? null : (this.orders?.retryInMs(this.o.housekeepingIntervalMs) ?? null);
+    if (retry === null) return;
+    this.orderRetryTimer = setTimeout(() => {
+      this.orderRetryTimer = null;
+      this.wake({ source: 'standing-order-retry' });
+    }, retry);
   }
 
   /**

@@ -8,8 +8,8 @@
  * what would be placed instead).
  *
  * A used order means the pod is already dead: it is held as a pending confirmation, which the
- * next passes turn into a 'confirm-order' action (CRI stop + report) until the stop succeeds.
- * Nothing here is dropped: a confirmation lives until its stop is done.
+ * next passes turn into a 'confirm-order' action (report, CRI stop in the background) until both
+ * are done. Nothing here is dropped: a confirmation lives until its stop is done.
  *
  * Runs on the main JS thread: passes call afterPass, the pod listing calls listed, the lines
  * call fired (the mechanism delivers on the loop).
@@ -23,13 +23,15 @@ import type { EvictionRecord } from './effects/eviction';
 import type { AgentMetrics } from './metrics';
 import type { Clock, OrderFired } from './ports';
 
-/** A used order waiting for its CRI stop and report. */
+/** A used order waiting for its report and its CRI stop. */
 export interface PendingConfirmation {
   confirmation: OrderConfirmation;
   /** the pod as the placing pass joined it (sandbox, cgroup): by now it may be gone from the listing */
   pod: JoinedPod;
   line: string;
-  /** stops tried and failed so far */
+  /** the sandbox is stopped (with `confirmation.reported`, the confirmation is over) */
+  stopped: boolean;
+  /** attempts that failed so far (a stop, or a report that waited for a stop) */
   attempts: number;
 }
 
@@ -219,34 +221,60 @@ export class StandingOrders {
     }
     const uid = placed.choice.pod.uid;
     if (this.pending.has(uid) || this.done.has(uid)) {
-      // Another line's order on the same pod: one kill, one eviction.
-      this.o.logger.info(fields, 'standing order used again on a pod already killed; confirmed once');
+      // Another line's order on the same pod, or a pass that saw the crossing first (the line's
+      // wake-up can reach the loop before the order thread's report) and evicted it: one kill
+      // of ours already stands for this eviction, and it is reported once.
+      this.o.logger.info(fields, 'standing order used on a pod already evicted; reported once');
       return false;
     }
     this.pending.set(uid, {
       confirmation: { order: placed.choice, availableBytes: available!, crossedNs: f.crossedNs, killedNs: f.killedNs },
       pod: placed.pod,
       line,
+      stopped: false,
       attempts: 0,
     });
     this.o.logger.warn(fields, 'standing order used: pod killed as the line was crossed; the next pass stops and reports it');
     return true;
   }
 
-  /** Every eviction record: a confirmation's ends it when its stop is done, else counts an attempt. */
+  /** Every eviction record: a confirmation's marks it reported (over, when its sandbox is stopped too), else counts an attempt. */
   recorded(rec: EvictionRecord): void {
-    if (rec.action !== 'standing-order') return;
+    if (rec.action !== 'standing-order') {
+      if (!rec.ok || rec.dryRun) return;
+      // A pass evicted this pod itself: that eviction is the report, its stop the stop. A used
+      // order on it that reached the loop while the pass acted is not confirmed a second time.
+      const p = this.pending.get(rec.pod.uid);
+      if (p && !p.confirmation.reported) {
+        this.pending.delete(rec.pod.uid);
+        this.o.logger.info({ pod: `${rec.pod.namespace}/${rec.pod.name}`, uid: rec.pod.uid, line: p.line }, 'standing order used on a pod the pass evicted; reported once');
+      }
+      this.done.set(rec.pod.uid, this.o.clock.now());
+      return;
+    }
     const p = this.pending.get(rec.pod.uid);
     if (!p) return;
-    if (rec.ok) {
-      this.pending.delete(rec.pod.uid);
-      this.done.set(rec.pod.uid, this.o.clock.now());
-    } else {
-      p.attempts++;
-    }
+    if (rec.ok) p.confirmation.reported = true;
+    else p.attempts++;
+    this.endIfDone(rec.pod.uid, p);
   }
 
-  /** When to try the failed confirmations' stops again: 1 s, doubling per failure, at most `capMs`; null when none failed. */
+  /** A confirmation's background stop ended: null when the sandbox is stopped, else why not (a later pass tries again). */
+  stopped(uid: string, error: string | null): void {
+    const p = this.pending.get(uid);
+    if (!p) return;
+    if (error === null) p.stopped = true;
+    else p.attempts++;
+    this.endIfDone(uid, p);
+  }
+
+  private endIfDone(uid: string, p: PendingConfirmation): void {
+    if (!p.stopped || !p.confirmation.reported) return;
+    this.pending.delete(uid);
+    this.done.set(uid, this.o.clock.now());
+  }
+
+  /** When to try failed confirmations again: 1 s, doubling per failure, at most `capMs`; null when none failed. */
   retryInMs(capMs: number): number | null {
     let attempts = 0;
     for (const p of this.pending.values()) attempts = Math.max(attempts, p.attempts);

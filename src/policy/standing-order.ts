@@ -172,6 +172,8 @@ export interface OrderConfirmation {
   /** the mechanism's CLOCK_MONOTONIC stamps of the crossing and the kill, carried into the record */
   crossedNs: bigint;
   killedNs: bigint;
+  /** the eviction is reported already: only the sandbox stop is left to do again */
+  reported?: boolean;
 }
 
 /**

@@ -42,6 +42,8 @@ export class FakeNotifications implements NotificationPort {
   killError: string | null = null;
   /** every use of an order */
   readonly fired: OrderFired[] = [];
+  /** set: a use reaches the loop this many ms after the crossing's wake-up (the order thread lagging the line's event) */
+  orderFiredDelayMs: number | null = null;
   private readonly usage = new Map<string, number>();
   private readonly lines: Line[] = [];
 
@@ -79,7 +81,8 @@ export class FakeNotifications implements NotificationPort {
     if (this.killError !== null) fired.error = this.killError;
     else this.onKill?.(o.order.podCgroupDir);
     this.fired.push(fired);
-    setImmediate(() => l.cb.onOrderFired?.(fired));
+    if (this.orderFiredDelayMs === null) setImmediate(() => l.cb.onOrderFired?.(fired));
+    else setTimeout(() => l.cb.onOrderFired?.(fired), this.orderFiredDelayMs);
   }
 
   watchMemoryUsage(dir: string, bytes: number, cb: WatchCallbacks): ThresholdHandle {

@@ -185,7 +185,7 @@ const rows: Row[] = [
     stops: [['a', 0], ['b', 30]],
     records: [['a', false, 'standing-order'], ['b', true, 'stop']],
     again: true,
-    logged: ['StopPodSandbox after a standing order failed; the pod is already killed, the stop is tried again next pass'],
+    logged: ['StopPodSandbox after a standing order failed; the pod is already killed, the stop is tried again'],
   },
   {
     name: 'a threshold with only critical pods (no candidates): a warning, nothing else',
@@ -212,7 +212,7 @@ for (const row of rows) {
         fastKill,
         stop: new CriStop(deps),
         reclaim: new NodeReclaim({ policy, runtime: node.runtime, observe: () => node.observer.observe(), logger: node.logger, metrics }),
-        confirm: new ConfirmOrder(deps),
+        confirm: new ConfirmOrder(deps, () => undefined),
       },
       logger: node.logger,
       metrics,
