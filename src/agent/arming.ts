@@ -72,8 +72,12 @@ export interface LineOrder {
 export interface OrderPlacement {
   line: string;
   placed: boolean;
-  /** no-line: nothing watches that line now; unsupported: its mechanism keeps no orders; refused: setOrder said false or threw */
-  why?: 'no-line' | 'unsupported' | 'refused';
+  /**
+   * no-line: nothing watches that line now; unsupported: its mechanism keeps no orders; refused:
+   * setOrder said false or threw; held: the line was crossed with an order on it, whose use may
+   * still be on its way (its order is left as it is)
+   */
+  why?: 'no-line' | 'unsupported' | 'refused' | 'held';
   mechanism?: string;
 }
 
@@ -93,8 +97,16 @@ export class Arming {
   /** per line, whether usage was at or past it at the last update */
   private readonly met = new Map<LineKey, boolean>();
   private headroom: number | null = null;
-  /** lines that hold an order now */
-  private readonly ordered = new Set<LineKey>();
+  /** lines that hold an order now, with the order's TTL */
+  private readonly ordered = new Map<LineKey, number>();
+  /**
+   * Lines crossed while holding an order, until when (ms on the clock): the order may have been
+   * used, and its use reaches the loop after the line's own wake-up (by up to 150 ms in the pure
+   * v2 lab). The mechanism delivers a use only to the order it was made for, so replacing or
+   * withdrawing the order in between would lose it: a pod killed and never stopped or reported.
+   * Such a line's order is left alone until its use arrives or its TTL is over.
+   */
+  private readonly held = new Map<LineKey, number>();
 
   constructor(private readonly o: ArmingOptions) {}
 
@@ -225,10 +237,17 @@ export class Arming {
       if ((this.failed.get(key) ?? 0) > now) continue;
       try {
         const cb = {
-          onWakeup: (w: Wakeup) => this.o.wake({ ...w, source: 'memcg-threshold' }),
+          onWakeup: (w: Wakeup) => {
+            const ttl = this.lines.get(key) === handle ? this.ordered.get(key) : undefined;
+            if (ttl !== undefined) this.held.set(key, this.nowMs() + ttl);
+            this.o.wake({ ...w, source: 'memcg-threshold' });
+          },
           onOrderFired: (fired: OrderFired) => {
             // The mechanism used the order: it is spent.
-            if (this.lines.get(key) === handle) this.ordered.delete(key);
+            if (this.lines.get(key) === handle) {
+              this.ordered.delete(key);
+              this.held.delete(key);
+            }
             this.o.onOrderFired?.(key, fired);
           },
           onError: (err: Error) => {
@@ -263,12 +282,16 @@ export class Arming {
   placeOrders(orders: readonly LineOrder[]): OrderPlacement[] {
     if (this.closed) return orders.map((o) => ({ line: Arming.lineKey(o.signal, o.thresholdIndex), placed: false, why: 'no-line' as const }));
     const out: OrderPlacement[] = [];
-    const keep = new Set<LineKey>();
+    const keep = new Set<LineKey>(this.heldLines());
     for (const o of orders) {
       const line = Arming.lineKey(o.signal, o.thresholdIndex);
       const h = this.lines.get(line);
       if (!h) {
         out.push({ line, placed: false, why: 'no-line' });
+        continue;
+      }
+      if (keep.has(line)) {
+        out.push({ line, placed: false, why: 'held' });
         continue;
       }
       const mechanism = h.mechanism ?? this.o.port.mechanism;
@@ -284,26 +307,38 @@ export class Arming {
       }
       if (placed) {
         keep.add(line);
-        this.ordered.add(line);
+        this.ordered.set(line, o.order.ttlMs);
       } else {
         this.ordered.delete(line);
       }
       out.push(placed ? { line, placed, mechanism } : { line, placed, why: 'refused', mechanism });
     }
-    for (const line of [...this.ordered]) if (!keep.has(line)) this.withdraw(line);
+    for (const line of [...this.ordered.keys()]) if (!keep.has(line)) this.withdraw(line);
     return out;
   }
 
-  /** Withdraws every order in force; the lines that held one. */
-  withdrawOrders(): string[] {
-    const lines = [...this.ordered];
+  /** Withdraws every order in force but those of held lines (see `held`), or all of them with `all`; the lines withdrawn. */
+  withdrawOrders(o: { all?: boolean } = {}): string[] {
+    const held = new Set(o.all ? [] : this.heldLines());
+    const lines = [...this.ordered.keys()].filter((l) => !held.has(l));
     for (const line of lines) this.withdraw(line);
     return lines;
   }
 
   /** Lines that hold an order now. */
   orderedLines(): string[] {
-    return [...this.ordered];
+    return [...this.ordered.keys()];
+  }
+
+  /** Lines whose order is left alone because its use may be on its way. */
+  heldLines(): string[] {
+    const now = this.nowMs();
+    for (const [line, until] of this.held) if (until < now || !this.ordered.has(line)) this.held.delete(line);
+    return [...this.held.keys()];
+  }
+
+  private nowMs(): number {
+    return Number((this.o.clock ?? systemClock).now() / 1_000_000n);
   }
 
   /** Whether some line now is watched by a mechanism that can hold an order (it may still refuse one). */
@@ -314,6 +349,7 @@ export class Arming {
 
   private withdraw(line: LineKey): void {
     this.ordered.delete(line);
+    this.held.delete(line);
     try {
       this.lines.get(line)?.setOrder?.(null);
     } catch (err) {
@@ -343,7 +379,7 @@ export class Arming {
   }
 
   async close(): Promise<void> {
-    this.withdrawOrders();
+    this.withdrawOrders({ all: true });
     this.closed = true;
     const all = [...this.lines.values(), ...this.others];
     this.lines.clear();

@@ -136,6 +136,11 @@ export class StandingOrders {
     placements.forEach((pl, i) => {
       const choice = wanted[i]!;
       const pod = byUid.get(choice.pod.uid);
+      if (pl.why === 'held') {
+        // Crossed with its order on: left as it stands until the use arrives or the order lapses.
+        if (this.standing.has(pl.line)) placedLines.add(pl.line);
+        return;
+      }
       if (!pl.placed || !pod) {
         this.noteUnavailable(pl.line, pl.why ?? 'refused', pl.mechanism);
         return;
@@ -156,8 +161,9 @@ export class StandingOrders {
     });
     // Lines that held an order and no longer do (placeOrders withdrew them): say why.
     const why = new Map(p.orders.map((d) => [lineKeyOf(d.signal, d.thresholdIndex), d.order ? 'refused' : d.why]));
+    const held = new Set(arming.heldLines());
     for (const [line, placed] of [...this.standing]) {
-      if (placedLines.has(line)) continue;
+      if (placedLines.has(line) || held.has(line)) continue;
       this.standing.delete(line);
       const reason = why.get(line) ?? 'no-line';
       this.o.metrics.ordersWithdrawn.inc({ reason });
@@ -282,11 +288,16 @@ export class StandingOrders {
     return Math.min(capMs, 1000 * 2 ** Math.min(attempts - 1, 20));
   }
 
-  /** Withdraws every order in force (the mechanism drops them; uses racing this are still confirmed). */
-  withdrawAll(reason: string): void {
-    const lines = this.o.arming()?.withdrawOrders() ?? [];
-    const had = [...this.standing.values()];
-    this.standing.clear();
+  /**
+   * Withdraws every order in force (uses racing this are still confirmed), but those of lines
+   * crossed with their order on, whose use may be on its way (Arming's `held`), unless `all`.
+   */
+  withdrawAll(reason: string, o: { all?: boolean } = {}): void {
+    const arming = this.o.arming();
+    const lines = arming?.withdrawOrders(o) ?? [];
+    const held = new Set(o.all ? [] : (arming?.heldLines() ?? []));
+    const had = [...this.standing.values()].filter((p) => !held.has(p.line));
+    for (const p of had) this.standing.delete(p.line);
     this.wouldPlace = '';
     if (had.length > 0 || lines.length > 0) {
       this.o.metrics.ordersWithdrawn.inc({ reason }, Math.max(had.length, lines.length));
@@ -297,7 +308,7 @@ export class StandingOrders {
 
   /** At stop: no order may outlive the agent. */
   close(): void {
-    this.withdrawAll('agent-stop');
+    this.withdrawAll('agent-stop', { all: true });
     this.closed = true;
     if (this.pending.size > 0) {
       this.o.logger.warn(

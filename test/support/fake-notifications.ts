@@ -18,6 +18,8 @@ interface Line {
   closed: boolean;
   above: boolean;
   order: { order: StandingOrder; placedNs: bigint } | null;
+  /** bumped by every setOrder: a use is delivered to the generation it was made for (as native/tripwire_line.cc) */
+  generation: number;
 }
 
 export class FakeNotifications implements NotificationPort {
@@ -44,6 +46,8 @@ export class FakeNotifications implements NotificationPort {
   readonly fired: OrderFired[] = [];
   /** set: a use reaches the loop this many ms after the crossing's wake-up (the order thread lagging the line's event) */
   orderFiredDelayMs: number | null = null;
+  /** as the addon does: a use whose order was replaced or withdrawn before it reached the loop is dropped */
+  dropsStaleUses = false;
   private readonly usage = new Map<string, number>();
   private readonly lines: Line[] = [];
 
@@ -81,18 +85,24 @@ export class FakeNotifications implements NotificationPort {
     if (this.killError !== null) fired.error = this.killError;
     else this.onKill?.(o.order.podCgroupDir);
     this.fired.push(fired);
-    if (this.orderFiredDelayMs === null) setImmediate(() => l.cb.onOrderFired?.(fired));
-    else setTimeout(() => l.cb.onOrderFired?.(fired), this.orderFiredDelayMs);
+    const generation = l.generation;
+    const deliver = () => {
+      if (this.dropsStaleUses && l.generation !== generation) return;
+      l.cb.onOrderFired?.(fired);
+    };
+    if (this.orderFiredDelayMs === null) setImmediate(deliver);
+    else setTimeout(deliver, this.orderFiredDelayMs);
   }
 
   watchMemoryUsage(dir: string, bytes: number, cb: WatchCallbacks): ThresholdHandle {
     this.created.push({ dir, bytes });
-    const line: Line = { dir, bytes, cb, closed: false, above: (this.usage.get(dir) ?? 0) >= bytes, order: null };
+    const line: Line = { dir, bytes, cb, closed: false, above: (this.usage.get(dir) ?? 0) >= bytes, order: null, generation: 0 };
     this.lines.push(line);
     const rearms = this.rearms;
     const usage = this.usage;
     const setOrder = (order: StandingOrder | null): boolean => {
       this.orderCalls.push({ dir, order });
+      line.generation++;
       if (order && this.refuseOrders) return false;
       line.order = order ? { order, placedNs: this.now() } : null;
       return true;

@@ -284,6 +284,27 @@ test("standing orders: the line's wake-up reaches the loop before the order's us
   assert.deepEqual(t.node.stops, [['grower', 0]]);
 });
 
+test("standing orders: a use that reaches the loop after the line's wake-up is not lost: the crossed line's order is left alone until it arrives", async () => {
+  const t = start();
+  await t.idle();
+  // As the addon: a use is delivered only to the order it was made for, 50 ms after the kill,
+  // while the line's wake-up runs a pass at once (which finds the node far from the line now).
+  t.port.dropsStaleUses = true;
+  t.port.orderFiredDelayMs = 50;
+  t.node.pod('grower').workingSetBytes += 60 * MiB;
+  t.sync();
+  await waitFor('the report', () => t.reports.length > 0, 2000);
+  await t.idle();
+  await t.agent.stop();
+  assert.deepEqual(t.node.kills, ['grower']);
+  assert.deepEqual(t.node.stops, [['grower', 0]]);
+  assert.deepEqual(
+    t.records.map((r) => [r.pod.name, r.ok, r.action]),
+    [['grower', true, 'standing-order']],
+  );
+  assert.equal(t.reports.length, 1);
+});
+
 test('standing orders: a used order whose kill failed: a warning, and the pass evicts as without an order', async () => {
   const t = start();
   await t.idle();
