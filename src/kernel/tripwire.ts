@@ -117,7 +117,20 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     checkBytes(thresholdBytes);
     if (this.closed) throw new Error(`${this.kind} watcher on ${this.source} is closed`);
     this.bytes = thresholdBytes;
-    this.current().rearm(TripwireWatcher.counterLine(thresholdBytes, this.offset), this.side ? this.side() : -1);
+    const value = this.side ? this.side() : -1;
+    this.current().rearm(TripwireWatcher.counterLine(thresholdBytes, this.offset), value);
+    // A working-set line is re-armed after every pass that found its signal unmet (see
+    // src/agent/arming.ts). Re-arming resets the line's in-flight event (a new generation): a
+    // crossing the program reported an instant ago is dropped as stale and, the fresh value being
+    // past the line, the line now waits for the way down. Report that crossing here instead. (A
+    // usage line keeps the v1 eventfd's contract: re-armed past usage, it waits silently.)
+    if (this.measure === 'working-set' && value >= thresholdBytes) {
+      const counters = { usage_bytes: value, line_bytes: thresholdBytes, above: 1 };
+      const at = process.hrtime.bigint();
+      setImmediate(() => {
+        if (!this.closed) this.emit('event', { source: this.source, kind: this.kind, count: 1, monotonicNs: at, counters } satisfies KernelEvent);
+      });
+    }
     return Promise.resolve();
   }
 
