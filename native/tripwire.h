@@ -40,7 +40,7 @@ class Tripwire {
   // Places `slot`'s standing order (kill_fd: an open cgroup.kill, owned from now on) for
   // `ttl_ms`, or with kill_fd -1 withdraws it. Returns the order's generation (0: withdrawn),
   // or -1 when this load has no order thread.
-  int64_t SetOrder(int slot, int kill_fd, double ttl_ms);
+  int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms);
   // { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull, error? }
   Napi::Object Status(Napi::Env env) const;
 

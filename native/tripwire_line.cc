@@ -233,15 +233,15 @@ Napi::Value TripwireLine::Rearm(const Napi::CallbackInfo& info) {
 
 // setOrder(killPath, ttlMs, onFired) places the line's standing order: the first crossing
 // within ttlMs writes "1" to killPath (a pod's cgroup.kill, opened now) from the order thread,
-// then onFired(text) runs here. setOrder(null) withdraws it. Returns false when this load has no
+// then onFired(text, killPath) runs here (the latest onFired given, for every use). setOrder(null) withdraws it. Returns false when this load has no
 // order thread; throws when killPath cannot be opened.
 Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!open() || slot_ < 0) throw Napi::Error::New(env, "tripwire watcher is closed");
   if (info.Length() >= 1 && info[0].IsNull()) {
-    tripwire_->SetOrder(slot_, -1, 0);
+    tripwire_->SetOrder(slot_, -1, "", 0);
     order_generation_ = 0;
-    order_callback_.Reset();
+    // The callback stays: a use written just before the withdrawal is still delivered.
     return Napi::Boolean::New(env, true);
   }
   if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsFunction()) {
@@ -252,7 +252,7 @@ Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
   if (!(ttl_ms > 0 && ttl_ms <= 60000)) throw Napi::RangeError::New(env, "setOrder: ttlMs must be in (0, 60000]");
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw SystemError(env, errno, "open", path);
-  int64_t generation = tripwire_->SetOrder(slot_, fd, ttl_ms);
+  int64_t generation = tripwire_->SetOrder(slot_, fd, path, ttl_ms);
   if (generation < 0) {
     ::close(fd);
     return Napi::Boolean::New(env, false);
@@ -262,10 +262,11 @@ Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, true);
 }
 
+// Every use reaches JS, even of an order replaced or withdrawn since: its kill is written, and
+// the agent must stop and report that pod. The kill path names which order it was.
 void TripwireLine::OrderFired(const OrderOutcome& outcome) {
-  if (outcome.generation != order_generation_ || order_callback_.IsEmpty()) return;
-  order_generation_ = 0;
-  Napi::FunctionReference callback = std::move(order_callback_);
+  if (order_callback_.IsEmpty()) return;
+  if (outcome.generation == order_generation_) order_generation_ = 0;
   Napi::Env env = Env();
   if (!CanRunJs(env)) return;
   const tripwire_order_event& e = outcome.event;
@@ -279,8 +280,9 @@ void TripwireLine::OrderFired(const OrderOutcome& outcome) {
                      static_cast<unsigned long long>(outcome.killed_ns),
                      static_cast<unsigned long long>(outcome.placed_ns), outcome.error);
   Napi::HandleScope scope(env);
-  napi_value args[] = {Napi::String::New(env, text, static_cast<size_t>(std::clamp(len, 0, static_cast<int>(kTextSize) - 1)))};
-  CallJs(env, *async_context_, Value(), callback.Value(), 1, args);
+  napi_value args[] = {Napi::String::New(env, text, static_cast<size_t>(std::clamp(len, 0, static_cast<int>(kTextSize) - 1))),
+                       Napi::String::New(env, outcome.path)};
+  CallJs(env, *async_context_, Value(), order_callback_.Value(), 2, args);
 }
 
 Napi::Value TripwireLine::IsClosed(const Napi::CallbackInfo& info) {

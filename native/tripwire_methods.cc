@@ -110,14 +110,14 @@ void Tripwire::Rearm(int slot, double line_bytes, double usage_bytes) {
   ArmSlot(ring_, slot, l->cgroup_id, l->measure, BytesToPages(line_bytes), UsagePages(usage_bytes));
 }
 
-int64_t Tripwire::SetOrder(int slot, int kill_fd, double ttl_ms) {
+int64_t Tripwire::SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms) {
   if (ring_ == nullptr || ring_->orders == nullptr) return -1;
   if (kill_fd < 0) {
     ring_->orders->Withdraw(slot);
     return 0;
   }
   uint64_t expires = MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6);
-  return ring_->orders->Place(slot, kill_fd, expires);
+  return ring_->orders->Place(slot, kill_fd, path, expires);
 }
 
 void Tripwire::Release(TripwireLine* line) {

@@ -48,13 +48,13 @@ TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* 
   return self;
 }
 
-uint32_t TripwireOrders::Place(int slot, int kill_fd, uint64_t expires_ns) {
+uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns) {
   tripwire_line* l = ring_->Line(slot);
   std::lock_guard<std::mutex> lock(mutex_);
   Entry& entry = entries_[slot];
   if (entry.fd >= 0) close(entry.fd);
   if (++next_generation_ == 0) next_generation_ = 1;  // 0 means "no order" to the program
-  entry = {kill_fd, next_generation_, MonotonicNs()};
+  entry = {kill_fd, next_generation_, MonotonicNs(), path};
   // Off, then the new order's fields, then its generation: the program never pairs an old
   // generation with a new deadline, or fires the new order on the old one's `order_fired`.
   __atomic_store_n(&l->order_generation, 0u, __ATOMIC_SEQ_CST);
@@ -132,6 +132,7 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
     outcome.generation = entry.generation;
     outcome.event = *e;
     outcome.placed_ns = entry.placed_ns;
+    outcome.path = entry.path;
     // One use: the program will not fire this generation again.
     close(entry.fd);
     entry.fd = -1;
@@ -142,7 +143,7 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
   return 0;
 }
 
-// On the loop: each outcome to its line, if the line still holds that order.
+// On the loop: each outcome to its line, whatever became of the order since: the kill is written.
 void TripwireOrders::OnAsync(uv_async_t* handle) {
   auto* self = static_cast<TripwireOrders*>(handle->data);
   std::deque<OrderOutcome> batch;

@@ -39,6 +39,7 @@ struct OrderOutcome {
   uint64_t placed_ns = 0;  // when the order was placed
   uint64_t killed_ns = 0;  // right after the kill was written
   int error = 0;           // errno of the write; 0: the pod was killed
+  std::string path;        // the kill file written
 };
 
 class TripwireOrders {
@@ -47,9 +48,9 @@ class TripwireOrders {
   // (counted in ring->open_handles). Returns null and sets *err when it cannot.
   static TripwireOrders* Start(TripwireRing* ring, uv_loop_t* loop, int* err);
 
-  // Loop thread. Places `slot`'s order: the kill goes to `kill_fd` (owned from now on) until
-  // `expires_ns` (CLOCK_MONOTONIC). Returns the order's generation.
-  uint32_t Place(int slot, int kill_fd, uint64_t expires_ns);
+  // Loop thread. Places `slot`'s order: the kill goes to `kill_fd` (owned from now on; opened
+  // from `path`) until `expires_ns` (CLOCK_MONOTONIC). Returns the order's generation.
+  uint32_t Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns);
   // Loop thread. Withdraws `slot`'s order, if any (a released line, a withdrawn order).
   void Withdraw(int slot);
   // Loop thread. Stops and joins the thread, closes the fds, then the async handle; the ring's
@@ -63,6 +64,7 @@ class TripwireOrders {
     int fd = -1;
     uint32_t generation = 0;
     uint64_t placed_ns = 0;
+    std::string path;
   };
 
   explicit TripwireOrders(TripwireRing* ring) : ring_(ring) {}

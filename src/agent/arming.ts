@@ -182,11 +182,12 @@ export class Arming {
    */
   update(memory: MemoryReading, allocatable: MemoryReading | null, o: { wakeOnMet?: boolean } = {}): void {
     if (this.closed) return;
-    const want = new Map<LineKey, { dir: string; bytes: number; workingSet: number; costlyTolerance: number; usage: number }>();
+    // bytes: the line in usage terms; wsLine: in working-set terms; usage, ws: this reading's.
+    const want = new Map<LineKey, { dir: string; bytes: number; wsLine: number; costlyTolerance: number; usage: number; ws: number }>();
     const add = (dir: string, m: MemoryReading, signal: LineSignal) => {
       const costlyTolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
-      Arming.workingSetLines(this.o.policy, signal, m).forEach((workingSet, i) =>
-        want.set(Arming.lineKey(signal, i), { dir, bytes: workingSet + m.inactiveFileBytes, workingSet, costlyTolerance, usage: m.usageBytes }),
+      Arming.workingSetLines(this.o.policy, signal, m).forEach((wsLine, i) =>
+        want.set(Arming.lineKey(signal, i), { dir, bytes: wsLine + m.inactiveFileBytes, wsLine, costlyTolerance, usage: m.usageBytes, ws: m.workingSetBytes }),
       );
     };
     // On a v2 root (no memory.current) usage is MemTotal - MemFree and the working set MemTotal -
@@ -211,16 +212,20 @@ export class Arming {
       this.met.set(key, met);
     }
     for (const key of [...this.met.keys()]) if (!want.has(key)) this.met.delete(key);
-    for (const [key, { dir, bytes, workingSet, costlyTolerance, usage }] of want) {
+    for (const [key, { dir, bytes, wsLine, costlyTolerance, usage, ws }] of want) {
       const h = this.lines.get(key);
       if (h) {
         // A working-set line moves only with capacity; a usage line follows inactive_file.
-        const target = h.measure === 'working-set' ? workingSet : bytes;
+        const target = h.measure === 'working-set' ? wsLine : bytes;
         // Only a v1 threshold costs a kernel grace period to move (see above).
         const tolerance = h.mechanism === 'memcg-threshold-eventfd' ? costlyTolerance : PAGE_BYTES;
         // Also move a usage line that usage has passed while the signal is not met (inactive_file
         // grew): left there it would only fire on the way down, and the crossing would be missed.
-        const behind = h.measure !== 'working-set' && h.lineBytes < usage && bytes > usage;
+        // A working-set line is re-armed from a fresh reading whenever this pass found the signal
+        // not met: the program's inactive_file is the kernel's last fold, so it may have seen the
+        // line crossed a little early and now wait for the way down; re-arming puts it back on
+        // the side the kubelet's own number (memory.stat, read now, which folds) says.
+        const behind = h.measure === 'working-set' ? ws < target : h.lineBytes < usage && bytes > usage;
         if (behind || Math.abs(h.lineBytes - target) > tolerance) {
           try {
             h.rearm(target);
@@ -260,7 +265,7 @@ export class Arming {
           },
         };
         // The kubelet's signal itself where a mechanism computes it, else usage with the drift.
-        const handle: ThresholdHandle = this.o.port.watchWorkingSet?.(dir, workingSet, cb) ?? this.o.port.watchMemoryUsage(dir, bytes, cb);
+        const handle: ThresholdHandle = this.o.port.watchWorkingSet?.(dir, wsLine, cb) ?? this.o.port.watchMemoryUsage(dir, bytes, cb);
         this.lines.set(key, handle);
         const mechanism = handle.mechanism ?? this.o.port.mechanism;
         const measure = handle.measure ?? 'usage';

@@ -117,7 +117,20 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     checkBytes(thresholdBytes);
     if (this.closed) throw new Error(`${this.kind} watcher on ${this.source} is closed`);
     this.bytes = thresholdBytes;
-    this.current().rearm(TripwireWatcher.counterLine(thresholdBytes, this.offset), this.side ? this.side() : -1);
+    const value = this.side ? this.side() : -1;
+    this.current().rearm(TripwireWatcher.counterLine(thresholdBytes, this.offset), value);
+    // A working-set line is re-armed after every pass that found its signal unmet (see
+    // src/agent/arming.ts). Re-arming resets the line's in-flight event (a new generation): a
+    // crossing the program reported an instant ago is dropped as stale and, the fresh value being
+    // past the line, the line now waits for the way down. Report that crossing here instead. (A
+    // usage line keeps the v1 eventfd's contract: re-armed past usage, it waits silently.)
+    if (this.measure === 'working-set' && value >= thresholdBytes) {
+      const counters = { usage_bytes: value, line_bytes: thresholdBytes, above: 1 };
+      const at = process.hrtime.bigint();
+      setImmediate(() => {
+        if (!this.closed) this.emit('event', { source: this.source, kind: this.kind, count: 1, monotonicNs: at, counters } satisfies KernelEvent);
+      });
+    }
     return Promise.resolve();
   }
 
@@ -127,11 +140,12 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     // cgroup.kill (Linux 5.14): one write kills every process of the pod's cgroup tree.
     const killPath = path.join(podCgroupDir, 'cgroup.kill');
     if (!fs.existsSync(killPath)) return false;
-    return this.current().setOrder(killPath, ttlMs, (text: string) => {
+    return this.current().setOrder(killPath, ttlMs, (text: string, written: string) => {
       const c = parseCounters(text);
       const ns = (k: string) => BigInt(Math.round(c[k] ?? 0));
       const order: OrderEvent = {
-        podCgroupDir,
+        // The order that was used, which may not be the latest placed.
+        podCgroupDir: path.dirname(written),
         usageBytes: c.usage_bytes ?? 0,
         lineBytes: c.line_bytes ?? 0,
         chargeBeganNs: ns('charge_began_ns'),

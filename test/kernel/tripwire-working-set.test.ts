@@ -205,3 +205,25 @@ test('a standing order is never used once expired or withdrawn', async (t) => {
   assert.equal(expired.cg.pids().length, 1, 'the expired order killed nobody');
   assert.equal(withdrawn.cg.pids().length, 1, 'the withdrawn order killed nobody');
 });
+
+test('a working-set line re-armed at or below its measure reports the crossing (its in-flight event is dropped by the re-arm)', async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const cg = ScratchCgroup.create(V2, 'tripwire-ws-rearm', 2);
+  const hog = await Memhog.start([cg.dir]);
+  const read = measureReader(cg.dir, 'working-set').read;
+  const w = watchTripwire(cg.dir, read() + 256 * MiB, 'working-set');
+  t.after(async () => {
+    await w.close();
+    hog.kill();
+    await hog.exited;
+    await cg.remove();
+  });
+  const rec = new Recorder(w);
+  await hog.alloc(32 * MiB);
+  await sleep(200);
+  assert.equal(rec.events.length, 0, 'far below the line: nothing');
+  const line = read() - 8 * MiB;
+  await w.rearm(line);
+  const e = await rec.waitEvent((x) => x.counters?.above === 1, 5000);
+  assert.ok(e.counters!.usage_bytes >= line, 'the event carries the fresh working set, past the line');
+});

@@ -196,13 +196,18 @@ test("arming: where the mechanism computes the kubelet's working set, the line s
     { dir: '/n/kubepods', bytes: (512 - 100 + 10) * MiB, measure: 'usage' },
   ]);
   assert.deepEqual(a.measures(), { 'node:line0': 'working-set', 'pods:line0': 'usage' });
-  // Page cache turning into anonymous memory: the working-set line stays, the usage line follows.
+  // Page cache turning into anonymous memory: the working-set line stays where it is (re-armed in
+  // place from a fresh reading, the signal being unmet), the usage line follows inactive_file.
   a.update(reading(1024 * MiB, 300 * MiB, 10 * MiB), reading(512 * MiB, 100 * MiB, 40 * MiB));
-  assert.deepEqual(rearms, [(512 - 100 + 40) * MiB]);
+  assert.deepEqual(rearms, [(1024 - 100) * MiB, (512 - 100 + 40) * MiB]);
+  assert.deepEqual(a.armed(), { 'node:line0': (1024 - 100) * MiB, 'pods:line0': (512 - 100 + 40) * MiB });
   // The headroom is the same in either measure: 924 - (300 - 10) MiB.
   assert.equal(a.headroomBytes(), Math.min((1024 - 100) * MiB - 290 * MiB, (512 - 100 + 40) * MiB - 100 * MiB));
-  // Capacity moved (a cgroup limit changed): the working-set line moves with it.
+  // Met (working set 930 MiB past 924): left alone, the mechanism already saw it crossed.
   rearms.length = 0;
+  a.update(reading(1024 * MiB, 940 * MiB, 10 * MiB), reading(512 * MiB, 100 * MiB, 40 * MiB));
+  assert.deepEqual(rearms, []);
+  // Capacity moved (a cgroup limit changed): the working-set line moves with it.
   a.update(reading(2048 * MiB, 300 * MiB, 10 * MiB), reading(512 * MiB, 100 * MiB, 40 * MiB));
   assert.deepEqual(rearms, [(2048 - 100) * MiB]);
 });

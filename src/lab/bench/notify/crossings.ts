@@ -15,7 +15,9 @@ import path from 'node:path';
 import type { CgroupLayout } from '../../../node/cgroups';
 import { watchAdaptivePoll } from '../../../kernel/adaptive-poller';
 import { pollMemoryUsage } from '../../../kernel/polling';
-import type { KernelEvent, Watcher } from '../../../kernel/types';
+import { watchWorkingSetThreshold } from '../../../kernel/select';
+import type { KernelEvent, ThresholdWatcher, Watcher } from '../../../kernel/types';
+import { measureReader } from '../../../kernel/working-set';
 import { Memhog } from '../../workload';
 import { nextEvent, openLine, record, sleep, usageOf, MiB } from './line';
 import { readCostUs, rng, usOf, type Series } from './stats';
@@ -56,6 +58,36 @@ function latencyUs(mechanism: string, eventNs: bigint, crossNs: bigint): number 
   return us;
 }
 
+/**
+ * Lines on the kubelet's own signal beside the usage line, where a mechanism computes it
+ * (watchWorkingSetThreshold: the tripwire or the adaptive poller; none on v1): the cgroup's
+ * working set (the pods line's measure) and the node's (the v2 root's MemTotal - MemFree -
+ * Inactive(file)). Each sits 8 MiB above its measure before every step; the step's 16 MiB of
+ * anonymous memory crosses both. Their granularity is the measure the event carries past the line.
+ */
+interface SignalLine {
+  name: string;
+  dir: string;
+  watcher: ThresholdWatcher;
+  events: KernelEvent[];
+  read: () => number;
+}
+
+function openSignalLines(cgDir: string, nodeDir: string | null): SignalLine[] {
+  const out: SignalLine[] = [];
+  for (const [name, dir] of [
+    ['cgroup working set', cgDir],
+    ['node working set', nodeDir],
+  ] as const) {
+    if (dir === null) continue;
+    const read = measureReader(dir, 'working-set').read;
+    const watcher = watchWorkingSetThreshold(dir, read() + 8 * MiB, { intervalMs: 100 });
+    if (watcher === null) continue;
+    out.push({ name: `${watcher.lineMechanism} ${name}`, dir, watcher, events: record(watcher), read });
+  }
+  return out;
+}
+
 export async function benchCrossings(layout: CgroupLayout, samples: number, progress: (s: string) => void): Promise<CrossingResult> {
   const line = openLine(layout);
   const { cg, usageFile, bytes, watcher: native } = line;
@@ -63,6 +95,9 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
   try {
     const hog = await Memhog.start([cg.dir]);
     try {
+      // The node's working set is the v2 root's (a hybrid host's root has no such line: v1).
+      const signals = openSignalLines(cg.dir, layout.memoryVersion === 2 ? layout.memoryMount : null);
+      watchers.push(...signals.map((l) => l.watcher));
       const poller = pollMemoryUsage(cg.dir, bytes, 100);
       watchers.push(poller);
       const adaptive = native.lineMechanism === 'adaptive-poll' ? null : watchAdaptivePoll(cg.dir, bytes);
@@ -103,6 +138,11 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
         const n0 = nativeEvents.length;
         const p0 = pollEvents.length;
         const a0 = adaptiveEvents.length;
+        const s0 = signals.map((l) => {
+          const at = l.read() + 8 * MiB;
+          void l.watcher.rearm(at);
+          return { at, from: l.events.length };
+        });
         const step = await hog.alloc(line.stepBytes, usageFile, bytes, rate.bytesPerSec);
         const up = await nextEvent(nativeEvents, n0, (e) => (usageOf(e) ?? 0) >= bytes, 2000);
         const pollUp = await nextEvent(pollEvents, p0, () => true, 2000);
@@ -126,11 +166,18 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
             past('adaptive-poll', rate.label, adUp);
           }
         }
+        for (const [k, l] of signals.entries()) {
+          const e = await nextEvent(l.events, s0[k].from, (x) => x.counters?.above === 1, 2000);
+          const u = e === null ? undefined : usageOf(e);
+          if (u !== undefined) ((result.granularity[l.name] ??= {})[rate.label] ??= []).push(u - s0[k].at);
+        }
         const n1 = nativeEvents.length;
         const p1 = pollEvents.length;
         const a1 = adaptiveEvents.length;
+        const s1 = signals.map((l) => l.events.length);
         await hog.free();
         // Every watcher sees the way down before the next step, so every step is a fresh crossing.
+        for (const [k, l] of signals.entries()) await nextEvent(l.events, s1[k], (x) => x.counters?.above === 0, 2000);
         await nextEvent(nativeEvents, n1, (e) => (usageOf(e) ?? Infinity) < bytes, 2000);
         await nextEvent(pollEvents, p1, () => true, 2000);
         if (adaptive) await nextEvent(adaptiveEvents, a1, () => true, 2000);

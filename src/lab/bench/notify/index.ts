@@ -211,8 +211,9 @@ export async function run(argv: string[]): Promise<number> {
   if (wake.length > 0) lines.push(`${thr.mechanism}: program -> native callback (the kernel waking the agent's thread) p50 ${nearestRank(wake, 50).toFixed(1)} us, p99 ${nearestRank(wake, 99).toFixed(1)} us`);
   lines.push(`${thr.mechanism}: native callback -> JS listener p50 ${nearestRank(toJs, 50).toFixed(1)} us, p99 ${nearestRank(toJs, 99).toFixed(1)} us; ${th.missed} of ${plan.thresholdSamples} steps without a usable crossing`);
   lines.push('');
-  lines.push('granularity: usage past the line in the event, per ramp rate (p50 / p99 / max):');
-  for (const g of granularity) lines.push(`  ${g.of.padEnd(24)} ${g.ramp.padEnd(9)} ${(g.p50_bytes / 1024).toFixed(0)} / ${(g.p99_bytes / 1024).toFixed(0)} / ${(g.max_bytes / 1024).toFixed(0)} KiB (${g.samples})`);
+  lines.push("granularity: the line's measure past the line in the event, per ramp rate (p50 / p99 / max); the");
+  lines.push("  working-set rows are lines on the kubelet's own signal (memory.available = capacity - working set):");
+  for (const g of granularity) lines.push(`  ${g.of.padEnd(34)} ${g.ramp.padEnd(9)} ${(g.p50_bytes / 1024).toFixed(0)} / ${(g.p99_bytes / 1024).toFixed(0)} / ${(g.max_bytes / 1024).toFixed(0)} KiB (${g.samples})`);
   lines.push('  (a counter moves by whole charges: 64 pages (256 KiB) per stock refill, 512 pages (2 MiB) for a THP fault; a counter');
   lines.push('  mechanism sees usage up to one charge past the line, a poller adds ramp x its delay)');
   if (tw.loadMs) lines.push(`tripwire load ${tw.loadMs.toFixed(0)} ms, attach ${tw.attachMs?.toFixed(0)} ms (last load in this process)`);
