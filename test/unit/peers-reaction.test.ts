@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hogSteps } from '../../src/lab/node-lab';
-import { crossingOf, exitNs, firstKill, oomVictim, reachedRate, reactionMs, readingAt, signalMiB, type Line } from '../../src/lab/bench/peers/reaction';
+import { crossingOf, exitNs, firstKill, oomVictim, senderOf, reachedRate, reactionMs, readingAt, signalMiB, type Line } from '../../src/lab/bench/peers/reaction';
 import { readingAtLine } from '../../src/lab/bench/peers/calibrate';
 import { parseTrace } from '../../src/lab/bench/peers/signal-trace';
 
@@ -67,6 +67,16 @@ test('firstKill, oomVictim, exitNs, reactionMs, readingAt: from the kernel trace
   assert.equal(exitNs(events, 77), 1_101_000_000n);
   assert.equal(oomVictim(events, 77), false);
   assert.equal(oomVictim(parseTrace('hog-77 [000] ..... 1.1: mark_victim: pid=77 comm=hog'), 77), true);
+  assert.equal(senderOf(events, k, 77), 'earlyoom');
+  // The OOM killer runs in the task whose allocation failed: the kill and mark_victim share it.
+  const oom = parseTrace(
+    [
+      '      containerd-565 [001] d..1.     2.000000: signal_generate: sig=9 errno=0 code=0 comm=hog pid=77 grp=1 res=0',
+      '      containerd-565 [001] .....     2.000010: mark_victim: pid=77 comm=hog total-vm=1kB',
+    ].join('\n'),
+  );
+  assert.equal(senderOf(oom, firstKill(oom, 77)!, 77), 'kernel OOM killer (in containerd)');
+  assert.equal(senderOf(oom, firstKill(oom, 77)!, 78), 'containerd', 'a victim other than the hog');
   const steps = hogSteps(hogLog(12));
   const cross = crossingOf(steps, available, schedule, k.ns)!;
   assert.equal(reactionMs(cross, k, true), 15.5, '1095.5 ms - the crossing MiB began at 1080 ms');

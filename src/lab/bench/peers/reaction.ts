@@ -103,6 +103,18 @@ export function firstKill(events: readonly TraceEvent[], hogPid: number): Kill |
   return null;
 }
 
+/**
+ * Who sent the kill, as a row names it: the OOM killer runs in whichever task's allocation failed
+ * (containerd, a shim, the hog), so a kill followed by mark_victim for the hog in the same task is
+ * "kernel OOM killer", not that task.
+ */
+export function senderOf(events: readonly TraceEvent[], kill: Kill, hogPid: number): string {
+  const name = kill.sender.replace(/-\d+$/, '');
+  const pid = Number(/-(\d+)$/.exec(kill.sender)?.[1]);
+  const victim = events.some((e) => e.event === 'mark_victim' && Number(e.fields.pid) === hogPid && e.pid === pid && e.ns >= kill.ns);
+  return victim ? `kernel OOM killer (in ${name})` : name;
+}
+
 /** Whether the kernel's OOM killer chose the hog (oom/mark_victim follows its SIGKILL). */
 export function oomVictim(events: readonly TraceEvent[], hogPid: number): boolean {
   return events.some((e) => e.event === 'mark_victim' && Number(e.fields.pid) === hogPid);

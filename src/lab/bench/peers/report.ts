@@ -72,7 +72,7 @@ export function cellOf(contender: string, rate: number, ts: Trial[], scale: numb
     availableAtKillMiB: round(med(killed.map((t) => t.availableAtKillMiB)), 1),
     kubeletAtKillMiB: round(med(killed.map((t) => t.kubeletAtKillMiB)), 1),
     rssMiB: round(med(ts.map((t) => t.contenderRssMiB)), 0),
-    senders: [...new Set(ts.flatMap((t) => (t.kill ? [`${t.kill.sender.replace(/-\d+$/, '')} (${t.kill.sig === 9 ? 'KILL' : 'TERM'})`] : [])))].join(', ') || '-',
+    senders: [...new Set(ts.flatMap((t) => (t.kill ? [`${t.kill.by} (${t.kill.sig === 9 ? 'KILL' : 'TERM'})`] : [])))].join(', ') || '-',
     via: [...new Set(ts.map((t) => t.via))].join('/'),
     psiSomeAvg10Max: ts.some((t) => t.psiSomeAvg10Max !== null) ? Math.max(...ts.map((t) => t.psiSomeAvg10Max ?? 0)) : null,
   };

@@ -25,7 +25,7 @@ import { IMAGES } from '../../harness';
 import type { Contender } from './contender';
 import { applyOomScoreAdj, lostPods, vmstatOomKills, type ProtectedPods } from './pods';
 import { meminfo } from './meminfo';
-import { crossingOf, exitNs, firstKill, oomVictim, reachedRate, reactionMs, readingAt, signalMiB, type Line, type Step } from './reaction';
+import { crossingOf, exitNs, firstKill, oomVictim, reachedRate, reactionMs, readingAt, senderOf, signalMiB, type Line, type Step } from './reaction';
 import type { SignalTrace, TraceEvent } from './signal-trace';
 
 const MiB = 1024 * 1024;
@@ -51,8 +51,8 @@ export interface Trial {
   windowMs: number | null;
   /** how much sooner the contender's own line was crossed than the common line, ms */
   ownLeadMs: number | null;
-  /** the kill as the kernel saw it: signal, sending task */
-  kill: { sig: number; sender: string } | null;
+  /** the kill as the kernel saw it: signal, sending task ("comm-pid"), and who that is for the row */
+  kill: { sig: number; sender: string; by: string } | null;
   /** the kill's send -> the hog's exit, ms (signal delivery, a SIGTERM handler, the exit's unmap) */
   exitAfterKillMs: number | null;
   /** the hog's last reading before the send, MiB: what was left at the kill */
@@ -222,7 +222,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     ownInferred: own?.inferred ?? false,
     windowMs: own && own.seenNs !== null ? Number(own.seenNs - own.touchNs) / 1e6 : null,
     ownLeadMs: own && common ? Number(common.touchNs - own.touchNs) / 1e6 : null,
-    kill: k ? { sig: k.sig, sender: k.sender } : null,
+    kill: k && hogPid !== null ? { sig: k.sig, sender: k.sender, by: senderOf(events, k, hogPid) } : null,
     exitAfterKillMs: k && exit !== null ? Number(exit - k.ns) / 1e6 : null,
     availableAtKillMiB: at ? Math.round(signalMiB(at, 'MemAvailable') * 10) / 10 : null,
     kubeletAtKillMiB: at ? Math.round(signalMiB(at, 'memory.available') * 10) / 10 : null,
