@@ -1,8 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { kubeletOomScoreAdj } from '../../src/lab/bench/peers/pods';
 import { cellOf, formatMs, notRunCell, ratios, renderConditions, renderTable, svg, toJson } from '../../src/lab/bench/peers/report';
-import { parse, trialOrder } from '../../src/lab/bench/peers/bench';
+import { parse, printReport, readSummary, trialOrder, type Summary } from '../../src/lab/bench/peers/bench';
 import { nohangConfig } from '../../src/lab/bench/peers/nohang';
 import { whatFavoursWhom } from '../../src/lab/bench/peers/fairness';
 import type { Trial } from '../../src/lab/bench/peers/trial';
@@ -113,4 +117,33 @@ test('nohangConfig: the line and min_sleep 0.01 in the stock file; a file withou
   const stock = 'max_sleep = 3\nmin_sleep = 0.1\nsoft_threshold_min_mem = 5 %\nhard_threshold_min_mem = 2 %\n';
   assert.equal(nohangConfig(stock, 32), 'max_sleep = 3\nmin_sleep = 0.01\nsoft_threshold_min_mem = 32 M\nhard_threshold_min_mem = 16 M\n');
   assert.throws(() => nohangConfig('max_sleep = 3\n', 32), /no soft_threshold_min_mem/);
+});
+
+test('--from: a saved --json summary prints the same tables and writes the picture, infinities intact', () => {
+  const cells = [
+    cellOf('evictd', 50, many(10, (i) => trial('evictd', 'stopped', i + 1, i + 3, 'CRI')), 3.125),
+    cellOf('kubelet', 50, many(10, () => trial('kubelet', 'oom-killed', Infinity, Infinity, 'kernel')), 3.125),
+    cellOf('earlyoom', 50, many(10, (i) => trial('earlyoom', 'stopped', 10 * (i + 1), 10 * (i + 1), 'bare kill')), 3.125),
+  ];
+  const summary: Summary = { bench: 'protect-peers', environment: 'lab', lineMiB: 32, evictdLineMiB: 97, oomdFreeLineMiB: 63, calibration: 'x', realMarginMiB: 100, rates: [50], trials: 10, contenders: ['evictd', 'kubelet', 'earlyoom'], cells, configs: { evictd: 'a', kubelet: 'b', earlyoom: 'c' }, ran: {}, errors: [], seconds: 1 };
+  const back = readSummary(`{"cell":{}}\n${toJson(summary)}\n`);
+  assert.equal(back.cells[1]!.own!.median, Infinity);
+  assert.deepEqual(back.cells, cells, 'every value back, the infinities too');
+  const out: string[] = [];
+  const file = path.join(os.tmpdir(), `evictd-peers-from-${process.pid}.svg`);
+  const r = printReport(back, (l) => out.push(l), file);
+  assert.equal(r[0]!.peer!.contender, 'earlyoom');
+  assert.match(out.join('\n'), /kubelet +\| .*\| none \[none, none\] \/ none/);
+  assert.match(fs.readFileSync(file, 'utf8'), /^<svg /);
+  fs.rmSync(file);
+  assert.throws(() => readSummary('not json'), /not JSON/);
+  assert.throws(() => readSummary('{"bench":"protect"}'), /not the summary/);
+});
+
+test('bench protect --peers --from: a missing file is one line naming the flag and the value, exit 2', () => {
+  const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
+  const r = spawnSync(process.execPath, [bin, 'bench', 'protect', '--peers', '--from', '/nonexistent/run.json'], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(r.status, 2, r.stderr);
+  assert.deepEqual(r.stderr.trim().split('\n').length, 1, r.stderr);
+  assert.match(r.stderr, /--from.*\/nonexistent\/run\.json.*no such file/);
 });

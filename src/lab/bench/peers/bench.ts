@@ -36,7 +36,7 @@ import { oomd } from './oomd';
 import { replaceLostPods, startProtectedPods, type ProtectedPods } from './pods';
 import { calibrate } from './calibrate';
 import { describeLine, type Line } from './reaction';
-import { cellOf, formatMs, notRunCell, ratios, renderConditions, renderTable, svg, toJson, type Cell } from './report';
+import { cellOf, formatMs, notRunCell, ratios, renderConditions, renderTable, svg, toJson, type Cell, type Ratio } from './report';
 import { whatFavoursWhom } from './fairness';
 import { SignalTrace, tracefsMissing } from './signal-trace';
 import { runTrial, settle, type Trial } from './trial';
@@ -52,7 +52,7 @@ const DEFAULT_TRIALS = 10;
 const QUICK_TRIALS = 1;
 const CALIBRATION_RAMPS = 3;
 
-export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] [--trials N | --quick] [--line-mib N] [--json] [--svg FILE]
+export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] [--trials N | --quick] [--line-mib N] [--json] [--svg FILE] [--from FILE]
 
   Runs on the whole machine as the node: use a pure cgroup v2 VM of fixed memory (the lab),
   with tracefs (every kill is timed by the kernel's signal_generate).
@@ -64,7 +64,8 @@ export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] 
   --line-mib N        the MemAvailable line every contender gets (default 32)
   --real-margin-mib N the real node's margin the rows are scaled to (default 100, the kubelet's line)
   --svg FILE          the chart (default ./evictd-bench-peers.svg)
-  --json              one JSON line per cell, then the summary`;
+  --json              one JSON line per cell, then the summary
+  --from FILE         run nothing: print the tables of a saved --json run and write its chart`;
 
 interface Options {
   contenders: Contender[];
@@ -76,10 +77,60 @@ interface Options {
   svg: string;
   json: boolean;
   force: boolean;
+  /** render a saved --json run (its last line) instead of running */
+  from: string | null;
+}
+
+/** What a run leaves (the last line of --json): enough to print its tables and picture again. */
+export interface Summary {
+  bench: 'protect-peers';
+  environment: string;
+  lineMiB: number;
+  evictdLineMiB: number;
+  oomdFreeLineMiB: number;
+  calibration: string;
+  realMarginMiB: number;
+  rates: number[];
+  trials: number;
+  contenders: string[];
+  cells: Cell[];
+  configs: Record<string, string>;
+  ran: Record<string, string>;
+  errors: string[];
+  seconds: number;
+}
+
+/** Prints the tables, the ratios and what favours whom, writes the picture; returns the ratios. */
+export function printReport(s: Summary, log: (line: string) => void, svgPath: string): Ratio[] {
+  const scale = s.realMarginMiB / s.lineMiB;
+  const title = `bench protect --peers: ${s.environment}; common line MemAvailable < ${s.lineMiB} MiB (real-node rates for a ${s.realMarginMiB} MiB margin)`;
+  fs.writeFileSync(svgPath, svg(s.cells, s.contenders, s.rates, title, scale));
+  const r = ratios(s.cells, s.rates);
+  log('\n' + renderTable(s.cells));
+  log('\nwhat favours whom, per cell:\n' + renderConditions(s.cells));
+  log("\nevictd against the best peer, from each one's own line (median [95% CI] / p95):\n" + r.map((x) => `  ${x.rateMiBs} MiB/s asked: ${x.text}`).join('\n'));
+  log('\nwhat favours whom:\n' + whatFavoursWhom(s.cells).map((f) => `  - ${f}`).join('\n'));
+  log('\nconfigurations:\n' + s.contenders.map((n) => `  ${n}: ${s.configs[n]}${s.ran[n] ? ` [ran: ${s.ran[n]}]` : ''}`).join('\n'));
+  if (s.errors.length) log(`\ntrials that failed (not counted): ${s.errors.length}\n` + s.errors.map((e) => `  ${e}`).join('\n'));
+  log(`picture: ${svgPath}   (${s.seconds} s)`);
+  return r;
+}
+
+/** The summary line of a saved --json run, with the infinities toJson spelled out made numbers again. */
+export function readSummary(text: string): Summary {
+  const last = text.trim().split('\n').pop() ?? '';
+  let s: Summary;
+  try {
+    s = JSON.parse(last, (_k, v: unknown) => (v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v)) as Summary;
+  } catch {
+    throw new Error('its last line is not JSON');
+  }
+  if (s?.bench !== 'protect-peers' || !Array.isArray(s.cells) || !Array.isArray(s.contenders)) throw new Error('its last line is not the summary of bench protect --peers --json');
+  return s;
 }
 
 export function parse(argv: string[]): Options {
-  const o: Options = { contenders: DEFAULT_CONTENDERS, rates: [50, 200], trials: DEFAULT_TRIALS, calibrationRamps: CALIBRATION_RAMPS, lineMiB: 32, realMarginMiB: 100, svg: path.resolve('evictd-bench-peers.svg'), json: false, force: false };
+  const o: Options = { contenders: DEFAULT_CONTENDERS, rates: [50, 200], trials: DEFAULT_TRIALS, calibrationRamps: CALIBRATION_RAMPS, lineMiB: 32, realMarginMiB: 100, svg: path.resolve('evictd-bench-peers.svg'), json: false, force: false, from: null };
   let trials: number | null = null;
   let quick = false;
   eachFlag(argv, (flag, value, raw) => {
@@ -98,6 +149,7 @@ export function parse(argv: string[]): Options {
     else if (flag === '--svg') o.svg = path.resolve(value());
     else if (flag === '--json') o.json = true;
     else if (flag === '--force') o.force = true;
+    else if (flag === '--from') o.from = value();
     else throw new UsageError(`bench protect --peers: unknown flag ${JSON.stringify(raw)}`);
   });
   // --trials wins over --quick's count, whatever the order.
@@ -129,6 +181,22 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const o = parse(argv);
+  if (o.from !== null) {
+    let text: string;
+    try {
+      text = fs.readFileSync(o.from, 'utf8');
+    } catch (err) {
+      throw badValue('--from', o.from, (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message);
+    }
+    let s: Summary;
+    try {
+      s = readSummary(text);
+    } catch (err) {
+      throw badValue('--from', o.from, (err as Error).message);
+    }
+    printReport(s, (line) => void process.stdout.write(line + '\n'), o.svg);
+    return 0;
+  }
   const missing = machineMissing(o.force);
   if (missing) throw new UsageError(`bench protect --peers: ${missing}`);
   const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
@@ -213,7 +281,6 @@ export async function run(argv: string[]): Promise<number> {
         }
       }
     }
-    const names = o.contenders.map((c) => c.name);
     const cells: Cell[] = o.rates.flatMap((rate) =>
       o.contenders.map((c) => {
         const ts = trials.filter((t) => t.contender === c.name && t.rateMiBs === rate);
@@ -224,21 +291,9 @@ export async function run(argv: string[]): Promise<number> {
       }),
     );
     if (o.json) for (const cell of cells) process.stdout.write(toJson({ cell, config: configs[cell.contender] }) + '\n');
-    const title = `bench protect --peers: ${env}; common line MemAvailable < ${o.lineMiB} MiB (real-node rates for a ${o.realMarginMiB} MiB margin)`;
-    fs.writeFileSync(o.svg, svg(cells, names, o.rates, title, scale));
-    const r = ratios(cells, o.rates);
-    const favours = whatFavoursWhom(cells);
-    log('\n' + renderTable(cells));
-    log('\nwhat favours whom, per cell:\n' + renderConditions(cells));
-    log('\nevictd against the best peer, from each one\'s own line (median [95% CI] / p95):\n' + r.map((x) => `  ${x.rateMiBs} MiB/s asked: ${x.text}`).join('\n'));
-    log('\nwhat favours whom:\n' + favours.map((f) => `  - ${f}`).join('\n'));
-    log('\nconfigurations:\n' + names.map((n) => `  ${n}: ${configs[n]}${ran[n] ? ` [ran: ${ran[n]}]` : ''}`).join('\n'));
-    if (errors.length) log(`\ntrials that failed (not counted): ${errors.length}\n` + errors.map((e) => `  ${e}`).join('\n'));
-    log(`picture: ${o.svg}   (${round((Date.now() - t0) / 1000, 0)} s)`);
-    if (o.json)
-      process.stdout.write(
-        toJson({ bench: 'protect-peers', environment: env, lineMiB: o.lineMiB, evictdLineMiB: ctx.evictdLineMiB, oomdFreeLineMiB: ctx.oomdFreeLineMiB, calibration: cal.note, realMarginMiB: o.realMarginMiB, rates: o.rates, trials: o.trials, cells, ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, own: x.own, common: x.common, p95BelowPeerMedian: x.p95BelowPeerMedian, peer: x.peer?.contender ?? null, text: x.text })), favours, configs, ran, errors, svg: o.svg }) + '\n',
-      );
+    const summary: Summary = { bench: 'protect-peers', environment: env, lineMiB: o.lineMiB, evictdLineMiB: ctx.evictdLineMiB, oomdFreeLineMiB: ctx.oomdFreeLineMiB, calibration: cal.note, realMarginMiB: o.realMarginMiB, rates: o.rates, trials: o.trials, contenders: o.contenders.map((c) => c.name), cells, configs, ran, errors, seconds: round((Date.now() - t0) / 1000, 0) ?? 0 };
+    const r = printReport(summary, log, o.svg);
+    if (o.json) process.stdout.write(toJson({ ...summary, ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, own: x.own, common: x.common, p95BelowPeerMedian: x.p95BelowPeerMedian, peer: x.peer?.contender ?? null, text: x.text })), favours: whatFavoursWhom(cells), svg: o.svg }) + '\n');
   } finally {
     trace.close();
     await session.close();
