@@ -15,6 +15,13 @@
  * A checkpoint file with that line proves the handler ran to its end; a kernel OOM kill (or
  * SIGKILL) leaves none.
  *
+ * With $HOG_METER set, the hog stamps the node's memory itself, for a race where every contender
+ * is timed alike (`bench protect --peers`): it prints "<ns> start" before its first MiB, and
+ * after each MiB it preads /proc/meminfo and prints
+ *   "<ns after the read> <MiB held> <ns the MiB's touch began> <MemAvailable> <MemFree> <Inactive(file)>"
+ * (kB as /proc/meminfo prints them). Whoever reads the log finds the moment the hog first saw a
+ * signal below a line, with the window in which it crossed, without a sampler of its own.
+ *
  * With $HOG_CHURN set, once it holds <target MiB> it goes on at the same rate allocating,
  * touching and unmapping one more MiB, printing "<ns> lat <ns it took>" each time: a pod that
  * keeps allocating, whose allocation latency shows whether another pod's trouble slows it.
@@ -32,6 +39,8 @@
 #define MIB (1024L * 1024L)
 
 static int out_fd = -1;
+/* /proc/meminfo, kept open and pread from offset 0 (HOG_METER); -1 when off. */
+static int meminfo_fd = -1;
 static const char *checkpoint_path;
 /* MiB held so far, read by the signal handler. */
 static volatile sig_atomic_t held_mib;
@@ -88,6 +97,26 @@ static void on_term(int sig) {
   _exit(status);
 }
 
+/* The value in kB of the /proc/meminfo field named `key` (with its colon), or -1. */
+static long long meminfo_field(const char *text, const char *key) {
+  const char *p = strstr(text, key);
+  if (!p) return -1;
+  p += strlen(key);
+  while (*p == ' ') p++;
+  return strtoll(p, NULL, 10);
+}
+
+/* One reading after a MiB: the three fields the peers' and the kubelet's signals are made of. */
+static int meter_line(char *line, size_t size, long held, long long touch_ns) {
+  char text[4096];
+  ssize_t n = pread(meminfo_fd, text, sizeof text - 1, 0);
+  if (n <= 0) return snprintf(line, size, "%lld %ld\n", now_ns(), held);
+  text[n] = '\0';
+  long long ns = now_ns();
+  return snprintf(line, size, "%lld %ld %lld %lld %lld %lld\n", ns, held, touch_ns, meminfo_field(text, "MemAvailable:"),
+                  meminfo_field(text, "MemFree:"), meminfo_field(text, "Inactive(file):"));
+}
+
 static long parse_arg(const char *name, const char *text) {
   char *end;
   errno = 0;
@@ -115,6 +144,8 @@ int main(int argc, char **argv) {
   if (path && *path) out_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   const char *cp = getenv("HOG_CHECKPOINT");
   if (cp && *cp) checkpoint_path = cp;
+  const char *meter = getenv("HOG_METER");
+  if (meter && *meter) meminfo_fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
 
   struct sigaction term = {.sa_handler = on_term};
   sigaction(SIGTERM, &term, NULL);
@@ -122,7 +153,13 @@ int main(int argc, char **argv) {
 
   long long start = now_ns();
   long long step_ns = 1000000000LL / rate;
+  if (meminfo_fd >= 0) {
+    char line[64];
+    int len = snprintf(line, sizeof line, "%lld start\n", start);
+    emit(line, (size_t)len);
+  }
   for (long held = 1; held <= target; held++) {
+    long long touch_ns = now_ns();
     char *p = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       perror("hog: mmap");
@@ -131,8 +168,8 @@ int main(int argc, char **argv) {
     /* Touch every page so the memory is charged to the cgroup now, not on first use. */
     for (long off = 0; off < MIB; off += 4096) p[off] = (char)held;
     held_mib = (sig_atomic_t)held;
-    char line[64];
-    int len = snprintf(line, sizeof line, "%lld %ld\n", now_ns(), held);
+    char line[160];
+    int len = meminfo_fd >= 0 ? meter_line(line, sizeof line, held, touch_ns) : snprintf(line, sizeof line, "%lld %ld\n", now_ns(), held);
     emit(line, (size_t)len);
     long long due = start + held * step_ns;
     struct timespec ts = {.tv_sec = due / 1000000000LL, .tv_nsec = due % 1000000000LL};

@@ -290,12 +290,29 @@ export class NodeLab {
   }
 }
 
-/** The hog's stdout lines "<CLOCK_MONOTONIC ns> <MiB held>" as numbers. */
-export function hogSteps(lines: string[]): { ns: bigint; mib: number }[] {
-  const out: { ns: bigint; mib: number }[] = [];
+/** What the hog read in /proc/meminfo right after a MiB (HOG_METER), kB as the file prints them. */
+export interface HogReading {
+  /** when the MiB's touch began: the crossing, if this reading is the first below a line, lies between this and `ns` */
+  touchNs: bigint;
+  availableKb: number;
+  freeKb: number;
+  inactiveFileKb: number;
+}
+
+/**
+ * The hog's stdout lines "<CLOCK_MONOTONIC ns> <MiB held>" as numbers; with HOG_METER the line
+ * goes on with "<touch ns> <MemAvailable> <MemFree> <Inactive(file)>", returned as `reading`.
+ */
+export function hogSteps(lines: string[]): { ns: bigint; mib: number; reading?: HogReading }[] {
+  const out: { ns: bigint; mib: number; reading?: HogReading }[] = [];
   for (const l of lines) {
-    const m = /^(\d+) (\d+)$/.exec(l.trim());
-    if (m) out.push({ ns: BigInt(m[1]!), mib: Number(m[2]) });
+    const m = /^(\d+) (\d+)(?: (\d+) (-?\d+) (-?\d+) (-?\d+))?$/.exec(l.trim());
+    if (!m) continue;
+    const step: { ns: bigint; mib: number; reading?: HogReading } = { ns: BigInt(m[1]!), mib: Number(m[2]) };
+    // A field the kernel did not print reads -1: such a reading is no reading.
+    if (m[3] !== undefined && Number(m[4]) >= 0 && Number(m[5]) >= 0 && Number(m[6]) >= 0)
+      step.reading = { touchNs: BigInt(m[3]), availableKb: Number(m[4]), freeKb: Number(m[5]), inactiveFileKb: Number(m[6]) };
+    out.push(step);
   }
   return out;
 }

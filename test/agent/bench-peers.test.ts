@@ -10,19 +10,20 @@ import { AGENT_HARNESS_DIR, missingE2e } from './agent-harness';
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 
 /**
- * The short version of `evictd bench protect --peers` (one rate, one trial, two contenders), so
- * the bench cannot rot: evictd as `evictd run` selects (the tripwire in the VM) and earlyoom.
+ * The short version of `evictd bench protect --peers` (--quick: one rate, one trial, one
+ * calibration ramp, two contenders), so the bench cannot rot: evictd as shipped (the tripwire in
+ * the VM) and earlyoom, each kill timed from the kernel's trace and each crossing by the hog.
  * evictd-poll is left to the full bench: each contender adds a minute under TCG, and its mode
  * (--notifications poll) has a unit test of its own. It fills the whole machine, so it runs only where the machine is a small
  * pure cgroup v2 node: the lab VM (npm run test:v2). On the hybrid host it is skipped by
  * configuration, as the lab's other pure-v2 tests are.
  */
-test('bench protect --peers: one rate, one trial, evictd and earlyoom: every row measured or "not run" with a reason, no protected pod lost, the SVG written', async (t) => {
+test('bench protect --peers --quick: evictd and earlyoom: every row measured (kill from the kernel trace, reaction from its own line) or "not run" with a reason, no protected pod lost, the SVG written', async (t) => {
   if (skipped(t, missingE2e()) || needsPureV2(t)) return;
   // The lab VM is small (a few GiB): a machine this big is not the lab, and filling it is wrong.
   assert.ok(os.totalmem() <= 8 * 1024 ** 3, `the whole machine is the node: ${Math.round(os.totalmem() / 2 ** 20)} MiB is not the lab's small VM`);
   const svg = path.join(os.tmpdir(), `evictd-bench-peers-${process.pid}.svg`);
-  const child = spawn(process.execPath, [bin, 'bench', 'protect', '--peers=evictd,earlyoom', '--rates', '200', '--trials', '1', '--json', '--svg', svg], {
+  const child = spawn(process.execPath, [bin, 'bench', 'protect', '--peers=evictd,earlyoom', '--rates', '200', '--quick', '--json', '--svg', svg], {
     env: { ...process.env, EVICTD_HARNESS_DIR: AGENT_HARNESS_DIR },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -33,7 +34,8 @@ test('bench protect --peers: one rate, one trial, evictd and earlyoom: every row
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   assert.equal(code, 0, err.split('\n').slice(-20).join('\n'));
   const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-  const summary = lines[lines.length - 1] as { bench: string; cells: { contender: string; trials: number; stopped: number; protectedLost: number; via: string; notRun?: string; labRateMiBs: number | null; realRateMiBs: number | null }[]; configs: Record<string, string>; ran: Record<string, string> };
+  type Cell = { contender: string; trials: number; stopped: number; protectedLost: number; via: string; notRun?: string; reachedRateMiBs: number | null; realRateMiBs: number | null; senders: string; ownLine: string; own: { median: number | string } | null };
+  const summary = lines[lines.length - 1] as { bench: string; evictdLineMiB: number; cells: Cell[]; configs: Record<string, string>; ran: Record<string, string>; ratios: { text: string }[] };
   assert.equal(summary.bench, 'protect-peers');
   assert.deepEqual(summary.cells.map((c) => c.contender), ['evictd', 'earlyoom']);
   for (const c of summary.cells) {
@@ -44,15 +46,21 @@ test('bench protect --peers: one rate, one trial, evictd and earlyoom: every row
     }
     assert.equal(c.trials, 1, `${c.contender}: measured`);
     assert.equal(c.protectedLost, 0, `${c.contender}: no protected pod lost`);
-    assert.ok(c.labRateMiBs !== null && c.realRateMiBs !== null && c.realRateMiBs > c.labRateMiBs, `${c.contender}: lab and real-node rates`);
+    assert.ok(c.reachedRateMiBs !== null && c.realRateMiBs !== null && c.realRateMiBs > c.reachedRateMiBs, `${c.contender}: reached and real-node rates`);
+    // Whoever stopped the hog, the kernel's trace named the sender of the first kill.
+    assert.notEqual(c.senders, '-', `${c.contender}: the first kill, from signal_generate`);
+    assert.ok(c.own !== null, `${c.contender}: a reaction from its own line (${c.ownLine})`);
   }
   const evictd = summary.cells.find((c) => c.contender === 'evictd')!;
   assert.equal(evictd.notRun, undefined, 'evictd always runs');
   if (evictd.stopped) assert.equal(evictd.via, 'CRI', 'evictd stops through the runtime');
+  assert.equal(evictd.ownLine, `memory.available < ${summary.evictdLineMiB} MiB`, "evictd's own line is the kubelet's signal, calibrated");
+  assert.equal(summary.ratios.length, 1);
   // On the v2 root the node's line is armed (tripwire, or the poller where BPF cannot load).
   assert.match(summary.ran.evictd ?? '', /memory line node:[^;]*: (bpf-tripwire|adaptive-poll)/);
   const earlyoom = summary.cells.find((c) => c.contender === 'earlyoom')!;
   if (earlyoom.stopped) assert.equal(earlyoom.via, 'bare kill');
+  if (earlyoom.stopped) assert.match(earlyoom.senders, /^earlyoom \(TERM\)/, "earlyoom's SIGTERM, sent by earlyoom");
   assert.match(fs.readFileSync(svg, 'utf8'), /^<svg [^]*earlyoom[^]*<\/svg>\n$/);
   fs.rmSync(svg, { force: true });
 });

@@ -1,8 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { kubeletOomScoreAdj } from '../../src/lab/bench/peers/pods';
-import { cellOf, notRunCell, ratios, renderTable, svg } from '../../src/lab/bench/peers/report';
+import { cellOf, formatMs, notRunCell, ratios, renderConditions, renderTable, svg, toJson } from '../../src/lab/bench/peers/report';
+import { parse, printReport, readSummary, trialOrder, type Summary } from '../../src/lab/bench/peers/bench';
+import { nohangConfig } from '../../src/lab/bench/peers/nohang';
+import { whatFavoursWhom } from '../../src/lab/bench/peers/fairness';
 import type { Trial } from '../../src/lab/bench/peers/trial';
+import { UsageError } from '../../src/errors';
 
 const MiB = 1024 * 1024;
 
@@ -14,37 +22,128 @@ test("kubeletOomScoreAdj: the kubelet's values per QoS class (pkg/kubelet/qos/po
   assert.equal(kubeletOomScoreAdj('Burstable', 0, 1024 * MiB), 999, 'never 1000, the BestEffort value');
 });
 
-const trial = (contender: string, outcome: Trial['outcome'], reactionMs: number | null, via: Trial['via']): Trial => ({
+const trial = (contender: string, outcome: Trial['outcome'], own: number | null, common: number | null, via: Trial['via']): Trial => ({
   contender,
   rateMiBs: 100,
-  measuredRateMiBs: 90,
+  reachedRateMiBs: 90,
   outcome,
   oomKills: outcome === 'oom-killed' ? 1 : 0,
-  reactionMs,
+  ownReactionMs: own,
+  commonReactionMs: common,
+  ownInferred: false,
+  windowMs: 2,
+  ownLeadMs: contender === 'evictd' ? 5 : 0,
+  kill: { sig: contender === 'earlyoom' ? 15 : 9, sender: `${contender === 'kernel' ? 'containerd' : contender}-42`, by: contender === 'kernel' ? 'kernel OOM killer (in containerd)' : contender },
+  exitAfterKillMs: 3,
   availableAtKillMiB: 20,
+  kubeletAtKillMiB: 80,
   via,
   protectedLost: [],
   psiSomeAvg10Max: outcome === 'oom-killed' ? 7.5 : 1.25,
+  contenderRssMiB: 40,
 });
 
-test('report: cells, the ratio to the best peer, a "not run" row kept, an SVG that is well-formed text', () => {
+const many = (n: number, f: (i: number) => Trial) => Array.from({ length: n }, (_, i) => f(i));
+
+test('report: medians with a 95% interval from 10 trials, the ratio from each own line, where evictd is and is not ahead', () => {
   const cells = [
-    cellOf('evictd-poll', 100, [trial('evictd-poll', 'stopped', 50, 'CRI')], 3.125),
-    cellOf('earlyoom', 100, [trial('earlyoom', 'stopped', 200, 'bare kill')], 3.125),
-    cellOf('kernel', 100, [trial('kernel', 'oom-killed', 9000, 'kernel')], 3.125),
+    cellOf('evictd', 100, many(10, (i) => trial('evictd', 'stopped', i + 1, i + 3, 'CRI')), 3.125),
+    cellOf('earlyoom', 100, many(10, (i) => trial('earlyoom', 'stopped', 10 * (i + 1), 10 * (i + 1), 'bare kill')), 3.125),
+    cellOf('oomd', 100, many(10, (i) => trial('oomd', i < 4 ? 'oom-killed' : 'stopped', i < 4 ? Infinity : 1, 1, i < 4 ? 'kernel' : 'bare kill')), 3.125),
+    cellOf('kernel', 100, many(10, () => trial('kernel', 'oom-killed', 9000, 9000, 'kernel')), 3.125),
     notRunCell('systemd-oomd', 100, 'needs systemd as PID 1'),
   ];
-  assert.equal(cells[0]!.realRateMiBs, 281);
-  assert.equal(cells[2]!.stopped, 0);
-  assert.equal(cells[2]!.reactionP50Ms, 9000, "the kernel row's reaction is the kernel's kill");
-  assert.equal(cells[2]!.psiSomeAvg10Max, 7.5, 'the highest memory PSI of the trials');
-  assert.equal(cells[3]!.psiSomeAvg10Max, undefined);
+  const [e, early, oomd, kern] = cells;
+  assert.equal(e!.own!.median, 5.5);
+  assert.equal(e!.own!.lo, 2);
+  assert.equal(e!.own!.hi, 9);
+  assert.equal(e!.own!.p95, 10);
+  assert.equal(e!.realRateMiBs, 281);
+  assert.equal(oomd!.stopped, 6, 'oomd let the kernel kill 4 times');
+  assert.equal(kern!.own!.median, 9000, "the kernel row's reaction is the kernel's kill");
+  assert.equal(kern!.psiSomeAvg10Max, 7.5);
   const [r] = ratios(cells, [100]);
-  assert.match(r!.text, /evictd-poll 1\/1 vs best peer earlyoom 1\/1, reaction p50 50 vs 200 ms \(evictd 4x faster\)/);
+  assert.equal(r!.peer!.contender, 'earlyoom', 'the best peer stops the most hogs first: not oomd, whose median is lower');
+  assert.equal(r!.own, 10, '55 ms / 5.5 ms');
+  assert.equal(r!.p95BelowPeerMedian, true);
+  assert.match(r!.text, /own line: 5\.5 \[2\.0, 9\.0\] \/ 10 vs 55 \[20, 90\] \/ 100 ms \(median: evictd 10x faster\)/);
+  // Where evictd is not ahead, the text says so.
+  const slow = cellOf('evictd', 100, many(10, () => trial('evictd', 'stopped', 110, 110, 'CRI')), 3.125);
+  const [s] = ratios([slow, early!], [100]);
+  assert.match(s!.text, /evictd 2x slower/);
+  assert.match(s!.text, /NOT below/);
+  assert.equal(early!.senders, 'earlyoom (TERM)');
+  assert.equal(kern!.senders, 'kernel OOM killer (in containerd) (KILL)');
   const table = renderTable(cells);
   assert.match(table, /systemd-oomd \| \(100\) +\| not run: needs systemd as PID 1/);
-  const picture = svg(cells, ['evictd-poll', 'earlyoom', 'systemd-oomd', 'kernel'], [100], 'line MemAvailable < 32 MiB & more', 3.125);
+  assert.match(table, /oomd .*\| none \[1\.0, none\] \/ none|oomd .*\| 1\.0 \[1\.0, none\] \/ none/);
+  assert.match(renderConditions(cells), /evictd +\| 100 +\| 5\.0 +\| 2\.0/);
+  const picture = svg(cells, ['evictd', 'earlyoom', 'oomd', 'systemd-oomd', 'kernel'], [100], 'line MemAvailable < 32 MiB & more', 3.125);
   assert.match(picture, /MemAvailable &lt; 32 MiB &amp; more/);
   assert.doesNotMatch(picture.replace(/<\/?[a-z][^<>]*>/g, ''), /[<>]/, 'no raw < or > outside tags');
   assert.match(picture, /systemd-oomd \(not run\)/);
+  assert.ok(whatFavoursWhom(cells).some((l) => /evictd 5\.0 ms/.test(l)), 'the own-line lead, measured');
+});
+
+test('formatMs and toJson: the infinities are spelled out, not lost', () => {
+  assert.equal(formatMs(-Infinity), '<0');
+  assert.equal(formatMs(Infinity), 'none');
+  assert.equal(formatMs(3.14159), '3.1');
+  assert.equal(formatMs(123.6), '124');
+  assert.equal(toJson({ a: Infinity, b: -Infinity, c: 1n }), '{"a":"Infinity","b":"-Infinity","c":"1"}');
+});
+
+test('flags: 10 trials by default, --quick 1 unless --trials says otherwise, one evictd row, a bad value named', () => {
+  const d = parse([]);
+  assert.equal(d.trials, 10);
+  assert.deepEqual(d.rates, [50, 200]);
+  assert.ok(!d.contenders.some((c) => c.name === 'evictd-poll'), 'evictd-poll only when named');
+  assert.equal(parse(['--quick']).trials, 1);
+  assert.equal(parse(['--trials', '4', '--quick']).trials, 4);
+  assert.equal(parse(['--quick', '--trials=4']).trials, 4);
+  assert.deepEqual(parse(['--peers=evictd-poll,kernel']).contenders.map((c) => c.name), ['evictd-poll', 'kernel']);
+  assert.throws(() => parse(['--trials', '0']), /--trials.*"0"/);
+  assert.throws(() => parse(['--peers=evictd,foo']), /--peers.*foo/);
+  assert.throws(() => parse(['--bogus']), UsageError);
+});
+
+test('trialOrder: rotated per trial, every contender once', () => {
+  assert.deepEqual(trialOrder(['a', 'b', 'c'], 0), ['a', 'b', 'c']);
+  assert.deepEqual(trialOrder(['a', 'b', 'c'], 4), ['b', 'c', 'a']);
+  assert.deepEqual(trialOrder([], 3), []);
+});
+
+test('nohangConfig: the line and min_sleep 0.01 in the stock file; a file without the keys is refused', () => {
+  const stock = 'max_sleep = 3\nmin_sleep = 0.1\nsoft_threshold_min_mem = 5 %\nhard_threshold_min_mem = 2 %\n';
+  assert.equal(nohangConfig(stock, 32), 'max_sleep = 3\nmin_sleep = 0.01\nsoft_threshold_min_mem = 32 M\nhard_threshold_min_mem = 16 M\n');
+  assert.throws(() => nohangConfig('max_sleep = 3\n', 32), /no soft_threshold_min_mem/);
+});
+
+test('--from: a saved --json summary prints the same tables and writes the picture, infinities intact', () => {
+  const cells = [
+    cellOf('evictd', 50, many(10, (i) => trial('evictd', 'stopped', i + 1, i + 3, 'CRI')), 3.125),
+    cellOf('kubelet', 50, many(10, () => trial('kubelet', 'oom-killed', Infinity, Infinity, 'kernel')), 3.125),
+    cellOf('earlyoom', 50, many(10, (i) => trial('earlyoom', 'stopped', 10 * (i + 1), 10 * (i + 1), 'bare kill')), 3.125),
+  ];
+  const summary: Summary = { bench: 'protect-peers', environment: 'lab', lineMiB: 32, evictdLineMiB: 97, oomdFreeLineMiB: 63, calibration: 'x', realMarginMiB: 100, rates: [50], trials: 10, contenders: ['evictd', 'kubelet', 'earlyoom'], cells, configs: { evictd: 'a', kubelet: 'b', earlyoom: 'c' }, ran: {}, errors: [], seconds: 1 };
+  const back = readSummary(`{"cell":{}}\n${toJson(summary)}\n`);
+  assert.equal(back.cells[1]!.own!.median, Infinity);
+  assert.deepEqual(back.cells, cells, 'every value back, the infinities too');
+  const out: string[] = [];
+  const file = path.join(os.tmpdir(), `evictd-peers-from-${process.pid}.svg`);
+  const r = printReport(back, (l) => out.push(l), file);
+  assert.equal(r[0]!.peer!.contender, 'earlyoom');
+  assert.match(out.join('\n'), /kubelet +\| .*\| none \[none, none\] \/ none/);
+  assert.match(fs.readFileSync(file, 'utf8'), /^<svg /);
+  fs.rmSync(file);
+  assert.throws(() => readSummary('not json'), /not JSON/);
+  assert.throws(() => readSummary('{"bench":"protect"}'), /not the summary/);
+});
+
+test('bench protect --peers --from: a missing file is one line naming the flag and the value, exit 2', () => {
+  const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
+  const r = spawnSync(process.execPath, [bin, 'bench', 'protect', '--peers', '--from', '/nonexistent/run.json'], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(r.status, 2, r.stderr);
+  assert.deepEqual(r.stderr.trim().split('\n').length, 1, r.stderr);
+  assert.match(r.stderr, /--from.*\/nonexistent\/run\.json.*no such file/);
 });

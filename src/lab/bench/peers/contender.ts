@@ -1,14 +1,16 @@
 /**
  * One contender of `evictd bench protect --peers`: something that should stop the runaway pod
  * before the kernel OOM killer does (evictd in its modes, the kubelet's loop, earlyoom, nohang,
- * oomd, systemd-oomd, or nobody). The bench starts it once per contender, runs every rate and
- * trial against it, and stops it; the trial's measurements come from the hog, the kernel and
- * the runtime, never from the contender's own log, so every row is measured the same way.
+ * oomd, systemd-oomd, or nobody). The bench starts it fresh for each trial and stops it after,
+ * so contenders interleave trial by trial and no state carries from one ramp to the next; the
+ * trial's measurements come from the hog, the kernel and the runtime, never from the
+ * contender's own log, so every row is measured the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { NodeLab } from '../../node-lab';
+import type { Line } from './reaction';
 
 export interface ContenderContext {
   lab: NodeLab;
@@ -23,6 +25,12 @@ export interface ContenderContext {
    * crosses lineMiB (calibrate.ts).
    */
   evictdLineMiB: number;
+  /**
+   * oomd's line on its own signal, MiB of MemFree (it counts the root's usage as
+   * MemTotal - MemFree): lineMiB plus the MemFree - MemAvailable gap measured where MemAvailable
+   * crossed lineMiB on a calibration ramp (near the end of memory the gap is not the idle one).
+   */
+  oomdFreeLineMiB: number;
   /** a directory for the contender's configuration files and log */
   workDir: string;
 }
@@ -30,6 +38,8 @@ export interface ContenderContext {
 export interface RunningContender {
   /** the mechanism that actually ran, when the contender says so (e.g. evictd's notifier); read after the trials */
   readonly ran?: string | undefined;
+  /** the contender's main process, for its memory (VmRSS) on the node */
+  readonly pid?: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -41,6 +51,8 @@ export interface Contender {
   missing(ctx: ContenderContext): string | null;
   /** the configuration used and why it is equivalent to evictd's line, printed beside the row */
   config(ctx: ContenderContext): string;
+  /** the line this contender itself watches, on its own signal: its reaction is measured from it */
+  ownLine(ctx: ContenderContext): Line;
   start(ctx: ContenderContext): Promise<RunningContender>;
 }
 
@@ -96,6 +108,7 @@ export async function startDaemon(ctx: ContenderContext, name: string, cmd: stri
     throw new Error(`${name} exited at start: ${seen.trim().split('\n').slice(-3).join(' | ')}`);
   }
   return {
+    pid: child.pid,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 5000);

@@ -12,5 +12,6 @@ export const kubelet: Contender = {
   stops: 'CRI',
   missing: () => null,
   config: (ctx) => `evictd run --notifications none --housekeeping-interval 10s, memory.available<${ctx.evictdLineMiB}Mi: the kubelet's 10 s loop and ranking (its default 100Mi, scaled to the lab)`,
-  start: (ctx) => startAgent(ctx, ['--notifications', 'none', '--housekeeping-interval', '10s']),
+  ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
+  start: (ctx) => startAgent(ctx, ['--notifications', 'none', '--housekeeping-interval', '10s'], false),
 };

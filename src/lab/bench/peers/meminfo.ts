@@ -1,4 +1,8 @@
-/** /proc/meminfo fields the peers decide on, in bytes (MemAvailable is not in src/node's reader). */
+/**
+ * /proc/meminfo fields the bench itself reads, in bytes (MemAvailable is not in src/node's
+ * reader): the node's size and, between trials, whether memory came back. The contenders'
+ * signals during a ramp are the hog's own readings (reaction.ts).
+ */
 import fs from 'node:fs';
 
 export interface Meminfo {
@@ -6,15 +10,6 @@ export interface Meminfo {
   free: number;
   available: number;
   inactiveFile: number;
-}
-
-/**
- * The kubelet's memory.available for the whole machine (capacity - working set, with usage =
- * MemTotal - MemFree): MemFree + Inactive(file). evictd's line is on this; earlyoom and nohang
- * read MemAvailable, which counts reclaimable memory differently.
- */
-export function kubeletAvailable(m: Meminfo): number {
-  return m.free + m.inactiveFile;
 }
 
 export function meminfo(text = fs.readFileSync('/proc/meminfo', 'utf8')): Meminfo {

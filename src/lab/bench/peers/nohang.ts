@@ -1,23 +1,39 @@
 /**
  * nohang 0.2 (Debian's package) as its unit runs it (`nohang --monitor --config FILE`), with
- * the stock /etc/nohang/nohang.conf and only the memory thresholds moved to the line:
- * soft_threshold_min_mem (SIGTERM) = the line, hard_threshold_min_mem (SIGKILL) = half of it,
- * as earlyoom's pair. nohang reads MemAvailable with an adaptive sleep (0.1-3 s, from its
- * fill-rate settings) and picks the victim by badness = oom_score. A bare kill.
+ * the stock /etc/nohang/nohang.conf and these keys moved:
+ * - soft_threshold_min_mem (SIGTERM) = the line, hard_threshold_min_mem (SIGKILL) = half of it,
+ *   as earlyoom's pair;
+ * - min_sleep = 0.01, its tightest ("valid values: >= 0.01" in the stock file; stock 0.1): nohang
+ *   sleeps (MemAvailable - threshold) / fill_rate_mem, clamped to [min_sleep, max_sleep], so near
+ *   the line it reads MemAvailable every 10 ms.
+ * It picks the victim by badness = oom_score. A bare kill.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { startDaemon, which, type Contender, type ContenderContext } from './contender';
 
 const STOCK = '/etc/nohang/nohang.conf';
+const MIN_SLEEP = '0.01';
+
+/** The stock file with the keys above replaced; a key the file lacks is an error, not a silent default. */
+export function nohangConfig(stock: string, lineMiB: number): string {
+  const set: [string, string][] = [
+    ['soft_threshold_min_mem', `${lineMiB} M`],
+    ['hard_threshold_min_mem', `${Math.max(1, Math.floor(lineMiB / 2))} M`],
+    ['min_sleep', MIN_SLEEP],
+  ];
+  let text = stock;
+  for (const [key, value] of set) {
+    const re = new RegExp(`^${key}\\s*=.*$`, 'm');
+    if (!re.test(text)) throw new Error(`${STOCK} has no ${key} line: not the nohang 0.2 configuration this bench knows`);
+    text = text.replace(re, `${key} = ${value}`);
+  }
+  return text;
+}
 
 function configFile(ctx: ContenderContext): string {
-  const stock = fs.readFileSync(STOCK, 'utf8');
-  const text = stock
-    .replace(/^soft_threshold_min_mem\s*=.*$/m, `soft_threshold_min_mem = ${ctx.lineMiB} M`)
-    .replace(/^hard_threshold_min_mem\s*=.*$/m, `hard_threshold_min_mem = ${Math.max(1, Math.floor(ctx.lineMiB / 2))} M`);
   const file = path.join(ctx.workDir, 'nohang.conf');
-  fs.writeFileSync(file, text);
+  fs.writeFileSync(file, nohangConfig(fs.readFileSync(STOCK, 'utf8'), ctx.lineMiB));
   return file;
 }
 
@@ -26,6 +42,7 @@ export const nohang: Contender = {
   stops: 'bare kill',
   missing: () => (!which('nohang') ? 'nohang is not installed (apt-get install --no-install-recommends nohang)' : !fs.existsSync(STOCK) ? `${STOCK} missing` : null),
   config: (ctx) =>
-    `nohang --monitor --config <stock ${STOCK} with soft_threshold_min_mem = ${ctx.lineMiB} M, hard_threshold_min_mem = ${Math.max(1, Math.floor(ctx.lineMiB / 2))} M>: SIGTERM when MemAvailable < the line, SIGKILL below half; victim by oom_score`,
+    `nohang --monitor --config <stock ${STOCK} with soft_threshold_min_mem = ${ctx.lineMiB} M, hard_threshold_min_mem = ${Math.max(1, Math.floor(ctx.lineMiB / 2))} M, min_sleep = ${MIN_SLEEP}>: SIGTERM when MemAvailable < the line, SIGKILL below half; victim by oom_score`,
+  ownLine: (ctx) => ({ signal: 'MemAvailable', belowMiB: ctx.lineMiB }),
   start: (ctx) => startDaemon(ctx, 'nohang', 'nohang', ['--monitor', '--config', configFile(ctx)], /[Mm]onitoring has started/),
 };

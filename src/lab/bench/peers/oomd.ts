@@ -3,13 +3,16 @@
  * (/etc/oomd/oomd.json: a detector, then kill_by_memory_size_or_growth over a list of cgroups):
  * - detector `memory_above` on the root cgroup. oomd counts the root's usage as
  *   MemTotal - MemFree, not MemAvailable, and the kernel keeps MemFree above MemAvailable by
- *   its reserves (about 60 MiB here): the threshold is MemTotal - line - (MemFree - MemAvailable),
- *   measured when oomd starts, so it acts where MemAvailable crosses the line.
+ *   its reserves: the threshold is MemTotal - line - (MemFree - MemAvailable), the gap taken on
+ *   the calibration ramps where MemAvailable crossed the line (about 60 MiB there, 39 at idle:
+ *   an idle gap would fire near 10 MiB), so it acts where MemAvailable crosses the line. Its own
+ *   line, for its reaction, is therefore MemFree < line + gap.
  * - action `kill_by_memory_size_or_growth` over the BestEffort and Burstable pod cgroups, as an
  *   admin of a Kubernetes node would list them (oomd knows no QoS classes; Guaranteed pods are
  *   left out the way the example leaves out system daemons). It kills every process of the
  *   chosen cgroup: a bare kill, the sandbox stays up.
- * - `--interval 1` (Debian's /etc/default/oomd; whole seconds, 1 is the minimum) and
+ * - `--interval 1` (Debian's /etc/default/oomd; whole seconds, parsed with stoi: 1 is the
+ *   tightest that is not a busy loop, 0 being no documented setting) and
  *   `--cgroup-fs /sys/fs/cgroup` (the default file points at /sys/fs/cgroup/unified, absent on
  *   pure v2, as its own comment says). post_action_delay 2 s instead of 15: the bench waits for
  *   memory to come back between trials itself, and 15 s would disarm oomd for the next trial.
@@ -19,10 +22,8 @@ import path from 'node:path';
 import { startDaemon, which, type Contender, type ContenderContext } from './contender';
 import { meminfo } from './meminfo';
 
-function thresholdKiB(ctx: ContenderContext): { kib: number; gapMiB: number } {
-  const m = meminfo();
-  const gap = Math.max(0, m.free - m.available);
-  return { kib: Math.floor((m.total - ctx.lineMiB * 1048576 - gap) / 1024), gapMiB: Math.round(gap / 1048576) };
+function thresholdKiB(ctx: ContenderContext): number {
+  return Math.floor(meminfo().total / 1024 - ctx.oomdFreeLineMiB * 1024);
 }
 
 function cgroupList(ctx: ContenderContext): string {
@@ -31,7 +32,7 @@ function cgroupList(ctx: ContenderContext): string {
 }
 
 function configFile(ctx: ContenderContext): string {
-  const { kib } = thresholdKiB(ctx);
+  const kib = thresholdKiB(ctx);
   const config = {
     rulesets: [
       {
@@ -50,9 +51,8 @@ export const oomd: Contender = {
   name: 'oomd',
   stops: 'bare kill',
   missing: () => (which('oomd') ? null : 'oomd is not installed (apt-get install oomd)'),
-  config: (ctx) => {
-    const { kib, gapMiB } = thresholdKiB(ctx);
-    return `oomd --interval 1 --cgroup-fs /sys/fs/cgroup, memory_above cgroup=/ threshold=${kib}K (MemTotal - ${ctx.lineMiB} MiB - the ${gapMiB} MiB MemFree-MemAvailable gap) duration=0, kill_by_memory_size_or_growth over ${cgroupList(ctx)}`;
-  },
+  config: (ctx) =>
+    `oomd --interval 1 --cgroup-fs /sys/fs/cgroup, memory_above cgroup=/ threshold=${thresholdKiB(ctx)}K (MemTotal - ${ctx.lineMiB} MiB - the ${ctx.oomdFreeLineMiB - ctx.lineMiB} MiB MemFree-MemAvailable gap calibrated at the line) duration=0, kill_by_memory_size_or_growth over ${cgroupList(ctx)}`,
+  ownLine: (ctx) => ({ signal: 'MemFree', belowMiB: ctx.oomdFreeLineMiB }),
   start: (ctx) => startDaemon(ctx, 'oomd', 'oomd', ['--config', configFile(ctx), '--interval', '1', '--cgroup-fs', '/sys/fs/cgroup'], /[Rr]unning oomd|[Ee]ngine|ruleset/, 5000),
 };

@@ -86,3 +86,15 @@ export function lostPods(lab: NodeLab, p: ProtectedPods): string[] {
 export function vmstatOomKills(): number {
   return Number(/^oom_kill (\d+)$/m.exec(fs.readFileSync('/proc/vmstat', 'utf8'))?.[1] ?? 0);
 }
+
+/**
+ * After a trial that lost a protected pod: remove what is left of the lost ones and start them
+ * again, so the next trial (another contender's) finds the same node. Only that trial counts the
+ * loss; the run goes on.
+ */
+export async function replaceLostPods(lab: NodeLab, p: ProtectedPods): Promise<ProtectedPods> {
+  const lost = lostPods(lab, p);
+  if (!lost.length) return p;
+  await Promise.all([p.guaranteed, p.burstable].map((pod) => lab.removePod(pod)));
+  return startProtectedPods(lab, p.guaranteedMiB);
+}

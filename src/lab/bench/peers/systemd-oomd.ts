@@ -26,5 +26,7 @@ export const systemdOomd: Contender = {
   missing: () =>
     "needs systemd as the node's PID 1: systemd 252 answers ManagedOOM subscriptions only from its own systemd-oomd.service, and from inside a PID namespace that unit cannot see (or kill) the pods containerd starts outside it; without swap its only rule is memory PSI some avg10 above its limit (50-60%) for >= 1 s: see each trial's PSI peak",
   config: () => 'would be: -.slice ManagedOOMMemoryPressure=kill, ManagedOOMMemoryPressureLimit=50%, DefaultMemoryPressureDurationSec=1s (its minimum)',
+  // It has no free-memory line (its only no-swap rule is PSI); were it run, the common line.
+  ownLine: (ctx) => ({ signal: 'MemAvailable', belowMiB: ctx.lineMiB }),
   start: () => Promise.reject(new Error('not run')),
 };

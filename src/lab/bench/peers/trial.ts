@@ -3,19 +3,19 @@
  * memory than the machine has; something stops it (the contender, or the kernel OOM killer).
  * Everything is measured from outside the contender, the same way for every row:
  *
- * - the line: the bench samples /proc/meminfo every ~10 ms during the ramp (CLOCK_MONOTONIC,
- *   the hog's clock); the line is MemAvailable < L (what earlyoom and nohang read; evictd's
- *   memory.available line is calibrated to cross at the same moment, see calibrate.ts); the
- *   crossing is interpolated between the last sample above the line and the first below it. (Reading MemAvailable at the start and counting the hog's MiB
- *   does not work: near the end the kernel reclaims page cache and the hog slows, so memory
- *   does not fall one MiB per MiB the hog touches.)
- * - the kill: a SIGTERM makes the hog log "<ns> term" (earlyoom and nohang send it first);
- *   a SIGKILL (evictd's fast kill, oomd, the kernel) leaves its last step, at most one MiB step
- *   (1/rate s) before the kill: a lower bound on the reaction, the same for every contender.
- * - kernel OOM: the hog's pod cgroup's memory.events oom_kill (hierarchical on v2) or
- *   containerd's "OOMKilled" exit reason; /proc/vmstat oom_kill counts kills anywhere.
+ * - the crossings: the hog runs with HOG_METER, so after every MiB it reads /proc/meminfo itself
+ *   and logs the three fields every contender's signal is made of; the crossing of a line is the
+ *   start of the MiB whose reading first fell below it (reaction.ts). No sampler of the bench's,
+ *   no interpolation.
+ * - the kill: the kernel's signal_generate (signal-trace.ts), the first SIGKILL or SIGTERM sent
+ *   to the hog, with the sending task; sched_process_exit says when the hog was gone.
+ * - kernel OOM: oom/mark_victim for the hog, the hog's pod cgroup's memory.events oom_kill or
+ *   containerd's "OOMKilled"; /proc/vmstat oom_kill counts kills anywhere.
  * - CRI or bare kill: whether the pod's sandbox went NOTREADY (the runtime stopped it, so
  *   Kubernetes sees an eviction) or stayed READY with its container dead (a bare kill).
+ *
+ * The bench's own loop (every 25 ms) only watches that the hog is alive, reads PSI and, on a
+ * calibration ramp, kills the hog at the line: it times nothing.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,22 +24,40 @@ import { hogSteps, type NodeLab } from '../../node-lab';
 import { IMAGES } from '../../harness';
 import type { Contender } from './contender';
 import { applyOomScoreAdj, lostPods, vmstatOomKills, type ProtectedPods } from './pods';
-import { kubeletAvailable, meminfo } from './meminfo';
+import { meminfo } from './meminfo';
+import { crossingOf, exitNs, firstKill, oomVictim, reachedRate, reactionMs, readingAt, senderOf, signalMiB, type Line, type Step } from './reaction';
+import type { SignalTrace, TraceEvent } from './signal-trace';
 
 const MiB = 1024 * 1024;
 
 export interface Trial {
   contender: string;
   rateMiBs: number;
-  /** the rate the hog actually reached (MiB/s between 10% of its ramp and the line) */
-  measuredRateMiBs: number | null;
+  /** the rate the hog reached over the 64 MiB before the common line (or the kill), MiB/s */
+  reachedRateMiBs: number | null;
   outcome: 'stopped' | 'oom-killed' | 'survived';
   /** kernel OOM kills during the trial, anywhere on the machine */
   oomKills: number;
-  /** the line crossed -> the kill (or stop) reached the hog, ms; null when the line was never crossed */
-  reactionMs: number | null;
-  /** MemAvailable at the last sample before the kill, MiB */
+  /**
+   * reaction from the contender's own line and from the common line, ms: the kill's send time -
+   * the crossing; -Infinity when it acted before the hog's readings reached the line, +Infinity
+   * when it did not stop the hog (reaction.ts), null when neither applies
+   */
+  ownReactionMs: number | null;
+  commonReactionMs: number | null;
+  /** the own-line crossing was inferred (the hog killed inside the crossing MiB, before reading) */
+  ownInferred: boolean;
+  /** the crossing MiB's touch, start to reading, ms: how far the crossing stamp can be early */
+  windowMs: number | null;
+  /** how much sooner the contender's own line was crossed than the common line, ms */
+  ownLeadMs: number | null;
+  /** the kill as the kernel saw it: signal, sending task ("comm-pid"), and who that is for the row */
+  kill: { sig: number; sender: string; by: string } | null;
+  /** the kill's send -> the hog's exit, ms (signal delivery, a SIGTERM handler, the exit's unmap) */
+  exitAfterKillMs: number | null;
+  /** the hog's last reading before the send, MiB: what was left at the kill */
   availableAtKillMiB: number | null;
+  kubeletAtKillMiB: number | null;
   /** how the pod ended: 'CRI' (sandbox NOTREADY), 'bare kill' (container dead, sandbox up), 'kernel' */
   via: 'CRI' | 'bare kill' | 'kernel' | 'none';
   protectedLost: string[];
@@ -48,6 +66,8 @@ export interface Trial {
    * only no-swap rule (ManagedOOMMemoryPressure) compares with its limit.
    */
   psiSomeAvg10Max: number | null;
+  /** the contender's resident memory at the ramp's start, MiB (what it takes from the node) */
+  contenderRssMiB: number | null;
 }
 
 /** /proc/pressure/memory's `some avg10`, or null without PSI. */
@@ -60,8 +80,20 @@ function psiSomeAvg10(): number | null {
   }
 }
 
+/** VmRSS of a process, MiB, or null. */
+export function rssMiB(pid: number | undefined): number | null {
+  if (!pid) return null;
+  try {
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? null : Math.round(Number(kb) / 1024);
+  } catch {
+    return null;
+  }
+}
+
 /** The longest a ramp may take, however slowly the hog progresses. */
 const HARD_CAP_MS = 180_000;
+const LOOP_MS = 25;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -75,31 +107,40 @@ function killAll(pids: number[]): void {
   }
 }
 
-export interface Sample {
-  ns: bigint;
-  /** MemAvailable, MiB */
-  available: number;
-  /** the kubelet's memory.available (MemFree + Inactive(file)), MiB */
-  kubelet: number;
+export interface TrialLines {
+  own: Line;
+  common: Line;
 }
 
-/**
- * One ramp against the running contender. `killBelowMiB` makes the bench itself SIGKILL the hog
- * once MemAvailable falls below it (the calibration ramp, which must not end in an OOM kill).
- */
-export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number, lineMiB: number, killBelowMiB?: number): Promise<Trial & { samples: Sample[] }> {
+export interface TrialOptions {
+  /** the bench itself SIGKILLs the hog once MemAvailable falls below this (calibration ramps) */
+  killBelowMiB?: number;
+  contenderPid?: number | undefined;
+}
+
+/** What a trial leaves for the calibration: the hog's readings and the kernel's events. */
+export interface TrialRaw {
+  steps: Step[];
+  events: TraceEvent[];
+}
+
+/** One ramp against the running contender. */
+export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number, lines: TrialLines, trace: SignalTrace, o: TrialOptions = {}): Promise<Trial & { raw: TrialRaw }> {
   const oom0 = vmstatOomKills();
   const m0 = meminfo();
   const targetMiB = Math.ceil(m0.available / MiB) + 128;
-  const pod = await lab.runPod({ name: `hog-${contender.name}-${rate}-${index}`, namespace: 'bench', qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: [String(rate), String(targetMiB), '0'] }] });
+  const contenderRssMiB = rssMiB(o.contenderPid);
+  trace.clear();
+  const pod = await lab.runPod({ name: `hog-${contender.name}-${rate}-${index}`, namespace: 'bench', qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: [String(rate), String(targetMiB), '0'], env: { HOG_METER: '1' } }] });
   applyOomScoreAdj(lab, pod, 1000);
+  const hogDir = path.join(lab.memoryDir(pod.cgroupPath), pod.containers.hog!);
+  let hogPid: number | null = null;
   // The ramp ends when the hog dies. On a host shared with other VMs the hog can run at a
   // fraction of the asked rate, so the deadline is not from the asked rate alone: while the hog
   // still logs progress it is extended, 5 s at a time, up to HARD_CAP_MS.
   const t0 = Date.now();
   let deadline = t0 + (targetMiB / rate) * 1000 + 15_000;
   let progress = -1;
-  const samples: Sample[] = [];
   let started = false;
   let psiMax: number | null = null;
   for (;;) {
@@ -109,29 +150,39 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
       progress = logged;
       deadline = Date.now() + 5_000;
     }
-    const m = meminfo();
     const psi = psiSomeAvg10();
     if (psi !== null) psiMax = Math.max(psiMax ?? 0, psi);
-    samples.push({ ns: process.hrtime.bigint(), available: m.available / MiB, kubelet: kubeletAvailable(m) / MiB });
-    if (killBelowMiB !== undefined && m.available / MiB < killBelowMiB) killAll(cgroupPids(path.join(lab.memoryDir(pod.cgroupPath), pod.containers.hog!)));
-    const alive = lab.containerAlive(pod, 'hog');
-    if (alive) started = true;
+    const pids = cgroupPids(hogDir);
+    if (hogPid === null && pids.length) hogPid = pids[0]!;
+    if (o.killBelowMiB !== undefined && meminfo().available / MiB < o.killBelowMiB) killAll(pids);
+    if (pids.length) started = true;
     else if (started || lab.podLog(pod, 'hog').length > 0) {
       started = true;
       break;
     }
-    await sleep(10);
+    await sleep(LOOP_MS);
   }
-  const lines = lab.podLog(pod, 'hog');
-  const steps = hogSteps(lines);
-  const term = lines.map((l) => /^(\d+) term$/.exec(l.trim())).find((m) => m !== null);
+  const events = trace.read();
+  // A hog that died before the loop saw its pid: the first signal or exit of a task named hog
+  // that is not the Guaranteed pod's.
+  if (hogPid === null) {
+    const theirs = new Set(cgroupPids(path.join(lab.memoryDir(pods.guaranteed.cgroupPath), pods.guaranteed.containers.app!)));
+    const e = events.find((x) => (x.event === 'signal_generate' || x.event === 'sched_process_exit') && x.fields.comm === 'hog' && !theirs.has(Number(x.fields.pid)));
+    if (e) hogPid = Number(e.fields.pid);
+  }
+  const log = lab.podLog(pod, 'hog');
+  const steps: Step[] = hogSteps(log);
+  const startNs = log.map((l) => /^(\d+) start$/.exec(l.trim())).find((m) => m !== null)?.[1];
+  const schedule = startNs === undefined ? null : { startNs: BigInt(startNs), stepNs: BigInt(Math.round(1e9 / rate)) };
+
   let oomKilled = await lab.containerOomKilled(pod, 'hog');
   try {
     oomKilled ||= Number(/^oom_kill (\d+)$/m.exec(fs.readFileSync(path.join(lab.memoryDir(pod.cgroupPath), 'memory.events'), 'utf8'))?.[1] ?? 0) > 0;
   } catch {
     // the pod cgroup is gone (evictd removed the sandbox): no kernel kill was counted there
   }
-  const dead = started && !lab.containerAlive(pod, 'hog');
+  if (hogPid !== null) oomKilled ||= oomVictim(events, hogPid);
+  const dead = started && cgroupPids(hogDir).length === 0;
   let via: Trial['via'] = 'none';
   if (dead) {
     if (oomKilled) via = 'kernel';
@@ -151,31 +202,36 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const oomKills = Math.max(vmstatOomKills() - oom0, oomKilled ? 1 : 0);
   await lab.removePod(pod);
 
-  let reactionMs: number | null = null;
-  let availableAtKillMiB: number | null = null;
-  let measuredRateMiBs: number | null = null;
-  const below = samples.findIndex((x) => x.available < lineMiB);
-  let crossNs: bigint | null = null;
-  if (below > 0) {
-    // Linear between the last sample above the line and the first below it.
-    const a = samples[below - 1]!;
-    const b = samples[below]!;
-    const f = (a.available - lineMiB) / Math.max(1e-9, a.available - b.available);
-    crossNs = a.ns + BigInt(Math.round(Number(b.ns - a.ns) * f));
-  } else if (below === 0) crossNs = samples[0]!.ns;
-  if (steps.length) {
-    const last = steps[steps.length - 1]!;
-    const killNs = term ? BigInt(term[1]!) : last.ns;
-    if (crossNs !== null && dead) reactionMs = Number(killNs - crossNs) / 1e6;
-    const before = samples.filter((x) => x.ns <= killNs);
-    if (dead && before.length) availableAtKillMiB = Math.round(before[before.length - 1]!.available);
-    // The hog's own pace over the middle of its ramp (before reclaim near the end slows it).
-    const from = steps[Math.floor(steps.length * 0.1)]!;
-    const to = steps[Math.floor(steps.length * 0.7)]!;
-    if (to.ns > from.ns) measuredRateMiBs = ((to.mib - from.mib) * 1e9) / Number(to.ns - from.ns);
-  }
   const outcome: Trial['outcome'] = !dead ? 'survived' : oomKilled || oomKills > 0 ? 'oom-killed' : 'stopped';
-  return { contender: contender.name, rateMiBs: rate, measuredRateMiBs, outcome, oomKills, reactionMs, availableAtKillMiB, via, protectedLost, psiSomeAvg10Max: psiMax, samples };
+  // The kernel row's "contender" is the OOM killer: its kill is what is timed.
+  const stoppedBy = contender.stops === 'kernel' ? outcome === 'oom-killed' : outcome === 'stopped';
+  const k = hogPid === null ? null : firstKill(events, hogPid);
+  const own = crossingOf(steps, lines.own, schedule, k?.ns ?? null);
+  const common = crossingOf(steps, lines.common, schedule, k?.ns ?? null);
+  const at = k ? readingAt(steps, k.ns) : null;
+  const exit = hogPid === null ? null : exitNs(events, hogPid);
+  const endMib = common?.mib ?? steps[steps.length - 1]?.mib ?? 0;
+  return {
+    contender: contender.name,
+    rateMiBs: rate,
+    reachedRateMiBs: reachedRate(steps, endMib),
+    outcome,
+    oomKills,
+    ownReactionMs: reactionMs(own, k, stoppedBy),
+    commonReactionMs: reactionMs(common, k, stoppedBy),
+    ownInferred: own?.inferred ?? false,
+    windowMs: own && own.seenNs !== null ? Number(own.seenNs - own.touchNs) / 1e6 : null,
+    ownLeadMs: own && common ? Number(common.touchNs - own.touchNs) / 1e6 : null,
+    kill: k && hogPid !== null ? { sig: k.sig, sender: k.sender, by: senderOf(events, k, hogPid) } : null,
+    exitAfterKillMs: k && exit !== null ? Number(exit - k.ns) / 1e6 : null,
+    availableAtKillMiB: at ? Math.round(signalMiB(at, 'MemAvailable') * 10) / 10 : null,
+    kubeletAtKillMiB: at ? Math.round(signalMiB(at, 'memory.available') * 10) / 10 : null,
+    via,
+    protectedLost,
+    psiSomeAvg10Max: psiMax,
+    contenderRssMiB,
+    raw: { steps, events },
+  };
 }
 
 /** Waits (up to 10 s) for MemAvailable to come back near where it was before the trial. */

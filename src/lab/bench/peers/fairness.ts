@@ -1,0 +1,36 @@
+/**
+ * "What favours whom", stated from the cells of the run rather than asserted: the bench prints
+ * these beside the tables, and docs/benchmarks.md quotes them.
+ */
+import { summarize } from './median-interval';
+import { formatMs, type Cell } from './report';
+
+const medianOf = (xs: (number | null)[]): number | null => summarize(xs.filter((x): x is number => x !== null && Number.isFinite(x)))?.median ?? null;
+
+function byContender(cells: Cell[], pick: (c: Cell) => number | null): Map<string, number | null> {
+  const out = new Map<string, number | null>();
+  for (const name of [...new Set(cells.filter((c) => !c.notRun).map((c) => c.contender))]) out.set(name, medianOf(cells.filter((c) => c.contender === name && !c.notRun).map(pick)));
+  return out;
+}
+
+function list(m: Map<string, number | null>, unit: string, names?: string[]): string {
+  return [...m].filter(([n, v]) => v !== null && (!names || names.includes(n))).map(([n, v]) => `${n} ${formatMs(v)}${unit}`).join(', ') || 'not measured';
+}
+
+/** One sentence per thing that favours a contender, with this run's numbers (medians over its rates). */
+export function whatFavoursWhom(cells: Cell[]): string[] {
+  const lead = byContender(cells, (c) => c.ownLeadMs);
+  const windowMs = medianOf(cells.map((c) => c.windowMs));
+  const exit = byContender(cells, (c) => c.exitAfterKillMs);
+  const rss = byContender(cells, (c) => c.rssMiB);
+  const inferred = cells.reduce((s, c) => s + (c.contender === 'evictd' ? c.inferred : 0), 0);
+  const evictdTrials = cells.reduce((s, c) => s + (c.contender === 'evictd' ? c.trials : 0), 0);
+  return [
+    `Own lines: evictd's and the kubelet's line is on memory.available, oomd's on MemFree, both calibrated to cross where MemAvailable crosses the common line; measured, each own line was crossed before the common one by (ms, median; negative = after): ${list(lead, ' ms', ['evictd', 'kubelet', 'oomd'])}. An earlier own line leaves more time before the end of memory (it favours that contender in "stopped" and "left at kill"), not in its own-line reaction.`,
+    `The crossing stamp is the start of the MiB whose reading fell below the line; that MiB's touch took ${windowMs === null ? 'an unmeasured time' : `a median of ${formatMs(windowMs)} ms`}, so every reaction is an upper bound by at most that much, for every row alike (it weighs most on the fastest). evictd's own crossing was inferred (the hog killed inside that MiB, before it could read) in ${inferred} of its ${evictdTrials} trials.`,
+    `The kill is the send (signal_generate). What follows is not in the reaction: send -> hog exited, median ms: ${list(exit, ' ms')}. A SIGTERM (earlyoom, nohang) runs the hog's handler; a SIGKILL (evictd's cgroup.kill, oomd, the kernel) does not.`,
+    `Scheduling: evictd runs as shipped with --realtime-priority=10 (its notification thread SCHED_FIFO); earlyoom with -p (nice -20, its only priority setting); nohang and oomd at normal priority (neither has a setting for it). On the lab's 2 emulated CPUs the hog, the bench and containerd compete with every contender.`,
+    `Memory each contender takes from the node (VmRSS at the ramp's start, MiB): ${list(rss, '')}.`,
+    `Stop path: evictd and the kubelet row stop the pod through CRI (fast kill of the pod cgroup, then StopPodSandbox: Kubernetes sees an eviction); earlyoom, nohang and oomd kill a process and the sandbox stays up (Kubernetes sees a crash and restarts the hog).`,
+  ];
+}
