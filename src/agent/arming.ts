@@ -102,9 +102,10 @@ export class Arming {
   /**
    * Lines crossed while holding an order, until when (ms on the clock): the order may have been
    * used, and its use reaches the loop after the line's own wake-up (by up to 150 ms in the pure
-   * v2 lab). The mechanism delivers a use only to the order it was made for, so replacing or
-   * withdrawing the order in between would lose it: a pod killed and never stopped or reported.
-   * Such a line's order is left alone until its use arrives or its TTL is over.
+   * v2 lab). The tripwire delivers every use, even of an order replaced since, but a mechanism
+   * that delivered a use only to the order in force would lose it if the order were replaced or
+   * withdrawn in between: a pod killed and never stopped or reported. So such a line's order is
+   * left alone until its use arrives or its TTL is over; it costs nothing.
    */
   private readonly held = new Map<LineKey, number>();
 

@@ -18,7 +18,7 @@ interface Line {
   closed: boolean;
   above: boolean;
   order: { order: StandingOrder; placedNs: bigint } | null;
-  /** bumped by every setOrder: a use is delivered to the generation it was made for (as native/tripwire_line.cc) */
+  /** bumped by every setOrder: with dropsStaleUses, a use reaches only the generation it was made for (the strictest a mechanism could be) */
   generation: number;
 }
 

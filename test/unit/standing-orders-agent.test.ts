@@ -287,7 +287,7 @@ test("standing orders: the line's wake-up reaches the loop before the order's us
 test("standing orders: a use that reaches the loop after the line's wake-up is not lost: the crossed line's order is left alone until it arrives", async () => {
   const t = start();
   await t.idle();
-  // As the addon: a use is delivered only to the order it was made for, 50 ms after the kill,
+  // A mechanism that delivers a use only to the order in force, 50 ms after the kill,
   // while the line's wake-up runs a pass at once (which finds the node far from the line now).
   t.port.dropsStaleUses = true;
   t.port.orderFiredDelayMs = 50;
