@@ -38,9 +38,11 @@ class Tripwire {
   // grace period).
   void Rearm(int slot, double line_bytes, double usage_bytes);
   // Places `slot`'s standing order (kill_fd: an open cgroup.kill, owned from now on) for
-  // `ttl_ms`, or with kill_fd -1 withdraws it. Returns the order's generation (0: withdrawn),
+  // `ttl_ms`, with the victim pod's cgroup2 id and level when known (0: unknown), or with
+  // kill_fd -1 withdraws it. Returns the order's generation (0: withdrawn),
   // or -1 when this load has no order thread.
-  int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms);
+  int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, uint64_t victim_cgroup = 0,
+                   uint32_t victim_level = 0);
   // { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull, error? }
   Napi::Object Status(Napi::Env env) const;
 

@@ -110,14 +110,15 @@ void Tripwire::Rearm(int slot, double line_bytes, double usage_bytes) {
   ArmSlot(ring_, slot, l->cgroup_id, l->measure, BytesToPages(line_bytes), UsagePages(usage_bytes));
 }
 
-int64_t Tripwire::SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms) {
+int64_t Tripwire::SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, uint64_t victim_cgroup,
+                           uint32_t victim_level) {
   if (ring_ == nullptr || ring_->orders == nullptr) return -1;
   if (kill_fd < 0) {
     ring_->orders->Withdraw(slot);
     return 0;
   }
   uint64_t expires = MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6);
-  return ring_->orders->Place(slot, kill_fd, path, expires);
+  return ring_->orders->Place(slot, kill_fd, path, expires, victim_cgroup, victim_level);
 }
 
 void Tripwire::Release(TripwireLine* line) {

@@ -3,6 +3,7 @@
 #include "tripwire_orders.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -48,7 +49,8 @@ TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* 
   return self;
 }
 
-uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns) {
+uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns, uint64_t victim_cgroup,
+                               uint32_t victim_level) {
   tripwire_line* l = ring_->Line(slot);
   std::lock_guard<std::mutex> lock(mutex_);
   Entry& entry = entries_[slot];
@@ -59,6 +61,8 @@ uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, u
   // generation with a new deadline, or fires the new order on the old one's `order_fired`.
   __atomic_store_n(&l->order_generation, 0u, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->order_expires_ns, expires_ns, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->order_victim_level, victim_level, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->order_victim_cgroup, victim_cgroup, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->order_fired, 0u, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->order_generation, entry.generation, __ATOMIC_SEQ_CST);
   return entry.generation;
@@ -99,6 +103,8 @@ void TripwireOrders::Stop() {
 
 // The order thread: waits for orders and the stop signal, nothing else.
 void TripwireOrders::Run() {
+  // Named so that the kernel's signal_generate trace (the race's clock) names the kill's sender.
+  pthread_setname_np(pthread_self(), "evictd-order");
   struct epoll_event events[2];
   for (;;) {
     int n = epoll_wait(epoll_fd_, events, 2, -1);

@@ -49,8 +49,11 @@ class TripwireOrders {
   static TripwireOrders* Start(TripwireRing* ring, uv_loop_t* loop, int* err);
 
   // Loop thread. Places `slot`'s order: the kill goes to `kill_fd` (owned from now on; opened
-  // from `path`) until `expires_ns` (CLOCK_MONOTONIC). Returns the order's generation.
-  uint32_t Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns);
+  // from `path`) until `expires_ns` (CLOCK_MONOTONIC). With `victim_cgroup` (the pod cgroup's
+  // cgroup2 id, at `victim_level`), a charging task of that pod is killed in the crossing charge
+  // itself. Returns the order's generation.
+  uint32_t Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns, uint64_t victim_cgroup,
+                 uint32_t victim_level);
   // Loop thread. Withdraws `slot`'s order, if any (a released line, a withdrawn order).
   void Withdraw(int slot);
   // Loop thread. Stops and joins the thread, closes the fds, then the async handle; the ring's

@@ -164,6 +164,15 @@ __noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns) {
   if (now >= l->order_expires_ns) return 0;
   __u32 generation = l->order_generation;
   if (__sync_val_compare_and_swap(&l->order_fired, 0, 1) != 0) return 0;
+  // The charging task belongs to the victim pod (the runaway allocator crossing the line itself):
+  // kill it here, in the crossing charge. The ancestor at the pod cgroup's level is the pod
+  // cgroup itself only for its own tasks; ids are never reused while the order holds the pod's
+  // cgroup.kill open, and in a cgroup namespace the levels differ and nothing matches (the
+  // order thread still acts).
+  __u32 signalled = 0;
+  __u64 victim = l->order_victim_cgroup;
+  if (victim != 0 && bpf_get_current_ancestor_cgroup_id(l->order_victim_level) == victim)
+    signalled = bpf_send_signal(9 /* SIGKILL */) == 0;
   struct tripwire_order_event *e = bpf_ringbuf_reserve(&orders, sizeof(*e), 0);
   if (!e) {
     __sync_fetch_and_add(&orders_full, 1);
@@ -177,6 +186,8 @@ __noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns) {
   e->began_ns = began_ns ? began_ns : now;
   e->slot = slot;
   e->order_generation = generation;
+  e->signalled = signalled;
+  e->pad = 0;
   bpf_ringbuf_submit(e, 0);
   return 1;
 }

@@ -60,6 +60,13 @@ struct tripwire_line {
   __u64 order_expires_ns;
   __u32 order_generation;
   __u32 order_fired;
+  // The victim pod's cgroup (its cgroup2 id and level), 0 when unknown: when the task whose
+  // charge crosses the line is in it (the runaway pod itself, most often), the program sends it
+  // SIGKILL within that charge, before any thread wakes; the addon's thread then kills the rest
+  // of the pod through cgroup.kill as usual.
+  __u64 order_victim_cgroup;
+  __u32 order_victim_level;
+  __u32 order_pad;
 };
 
 // The slots of the lines on one cgroup, keyed by cgroup id (the cgroup2 directory's inode).
@@ -92,6 +99,8 @@ struct tripwire_order_event {
   __u64 began_ns;  // when the crossing charge began (its fentry)
   __u32 slot;
   __u32 order_generation;
+  __u32 signalled;  // 1 when the program sent SIGKILL to the charging task (it was in the victim pod)
+  __u32 pad;
 };
 
 #endif

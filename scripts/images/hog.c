@@ -21,6 +21,11 @@
  *   "<ns after the read> <MiB held> <ns the MiB's touch began> <MemAvailable> <MemFree> <Inactive(file)>"
  * (kB as /proc/meminfo prints them). Whoever reads the log finds the moment the hog first saw a
  * signal below a line, with the window in which it crossed, without a sampler of its own.
+ * $HOG_METER_FINE="<KiB>:<MiB>" narrows that window near the lines: once a reading shows
+ * MemAvailable below <MiB>, the hog reads after every <KiB> (16-1024, a power of two) instead of
+ * every MiB, and "<MiB held>" is then a fraction ("412.062500"), "<ns the MiB's touch began>" the
+ * start of that chunk's touch. A MiB is 5-30 ms of touching on emulated CPUs: too coarse a
+ * window for a reaction of a millisecond.
  *
  * With $HOG_CHURN set, once it holds <target MiB> it goes on at the same rate allocating,
  * touching and unmapping one more MiB, printing "<ns> lat <ns it took>" each time: a pod that
@@ -106,15 +111,25 @@ static long long meminfo_field(const char *text, const char *key) {
   return strtoll(p, NULL, 10);
 }
 
-/* One reading after a MiB: the three fields the peers' and the kubelet's signals are made of. */
-static int meter_line(char *line, size_t size, long held, long long touch_ns) {
+/* MemAvailable (kB) at the last reading, for HOG_METER_FINE; -1 before the first. */
+static long long last_available_kb = -1;
+
+/*
+ * One reading after a MiB (or, fine, after a chunk of it: `held_kib` KiB held in all): the three
+ * fields the peers' and the kubelet's signals are made of.
+ */
+static int meter_line(char *line, size_t size, long long held_kib, long long touch_ns) {
   char text[4096];
+  char held[32];
+  if (held_kib % 1024 == 0) snprintf(held, sizeof held, "%lld", held_kib / 1024);
+  else snprintf(held, sizeof held, "%.6f", (double)held_kib / 1024.0);
   ssize_t n = pread(meminfo_fd, text, sizeof text - 1, 0);
-  if (n <= 0) return snprintf(line, size, "%lld %ld\n", now_ns(), held);
+  if (n <= 0) return snprintf(line, size, "%lld %s\n", now_ns(), held);
   text[n] = '\0';
   long long ns = now_ns();
-  return snprintf(line, size, "%lld %ld %lld %lld %lld %lld\n", ns, held, touch_ns, meminfo_field(text, "MemAvailable:"),
-                  meminfo_field(text, "MemFree:"), meminfo_field(text, "Inactive(file):"));
+  last_available_kb = meminfo_field(text, "MemAvailable:");
+  return snprintf(line, size, "%lld %s %lld %lld %lld %lld\n", ns, held, touch_ns, last_available_kb, meminfo_field(text, "MemFree:"),
+                  meminfo_field(text, "Inactive(file):"));
 }
 
 static long parse_arg(const char *name, const char *text) {
@@ -146,6 +161,19 @@ int main(int argc, char **argv) {
   if (cp && *cp) checkpoint_path = cp;
   const char *meter = getenv("HOG_METER");
   if (meter && *meter) meminfo_fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+  /* HOG_METER_FINE="<KiB>:<MiB>": read every <KiB> once MemAvailable is below <MiB>. */
+  long fine_kib = 1024;
+  long long fine_below_kb = -1;
+  const char *fine = getenv("HOG_METER_FINE");
+  if (meminfo_fd >= 0 && fine && *fine) {
+    long kib = 0, below = 0;
+    if (sscanf(fine, "%ld:%ld", &kib, &below) != 2 || kib < 16 || kib > 1024 || (kib & (kib - 1)) != 0 || below <= 0) {
+      fprintf(stderr, "hog: HOG_METER_FINE: \"%s\": must be <KiB>:<MiB>, KiB a power of two from 16 to 1024\n", fine);
+      return 2;
+    }
+    fine_kib = kib;
+    fine_below_kb = below * 1024LL;
+  }
 
   struct sigaction term = {.sa_handler = on_term};
   sigaction(SIGTERM, &term, NULL);
@@ -165,11 +193,20 @@ int main(int argc, char **argv) {
       perror("hog: mmap");
       return 1;
     }
-    /* Touch every page so the memory is charged to the cgroup now, not on first use. */
-    for (long off = 0; off < MIB; off += 4096) p[off] = (char)held;
-    held_mib = (sig_atomic_t)held;
+    /* Touch every page so the memory is charged to the cgroup now, not on first use; near the
+       lines (HOG_METER_FINE) read after every chunk of it. */
     char line[160];
-    int len = meminfo_fd >= 0 ? meter_line(line, sizeof line, held, touch_ns) : snprintf(line, sizeof line, "%lld %ld\n", now_ns(), held);
+    long chunk = last_available_kb >= 0 && last_available_kb < fine_below_kb ? fine_kib * 1024 : MIB;
+    for (long from = 0; from < MIB; from += chunk) {
+      for (long off = from; off < from + chunk; off += 4096) p[off] = (char)held;
+      if (from + chunk < MIB) {
+        int len = meter_line(line, sizeof line, (held - 1) * 1024LL + (from + chunk) / 1024, touch_ns);
+        emit(line, (size_t)len);
+        touch_ns = now_ns();
+      }
+    }
+    held_mib = (sig_atomic_t)held;
+    int len = meminfo_fd >= 0 ? meter_line(line, sizeof line, held * 1024LL, touch_ns) : snprintf(line, sizeof line, "%lld %ld\n", now_ns(), held);
     emit(line, (size_t)len);
     long long due = start + held * step_ns;
     struct timespec ts = {.tv_sec = due / 1000000000LL, .tv_nsec = due % 1000000000LL};

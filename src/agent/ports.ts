@@ -46,6 +46,8 @@ export interface OrderFired {
   lineBytes: number;
   /** set when the kill could not be written (the pod was not killed) */
   error?: string;
+  /** the crossing charge was the victim's own: its task was sent SIGKILL within that charge, before killedNs */
+  killedInCharge?: boolean;
 }
 
 export interface ThresholdHandle extends WatchHandle {

@@ -27,10 +27,12 @@ export interface NativeTripwireLine extends NativeWatcher {
    * Places the line's standing order (native/tripwire_orders.h): the first crossing within
    * `ttlMs` writes "1" to `killPath` from the addon's order thread, then `onFired(text, killPath)`
    * runs on the loop (usage_bytes, line_bytes, charge_began_ns, fired_ns, killed_ns, placed_ns,
-   * errno), for every use, even of an order replaced or withdrawn since. setOrder(null) withdraws it. False when this load has no order thread; throws when killPath
+   * errno, signalled), for every use, even of an order replaced or withdrawn since. With the
+   * victim pod cgroup's id and level, a task of that pod whose own charge crosses the line is sent
+   * SIGKILL by the program in that charge (signalled 1). setOrder(null) withdraws it. False when this load has no order thread; throws when killPath
    * cannot be opened.
    */
-  setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string, killPath: string) => void): boolean;
+  setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string, killPath: string) => void, victimCgroupId?: number, victimLevel?: number): boolean;
 }
 
 /** (err) on failure, after which the watcher is closed; else (null, count, ns, text). */

@@ -140,7 +140,11 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     // cgroup.kill (Linux 5.14): one write kills every process of the pod's cgroup tree.
     const killPath = path.join(podCgroupDir, 'cgroup.kill');
     if (!fs.existsSync(killPath)) return false;
-    return this.current().setOrder(killPath, ttlMs, (text: string, written: string) => {
+    const victim = cgroupIdentity(podCgroupDir);
+    return this.current().setOrder(
+      killPath,
+      ttlMs,
+      (text: string, written: string) => {
       const c = parseCounters(text);
       const ns = (k: string) => BigInt(Math.round(c[k] ?? 0));
       const order: OrderEvent = {
@@ -153,9 +157,13 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
         killedNs: ns('killed_ns'),
         placedNs: ns('placed_ns'),
         errno: c.errno ?? 0,
+        signalledInCharge: (c.signalled ?? 0) === 1,
       };
       this.emit('order', order);
-    });
+      },
+      victim?.id,
+      victim?.level,
+    );
   }
 
   override close(): Promise<void> {
@@ -230,3 +238,26 @@ export function watchTripwire(cgroupDir: string, thresholdBytes: number, measure
   return new TripwireWatcher(cgroupDir, isCgroup2Root(cgroupDir), thresholdBytes, measure);
 }
 
+/**
+ * A cgroup2 directory's id (its inode: the kernfs node id) and level (0 for the hierarchy's
+ * root: the directories above it on the same mount), as bpf_get_current_ancestor_cgroup_id
+ * counts them; null when it cannot be read. Inside a cgroup namespace the level is the
+ * namespace's, not the kernel's: the program's check then matches nothing, and the kill in the
+ * crossing charge does not happen (the order thread's cgroup.kill still does).
+ */
+function cgroupIdentity(dir: string): { id: number; level: number } | null {
+  try {
+    let d = path.resolve(dir);
+    const st = fs.statSync(d);
+    let level = 0;
+    for (;;) {
+      const parent = path.dirname(d);
+      if (parent === d || fs.statSync(parent).dev !== st.dev) break;
+      level++;
+      d = parent;
+    }
+    return { id: st.ino, level };
+  } catch {
+    return null;
+  }
+}

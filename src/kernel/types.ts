@@ -93,6 +93,8 @@ export interface OrderEvent {
   placedNs: bigint;
   /** errno of the kill write, 0 when the pod was killed */
   errno: number;
+  /** the task whose charge crossed the line was the victim pod's: the program killed it within that charge */
+  signalledInCharge?: boolean;
 }
 
 export interface PsiWatcher extends Watcher {

@@ -290,9 +290,9 @@ export class NodeLab {
   }
 }
 
-/** What the hog read in /proc/meminfo right after a MiB (HOG_METER), kB as the file prints them. */
+/** What the hog read in /proc/meminfo right after a MiB, or a chunk of one (HOG_METER, HOG_METER_FINE), kB as the file prints them. */
 export interface HogReading {
-  /** when the MiB's touch began: the crossing, if this reading is the first below a line, lies between this and `ns` */
+  /** when the MiB's (chunk's) touch began: the crossing, if this reading is the first below a line, lies between this and `ns` */
   touchNs: bigint;
   availableKb: number;
   freeKb: number;
@@ -302,11 +302,12 @@ export interface HogReading {
 /**
  * The hog's stdout lines "<CLOCK_MONOTONIC ns> <MiB held>" as numbers; with HOG_METER the line
  * goes on with "<touch ns> <MemAvailable> <MemFree> <Inactive(file)>", returned as `reading`.
+ * With HOG_METER_FINE, MiB held is a fraction after a chunk of a MiB ("412.0625").
  */
 export function hogSteps(lines: string[]): { ns: bigint; mib: number; reading?: HogReading }[] {
   const out: { ns: bigint; mib: number; reading?: HogReading }[] = [];
   for (const l of lines) {
-    const m = /^(\d+) (\d+)(?: (\d+) (-?\d+) (-?\d+) (-?\d+))?$/.exec(l.trim());
+    const m = /^(\d+) (\d+(?:\.\d+)?)(?: (\d+) (-?\d+) (-?\d+) (-?\d+))?$/.exec(l.trim());
     if (!m) continue;
     const step: { ns: bigint; mib: number; reading?: HogReading } = { ns: BigInt(m[1]!), mib: Number(m[2]) };
     // A field the kernel did not print reads -1: such a reading is no reading.

@@ -169,11 +169,43 @@ test('a standing order kills its pod from the order thread at the crossing, whil
   assert.equal(orders.length, 1, 'one order, one use');
   const o = orders[0];
   assert.equal(o.errno, 0);
+  assert.equal(o.signalledInCharge, false, 'the crossing charge was the hog\'s, not the victim\'s: nobody was signalled in it');
   assert.equal(o.podCgroupDir, victim.cg.dir);
   assert.ok(o.usageBytes >= line && o.lineBytes <= line + 4096, `crossed at ${o.usageBytes} for line ${o.lineBytes}`);
   assert.ok(o.killedNs >= o.firedNs && o.firedNs >= o.chargeBeganNs, 'charge began <= fired <= killed');
   assert.ok(o.killedNs <= victimGoneAt!, 'killed before the loop saw the victim gone');
   t.diagnostic(`crossing charge -> kill written: ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs (fired -> killed ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs), order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`);
+});
+
+test('a standing order on the pod whose own charge crosses the line kills it within that charge', async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  // The pod cgroup (level 2: a child of the scratch cgroup) holds the hog in a container cgroup
+  // below it, as a pod's container sits below its pod cgroup.
+  const podCg = ScratchCgroup.create(V2, 'tripwire-order-self', 2);
+  const container = path.join(podCg.dir, 'app');
+  fs.mkdirSync(container);
+  const hog = await Memhog.start([container]);
+  const line = Number(podCg.read('memory.current')) + 32 * MiB;
+  const w = watchTripwire(podCg.dir, line, 'working-set');
+  t.after(async () => {
+    await w.close();
+    hog.kill();
+    await hog.exited;
+    fs.rmdirSync(container);
+    await podCg.remove();
+  });
+  const orders: OrderEvent[] = [];
+  w.on('order', (o: OrderEvent) => orders.push(o));
+  assert.equal(w.setOrder!(podCg.dir, 30_000), true, 'the order is placed');
+  await hog.alloc(96 * MiB).catch(() => undefined);
+  await waitFor(() => orders.length > 0, 5000);
+  assert.equal((await hog.exited).signal, 'SIGKILL');
+  assert.equal(orders.length, 1, 'one order, one use');
+  const o = orders[0]!;
+  assert.equal(o.signalledInCharge, true, 'the program sent SIGKILL to the charging task of the victim pod, in the crossing charge');
+  assert.equal(o.errno, 0, 'and the order thread still wrote the pod\'s cgroup.kill');
+  const peak = fs.existsSync(path.join(podCg.dir, 'memory.peak')) ? `${(Number(podCg.read('memory.peak')) / MiB).toFixed(1)} MiB` : 'not kept by this kernel';
+  t.diagnostic(`line ${(line / MiB).toFixed(1)} MiB, pod memory.peak ${peak}, crossing charge -> kill written ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs`);
 });
 
 test('a standing order is never used once expired or withdrawn', async (t) => {

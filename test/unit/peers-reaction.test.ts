@@ -52,6 +52,26 @@ test('crossingOf: killed inside the crossing MiB before it could read: inferred 
   assert.equal(crossingOf(late, available, schedule, 1101n * ms)!.touchNs, 1100n * ms);
 });
 
+test('crossingOf with HOG_METER_FINE: the start of the 64 KiB chunk whose reading first fell below the line; inferred inside a chunk', () => {
+  // MiB 9 read in 16 chunks of 64 KiB, 0.1 ms of touch + read each from 1080 ms; MemAvailable
+  // falls below 32 MiB (32768 kB) with the 5th chunk.
+  const lines = hogLog(8);
+  for (let c = 1; c <= 16; c++) {
+    const touch = 1080n * ms + BigInt(c - 1) * (ms / 10n);
+    const avail = 32 * 1024 - (c >= 5 ? 64 * (c - 4) : 0);
+    const mib = c === 16 ? '9' : (8 + c / 16).toFixed(6);
+    lines.push(`${touch + ms / 10n} ${mib} ${touch} ${avail} ${avail + 50 * 1024} ${10 * 1024}`);
+  }
+  const steps = hogSteps(lines);
+  assert.equal(steps[8]!.mib, 8.0625, 'a fractional MiB parses');
+  assert.deepEqual(crossingOf(steps, available, schedule, null), { touchNs: 1080n * ms + 4n * (ms / 10n), seenNs: 1080n * ms + 5n * (ms / 10n), mib: 8.3125, inferred: false });
+  // Killed inside the 5th chunk before it read: the chunk after the last reading starts right
+  // after that reading (no sleep inside a MiB), not at the next MiB's due time.
+  const cut = hogSteps(lines.slice(0, 1 + 8 + 4));
+  const killNs = 1080n * ms + 4n * (ms / 10n) + 50_000n;
+  assert.deepEqual(crossingOf(cut, available, schedule, killNs), { touchNs: 1080n * ms + 4n * (ms / 10n), seenNs: null, mib: 9, inferred: true });
+});
+
 test('firstKill, oomVictim, exitNs, reactionMs, readingAt: from the kernel trace and the readings', () => {
   const events = parseTrace(
     [

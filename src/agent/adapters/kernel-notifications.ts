@@ -24,6 +24,7 @@ function handle(w: ThresholdWatcher, cb: WatchCallbacks): ThresholdHandle {
       valueBytes: o.usageBytes,
       lineBytes: o.lineBytes,
       error: o.errno === 0 ? undefined : `kill write failed: errno ${o.errno}`,
+      ...(o.signalledInCharge ? { killedInCharge: true } : {}),
     }),
   );
   return {

@@ -43,7 +43,11 @@ export async function startAgent(ctx: ContenderContext, extraArgs: string[], wai
       const text = said.map((l) => (typeof l.reason === 'string' ? `${l.msg} (${l.reason})` : (l.msg as string)));
       return text.length ? [...new Set(text)].join('; ') : undefined;
     },
-    stop: async () => void (await agent.stop()),
+    stop: async () => {
+      await agent.stop();
+      // EVICTD_BENCH_AGENT_LOG=1: the agent's log of the trial on stderr, to see why it acted when it did.
+      if (process.env.EVICTD_BENCH_AGENT_LOG === '1') for (const l of agent.lines) process.stderr.write(`  agent ${JSON.stringify(l)}\n`);
+    },
   };
 }
 

@@ -4,10 +4,11 @@
  *   MemFree and Inactive(file) with the moment that MiB's touch began and the moment it read);
  * - the kernel's trace (signal_generate, mark_victim, sched_process_exit on CLOCK_MONOTONIC).
  *
- * The crossing of a line is the start of the MiB whose reading first fell below it: memory is
- * taken only while the hog touches a MiB, so the crossing lies between that start and the
- * reading, and a reaction measured from the start is an upper bound, by at most one MiB's touch
- * (reported beside the rows as `windowMs`). The same bound for every contender; none is flattered.
+ * The crossing of a line is the start of the MiB (near the lines, the 64 KiB chunk of it: the
+ * hog's HOG_METER_FINE) whose reading first fell below it: memory is taken only while the hog
+ * touches, so the crossing lies between that start and the reading, and a reaction measured from
+ * the start is an upper bound, by at most one chunk's touch (reported beside the rows as
+ * `windowMs`). The same bound for every contender; none is flattered.
  */
 import type { HogReading } from '../../node-lab';
 import type { TraceEvent } from './signal-trace';
@@ -78,9 +79,12 @@ export function crossingOf(steps: readonly Step[], line: Line, schedule: HogSche
   }
   if (killNs === null || last === null || schedule === null) return null;
   if (signalMiB(last.reading!, line.signal) - line.belowMiB > INFER_MARGIN_MIB) return null;
-  const due = schedule.startNs + BigInt(last.mib) * schedule.stepNs;
+  // After a whole MiB the hog waits for the next one's due time; after a chunk of a MiB
+  // (HOG_METER_FINE) it touches the next chunk at once.
+  const whole = Number.isInteger(last.mib);
+  const due = whole ? schedule.startNs + BigInt(last.mib) * schedule.stepNs : last.ns;
   const next = due > last.ns ? due : last.ns;
-  return killNs >= next ? { touchNs: next, seenNs: null, mib: last.mib + 1, inferred: true } : null;
+  return killNs >= next ? { touchNs: next, seenNs: null, mib: whole ? last.mib + 1 : Math.ceil(last.mib), inferred: true } : null;
 }
 
 export interface Kill {

@@ -204,7 +204,7 @@ export function renderTable(cells: Cell[]): string {
 
 /** What favours whom, measured per cell. */
 export function renderConditions(cells: Cell[]): string {
-  const head = ['contender', 'MiB/s asked', 'own line crossed before the common one, ms (median)', 'crossing MiB touch, ms (median)', 'own crossings inferred', 'acted before its line', 'kill sent -> hog exited, ms (median)', 'contender RSS MiB', 'PSI some avg10 max %'];
+  const head = ['contender', 'MiB/s asked', 'own line crossed before the common one, ms (median)', 'crossing chunk touch + read, ms (median)', 'own crossings inferred', 'acted before its line', 'kill sent -> hog exited, ms (median)', 'contender RSS MiB', 'PSI some avg10 max %'];
   const rows = cells.map((c) => [
     c.contender,
     String(c.rateMiBs),

@@ -4,9 +4,10 @@
  * Everything is measured from outside the contender, the same way for every row:
  *
  * - the crossings: the hog runs with HOG_METER, so after every MiB it reads /proc/meminfo itself
- *   and logs the three fields every contender's signal is made of; the crossing of a line is the
- *   start of the MiB whose reading first fell below it (reaction.ts). No sampler of the bench's,
- *   no interpolation.
+ *   and logs the three fields every contender's signal is made of, and near the lines
+ *   (HOG_METER_FINE: MemAvailable below the common line + FINE_MARGIN_MIB) after every 64 KiB;
+ *   the crossing of a line is the start of the chunk whose reading first fell below it
+ *   (reaction.ts). No sampler of the bench's, no interpolation.
  * - the kill: the kernel's signal_generate (signal-trace.ts), the first SIGKILL or SIGTERM sent
  *   to the hog, with the sending task; sched_process_exit says when the hog was gone.
  * - kernel OOM: oom/mark_victim for the hog, the hog's pod cgroup's memory.events oom_kill or
@@ -94,6 +95,14 @@ export function rssMiB(pid: number | undefined): number | null {
 /** The longest a ramp may take, however slowly the hog progresses. */
 const HARD_CAP_MS = 180_000;
 const LOOP_MS = 25;
+/**
+ * Near the lines the hog reads after every FINE_KIB: a MiB takes 5-30 ms to touch under
+ * emulation, a window wider than a millisecond's reaction. The region starts FINE_MARGIN_MIB of
+ * MemAvailable above the common line, which covers every own line (calibrated to cross where
+ * MemAvailable is near the common one) at every rate the lab drives.
+ */
+const FINE_KIB = 64;
+const FINE_MARGIN_MIB = 96;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -131,7 +140,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const targetMiB = Math.ceil(m0.available / MiB) + 128;
   const contenderRssMiB = rssMiB(o.contenderPid);
   trace.clear();
-  const pod = await lab.runPod({ name: `hog-${contender.name}-${rate}-${index}`, namespace: 'bench', qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: [String(rate), String(targetMiB), '0'], env: { HOG_METER: '1' } }] });
+  const pod = await lab.runPod({ name: `hog-${contender.name}-${rate}-${index}`, namespace: 'bench', qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: [String(rate), String(targetMiB), '0'], env: { HOG_METER: '1', HOG_METER_FINE: `${FINE_KIB}:${Math.ceil(lines.common.belowMiB + FINE_MARGIN_MIB)}` } }] });
   applyOomScoreAdj(lab, pod, 1000);
   const hogDir = path.join(lab.memoryDir(pod.cgroupPath), pod.containers.hog!);
   let hogPid: number | null = null;
