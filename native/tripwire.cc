@@ -112,6 +112,16 @@ void TripwireRing::OnHandleClosed(uv_handle_t* handle) {
   if (--ring->open_handles == 0) Tripwire::Destroy(ring);
 }
 
+// The node poll's period (memcg_tripwire.bpf.c): 1 ms, or EVICTD_TRIPWIRE_NODE_POLL_US (0: off,
+// for comparing with charges alone).
+uint64_t NodePollNs() {
+  const char* env = getenv("EVICTD_TRIPWIRE_NODE_POLL_US");
+  if (env == nullptr || *env == '\0') return 1000000;
+  char* end = nullptr;
+  unsigned long long us = strtoull(env, &end, 10);
+  return end != nullptr && *end == '\0' && us <= 1000000 ? us * 1000 : 1000000;
+}
+
 TripwireRing* Tripwire::LoadRing() {
   static bool print_set = false;
   if (!print_set) libbpf_set_print(LibbpfPrint);
@@ -130,6 +140,7 @@ TripwireRing* Tripwire::LoadRing() {
     return fail(err, "load");
   }
   double t1 = NowMs();
+  skel->bss->node_poll_ns = NodePollNs();
   err = memcg_tripwire__attach(skel);
   if (err != 0) {
     memcg_tripwire__destroy(skel);

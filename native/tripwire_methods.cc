@@ -58,6 +58,17 @@ void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint32_t measure,
   __atomic_store_n(&l->direction, dir, __ATOMIC_SEQ_CST);
 }
 
+// Starts the program's node poll (memcg_tripwire.bpf.c). A charge that walks up to a watched
+// root starts it too, but an idle node may charge nothing for seconds (each CPU's stock serves
+// 64 pages before the page counters are touched; tasks in the root cgroup are never charged):
+// running tripwire_start_node_poll through BPF_PROG_TEST_RUN starts it now.
+void StartNodePoll(TripwireRing* ring) {
+  LIBBPF_OPTS(bpf_test_run_opts, opts);
+  if (bpf_prog_test_run_opts(bpf_program__fd(ring->skel->progs.tripwire_start_node_poll), &opts) != 0) {
+    // Then the node's next charge starts it.
+  }
+}
+
 }  // namespace
 
 Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgroup_id, uint32_t measure,
@@ -101,6 +112,7 @@ Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgro
   line->Attach(this, slot);
   ring->slots[slot] = line;
   ring->lines++;
+  if (cgroup_id == 1 && measure == TRIPWIRE_NODE_WORKING_SET) StartNodePoll(ring);
   return obj;
 }
 
@@ -164,6 +176,9 @@ Napi::Object Tripwire::Status(Napi::Env env) const {
     status.Set("orders", ring_->orders != nullptr);
     if (ring_->orders != nullptr) status.Set("ordersUsed", static_cast<double>(ring_->orders->used()));
     status.Set("ordersFull", static_cast<double>(__atomic_load_n(&bss->orders_full, __ATOMIC_RELAXED)));
+    status.Set("nodePollNs", static_cast<double>(bss->node_poll_ns));
+    status.Set("nodePolls", static_cast<double>(__atomic_load_n(&bss->node_polls, __ATOMIC_RELAXED)));
+    status.Set("nodePollError", static_cast<double>(bss->node_poll_error));
   }
   if (orders_error_ != 0) status.Set("ordersError", SystemError(env, orders_error_, "epoll", "").Value());
   if (error_ != 0) {

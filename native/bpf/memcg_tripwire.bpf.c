@@ -157,7 +157,7 @@ __noinline __u64 measure(__u32 kind, __u64 usage, __u64 vmstats_addr) {
 
 // A line's standing order, once: independent of the line's own event (which may still be pending
 // while JS is busy), so the kill never waits for the loop.
-__noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns) {
+__noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns, __u32 in_charge) {
   if (slot >= TRIPWIRE_MAX_LINES) return 0;
   struct tripwire_line *l = &lines[slot];
   __u64 now = bpf_ktime_get_ns();
@@ -171,7 +171,7 @@ __noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns) {
   // order thread still acts).
   __u32 signalled = 0;
   __u64 victim = l->order_victim_cgroup;
-  if (victim != 0 && bpf_get_current_ancestor_cgroup_id(l->order_victim_level) == victim)
+  if (in_charge && victim != 0 && bpf_get_current_ancestor_cgroup_id(l->order_victim_level) == victim)
     signalled = bpf_send_signal(9 /* SIGKILL */) == 0;
   struct tripwire_order_event *e = bpf_ringbuf_reserve(&orders, sizeof(*e), 0);
   if (!e) {
@@ -192,7 +192,12 @@ __noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns) {
   return 1;
 }
 
-__noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u64 began_ns) {
+// `flags`: CHECK_IN_CHARGE inside a charge on the current task (an order may signal it);
+// CHECK_NODE_ONLY from the node poll, which has only the node's counters fresh.
+#define CHECK_IN_CHARGE 1
+#define CHECK_NODE_ONLY 2
+
+__noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u64 began_ns, __u32 flags) {
   struct tripwire_cgroup *cg = bpf_map_lookup_elem(&watched, &cgroup_id);
   if (!cg) return 0;
   for (int i = 0; i < TRIPWIRE_LINES_PER_CGROUP; i++) {
@@ -201,11 +206,12 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
     if (slot >= TRIPWIRE_MAX_LINES) continue;
     struct tripwire_line *l = &lines[slot];
     if (l->cgroup_id != cgroup_id) continue;  // slot being re-armed for another cgroup
+    if ((flags & CHECK_NODE_ONLY) && l->measure != TRIPWIRE_NODE_WORKING_SET) continue;
     __u64 value = measure(l->measure, usage, vmstats_addr);
     l->usage_pages = value;
     __u32 dir = l->direction;
     __u64 line = l->line_pages;
-    if (l->order_generation != 0 && value >= line) use_order(slot, value, line, began_ns);
+    if (l->order_generation != 0 && value >= line) use_order(slot, value, line, began_ns, flags & CHECK_IN_CHARGE);
     bool hit = (dir == TRIPWIRE_UP && value >= line) || (dir == TRIPWIRE_DOWN && value < line);
     if (!hit) continue;
     if (__sync_val_compare_and_swap(&l->pending, 0, 1) != 0) continue;
@@ -227,6 +233,72 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
     bpf_ringbuf_submit(e, 0);
     __sync_fetch_and_add(&events_emitted, 1);
   }
+  return 0;
+}
+
+// The node poll. The node's working set also moves without any charge: reclaim activates
+// referenced page cache (Inactive(file) falls, nothing is charged), kernel allocations outside
+// any memcg take free pages, and a task stalled in direct reclaim charges nothing until it
+// returns (measured in the lab's race: the kubelet's signal 100 ms past the line before the next
+// charge). So while the root has lines, a BPF timer re-checks the node's lines every
+// `node_poll_ns` in the kernel: no thread wakes unless a line is crossed. Started by the first
+// charge that finds the root watched; it stops itself when the root has no lines left.
+#define CLOCK_MONOTONIC 1
+struct node_poll {
+  struct bpf_timer timer;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct node_poll);
+} node_poll_timer SEC(".maps");
+
+// Written by the addon before attaching (0: no poll).
+__u64 node_poll_ns;
+// 1 while the timer runs (or is being started); the polls it made; the last error starting it.
+__u32 node_poll_running;
+__u64 node_polls;
+__s64 node_poll_error;
+
+static int node_poll_fire(void *map, __u32 *key, struct node_poll *p) {
+  __u64 root = 1;  // the cgroup2 root's id
+  __u64 period = node_poll_ns;
+  if (period == 0 || !bpf_map_lookup_elem(&watched, &root)) {
+    node_poll_running = 0;
+    return 0;
+  }
+  check_lines(root, root_usage_pages, 0, 0, CHECK_NODE_ONLY);
+  __sync_fetch_and_add(&node_polls, 1);
+  bpf_timer_start(&p->timer, period, 0);
+  return 0;
+}
+
+static __always_inline void node_poll_ensure(void) {
+  if (node_poll_ns == 0 || node_poll_running) return;
+  if (__sync_val_compare_and_swap(&node_poll_running, 0, 1) != 0) return;
+  __u32 key = 0;
+  struct node_poll *p = bpf_map_lookup_elem(&node_poll_timer, &key);
+  if (!p) return;
+  long err = bpf_timer_init(&p->timer, &node_poll_timer, CLOCK_MONOTONIC);
+  if (err == -16 /* EBUSY: initialised already */) err = 0;
+  if (!err) err = bpf_timer_set_callback(&p->timer, node_poll_fire);
+  if (!err) err = bpf_timer_start(&p->timer, node_poll_ns, 0);
+  if (err) {
+    node_poll_error = err;
+    node_poll_running = 0;  // the next charge tries again
+  }
+}
+
+// The addon starts the node poll itself when it arms a line on the root (an idle node, or tasks
+// in the root cgroup, which is never charged, may not charge for a long time): it runs this
+// program through BPF_PROG_TEST_RUN, which calls bpf_fentry_test1 (net/bpf/test_run.c), the
+// kernel's own entry point for running fentry programs on demand.
+SEC("fentry/bpf_fentry_test1")
+int BPF_PROG(tripwire_start_node_poll, int a) {
+  __u64 root = 1;
+  if (bpf_map_lookup_elem(&watched, &root)) node_poll_ensure();
   return 0;
 }
 
@@ -260,7 +332,10 @@ static __always_inline void counter_changed(struct page_counter *counter, __u64 
     memcg = (struct mem_cgroup *)((__u64)c - memory_off);
     __u64 id = BPF_CORE_READ(memcg, css.cgroup, kn, id);
     // Only a watched cgroup costs the read of its statistics' address.
-    if (bpf_map_lookup_elem(&watched, &id)) check_lines(id, usage, (__u64)BPF_CORE_READ(memcg, vmstats), began_ns);
+    if (bpf_map_lookup_elem(&watched, &id)) {
+      check_lines(id, usage, (__u64)BPF_CORE_READ(memcg, vmstats), began_ns, began_ns ? CHECK_IN_CHARGE : 0);
+      if (!parent) node_poll_ensure();
+    }
     c = parent;
   }
 }

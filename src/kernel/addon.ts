@@ -77,6 +77,9 @@ export interface TripwireStatus {
   orders?: boolean;
   ordersUsed?: number;
   ordersFull?: number;
+  /** the in-kernel re-check of the node's lines between charges: its period (0: off) and the checks made */
+  nodePollNs?: number;
+  nodePolls?: number;
   /** why the last load has no order thread */
   ordersError?: Error & { code?: string };
   /** the last load failure: code, errno, syscall 'bpf', stage 'open' | 'load' | 'attach' | 'ring_buffer' */

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { machineWorkingSetBytes } from '../../src/kernel/machine-usage';
-import { tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
+import { tripwireStatus, tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
 import type { OrderEvent } from '../../src/kernel/types';
 import { measureReader } from '../../src/kernel/working-set';
 import { Memhog, ScratchCgroup, onRamFilesystem } from '../../src/lab/workload';
@@ -206,6 +206,32 @@ test('a standing order on the pod whose own charge crosses the line kills it wit
   assert.equal(o.errno, 0, 'and the order thread still wrote the pod\'s cgroup.kill');
   const peak = fs.existsSync(path.join(podCg.dir, 'memory.peak')) ? `${(Number(podCg.read('memory.peak')) / MiB).toFixed(1)} MiB` : 'not kept by this kernel';
   t.diagnostic(`line ${(line / MiB).toFixed(1)} MiB, pod memory.peak ${peak}, crossing charge -> kill written ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs`);
+});
+
+test("the node's lines are re-checked in the kernel every millisecond while the root has lines, and only then", async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  // A line on another cgroup keeps the program loaded once the root's line is gone.
+  const cg = ScratchCgroup.create(V2, 'tripwire-node-poll', 2);
+  const other = watchTripwire(cg.dir, 1024 * MiB, 'usage');
+  t.after(async () => {
+    await other.close();
+    await cg.remove();
+  });
+  const polls = () => tripwireStatus().nodePolls ?? 0;
+  const node = watchTripwire(V2, machineWorkingSetBytes() + 512 * MiB, 'working-set');
+  assert.equal(tripwireStatus().nodePollNs, 1_000_000, 'the poll period: 1 ms');
+  // The first charge that walks up to the watched root starts the poll; there is always one.
+  await sleep(100);
+  const p0 = polls();
+  await sleep(500);
+  const made = polls() - p0;
+  t.diagnostic(`${made} polls of the node's lines in 500 ms`);
+  assert.ok(made >= 100, `the node's lines are polled about every millisecond (${made} in 500 ms)`);
+  await node.close();
+  await sleep(50);
+  const p1 = polls();
+  await sleep(300);
+  assert.equal(polls(), p1, 'no root line: the poll stopped itself');
 });
 
 test('a standing order is never used once expired or withdrawn', async (t) => {
