@@ -12,6 +12,7 @@ namespace evictd {
 
 struct Source;
 class Tripwire;
+class EventfdOrders;
 
 struct AddonData {
   napi_env env = nullptr;
@@ -19,6 +20,8 @@ struct AddonData {
   std::unordered_set<Source*> sources;
   // The memcg tripwire (tripwire.h), made at init in builds that have it; null otherwise.
   Tripwire* tripwire = nullptr;
+  // The standing orders of memcg v1 threshold lines (eventfd_orders.h), started on first use.
+  EventfdOrders* eventfd_orders = nullptr;
   napi_async_cleanup_hook_handle cleanup_hook = nullptr;
   bool tearing_down = false;
   bool instance_finalized = false;

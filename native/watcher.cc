@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "errors.h"
+#include "eventfd_orders.h"
 #include "js_call.h"
 #include "off_loop.h"
 
@@ -32,6 +33,7 @@ Napi::Function Watcher::DefineClass(Napi::Env env) {
                                               InstanceMethod("unref", &Watcher::JsUnref),
                                               InstanceMethod("hasRef", &Watcher::HasRef),
                                               InstanceMethod("read", &Watcher::Read),
+                                              InstanceMethod("setOrder", &Watcher::SetOrder),
                                               InstanceAccessor("closed", &Watcher::IsClosed, nullptr),
                                           });
 }
@@ -87,6 +89,9 @@ Napi::Object Watcher::Create(Napi::Env env, AddonData* data, SourceKind kind, Fd
 void Watcher::BeginClose(Source* source) {
   if (source->closing) return;
   source->closing = true;
+  // Its fds go: an order on them goes first (a use already written is still delivered).
+  if (source->order_id != 0 && source->data->eventfd_orders != nullptr) source->data->eventfd_orders->Withdraw(source->order_id);
+  source->order_id = 0;
   if (source->polling) uv_poll_stop(&source->poll);
   source->polling = false;
   // A registration still being written owns control_fd on a threadpool thread: ArmDone issues

@@ -58,6 +58,8 @@ struct Source {
   std::string control_path;
   std::string arm_line;
   int arm_error = 0;
+  // kEventfd: the standing order placed on this line (eventfd_orders.h), 0 when none.
+  uint64_t order_id = 0;
   bool want_poll = false;  // start() called (and not stop())
   bool polling = false;    // uv_poll_start in force
   bool closing = false;    // close requested; uv_close issued once not arming
@@ -106,6 +108,7 @@ class Watcher : public Napi::ObjectWrap<Watcher> {
   Napi::Value HasRef(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
   Napi::Value IsClosed(const Napi::CallbackInfo& info);
+  Napi::Value SetOrder(const Napi::CallbackInfo& info);
 
   Source* source_ = nullptr;  // null once closed
   bool closed_ = false;

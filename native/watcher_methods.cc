@@ -1,9 +1,14 @@
 // The methods JavaScript calls on a watcher (start, stop, close, ref, unref, read); they run on
 // the JS thread of the environment that made it. The uv_poll machinery is in watcher.cc.
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <string>
+
+#include "clock.h"
 #include "errors.h"
+#include "eventfd_orders.h"
 #include "watcher.h"
 
 namespace evictd {
@@ -64,6 +69,50 @@ Napi::Value Watcher::Read(const Napi::CallbackInfo& info) {
   ssize_t len = PreadRetry(source_->probe_fd.get(), buffer, sizeof buffer - 1, 0);
   if (len < 0) throw SystemError(env, errno, "read", source_->probe_path);
   return Napi::String::New(env, buffer, static_cast<size_t>(len));
+}
+
+// setOrder(killPath, ttlMs, lineBytes, onFired) places this memcg v1 threshold line's standing
+// order (eventfd_orders.h): the first upward crossing within ttlMs, seen as the line's usage
+// file at or past lineBytes when the eventfd wakes the order thread, writes "1" to killPath (a
+// pod's cgroup.kill); then onFired(text, killPath) runs here. setOrder(null) withdraws it. Returns false when the line is not an armed
+// threshold; throws when killPath cannot be opened or the thread cannot start.
+Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
+  AddonData* data = source_->data;
+  if (source_->order_id != 0 && data->eventfd_orders != nullptr) data->eventfd_orders->Withdraw(source_->order_id);
+  source_->order_id = 0;
+  if (info.Length() >= 1 && info[0].IsNull()) return Napi::Boolean::New(env, true);
+  if (info.Length() < 4 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsFunction()) {
+    throw Napi::TypeError::New(env, "setOrder(killPath, ttlMs, lineBytes, onFired) or setOrder(null)");
+  }
+  // Only a threshold in force: its usage file says which way a wake-up went.
+  if (source_->kind != SourceKind::kEventfd || source_->arming || !source_->probe_fd.valid()) return Napi::Boolean::New(env, false);
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  double ttl_ms = info[1].As<Napi::Number>().DoubleValue();
+  double line = info[2].As<Napi::Number>().DoubleValue();
+  if (!(ttl_ms > 0 && ttl_ms <= 60000)) throw Napi::RangeError::New(env, "setOrder: ttlMs must be in (0, 60000]");
+  if (!(line > 0 && line < 9007199254740992.0)) throw Napi::RangeError::New(env, "setOrder: lineBytes must be a positive number of bytes");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw SystemError(env, errno, "open", path);
+  if (data->eventfd_orders == nullptr) {
+    int err = 0;
+    data->eventfd_orders = EventfdOrders::Start(data, &err);
+    if (data->eventfd_orders == nullptr) {
+      ::close(fd);
+      throw SystemError(env, err, "epoll", path);
+    }
+  }
+  EventfdOrders::Order order{source_->poll_fd.get(),
+                             source_->probe_fd.get(),
+                             static_cast<uint64_t>(line),
+                             fd,
+                             path,
+                             MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6)};
+  uint64_t id = data->eventfd_orders->Place(order, info[3].As<Napi::Function>());
+  if (id == 0) throw SystemError(env, errno, "epoll_ctl", source_->poll_path);
+  source_->order_id = id;
+  return Napi::Boolean::New(env, true);
 }
 
 Napi::Value Watcher::IsClosed(const Napi::CallbackInfo& info) {

@@ -180,7 +180,7 @@ export class Agent extends EventEmitter {
       clock,
       volumes: this.volumes,
       ...(braking ? { brakes: braking } : {}),
-      ...(this.orders ? { orders: { pending: () => this.orders!.pendingConfirmations(), ttlMs: this.orderTtlMs, cgroupDir: (podPath: string) => cgroups.memoryDir(podPath) } } : {}),
+      ...(this.orders ? { orders: { pending: () => this.orders!.pendingConfirmations(), ttlMs: this.orderTtlMs, cgroupDir: (podPath: string) => cgroups.killDir(podPath) } } : {}),
     });
     this.controller = new Controller((t) => this.pass(t), {
       housekeepingIntervalMs: o.housekeepingIntervalMs,

@@ -15,6 +15,19 @@ export interface NativeWatcher {
   readonly closed: boolean;
 }
 
+/** A memcg v1 event (native/watcher.cc, openMemcgEvent). */
+export interface NativeMemcgWatcher extends NativeWatcher {
+  /**
+   * Places a threshold line's standing order (native/eventfd_orders.h): at the first upward
+   * crossing within `ttlMs` (the usage file at or past `lineBytes` when the eventfd wakes the
+   * addon's order thread), "1" is written to `killPath` from that thread, then
+   * `onFired(text, killPath)` runs on the loop with the same fields as a tripwire order's use
+   * (charge_began_ns and fired_ns: the wake-up). null withdraws it. False when this is not a
+   * threshold in force; throws when killPath cannot be opened.
+   */
+  setOrder(killPath: string | null, ttlMs?: number, lineBytes?: number, onFired?: (text: string, killPath: string) => void): boolean;
+}
+
 /**
  * A memcg tripwire line (native/tripwire_line.cc): a watcher without an fd of its own, fed by the
  * environment's tripwire from the BPF ring buffer. Crossings while stopped are counted and
@@ -29,8 +42,8 @@ export interface NativeTripwireLine extends NativeWatcher {
    * runs on the loop (usage_bytes, line_bytes, charge_began_ns, fired_ns, killed_ns, placed_ns,
    * errno, signalled), for every use, even of an order replaced or withdrawn since. With the
    * victim pod cgroup's id and level, a task of that pod whose own charge crosses the line is sent
-   * SIGKILL by the program in that charge (signalled 1). setOrder(null) withdraws it. False when this load has no order thread; throws when killPath
-   * cannot be opened.
+   * SIGKILL by the program in that charge (signalled 1). setOrder(null) withdraws it. False when
+   * this load has no order thread; throws when killPath cannot be opened.
    */
   setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string, killPath: string) => void, victimCgroupId?: number, victimLevel?: number): boolean;
 }
@@ -40,7 +53,7 @@ export type NativeCallback = (err: Error | null, count?: number, monotonicNs?: b
 
 export interface NativeAddon {
   /** The registration completes off the loop: `onArmed` runs once it is in force. */
-  openMemcgEvent(controlPath: string, targetPath: string, args: string, probePath: string, cb: NativeCallback, onArmed?: () => void): NativeWatcher;
+  openMemcgEvent(controlPath: string, targetPath: string, args: string, probePath: string, cb: NativeCallback, onArmed?: () => void): NativeMemcgWatcher;
   openPsiTrigger(path: string, trigger: string, cb: NativeCallback): NativeWatcher;
   openKernfsFile(path: string, cb: NativeCallback): NativeWatcher;
   monotonicNs(): bigint;

@@ -1,6 +1,8 @@
+import fs from 'node:fs';
 import path from 'node:path';
-import { addon, type NativeCallback, type NativeWatcher } from './addon';
+import { addon, type NativeCallback, type NativeMemcgWatcher } from './addon';
 import { NativeBackedWatcher } from './native-watcher';
+import { orderEventOf } from './order-event';
 import type { ThresholdWatcher, Watcher } from './types';
 
 // cgroup v1 memory controller notifications, all registered through cgroup.event_control
@@ -10,16 +12,18 @@ function checkBytes(field: string, value: number): void {
   if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${field}: ${JSON.stringify(value)}: must be a positive integer number of bytes`);
 }
 
-function openThreshold(cgroupDir: string, usageFile: string, bytes: number, cb: NativeCallback, onArmed: () => void): NativeWatcher {
+function openThreshold(cgroupDir: string, usageFile: string, bytes: number, cb: NativeCallback, onArmed: () => void): NativeMemcgWatcher {
   const file = path.join(cgroupDir, usageFile);
   return addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), file, String(bytes), file, cb, onArmed);
 }
 
-class MemcgThresholdWatcher extends NativeBackedWatcher implements ThresholdWatcher {
+class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> implements ThresholdWatcher {
   readonly lineMechanism = 'memcg-threshold-eventfd' as const;
   /** The kernel compares the counter alone: the caller moves the line as inactive_file drifts. */
   readonly measure = 'usage' as const;
   private bytes: number;
+  /** The standing order, kept here: a re-arm swaps the registration, and the order moves with it. */
+  private order: { killPath: string; untilNs: bigint } | null = null;
 
   constructor(
     private readonly cgroupDir: string,
@@ -38,7 +42,39 @@ class MemcgThresholdWatcher extends NativeBackedWatcher implements ThresholdWatc
     checkBytes('thresholdBytes', thresholdBytes);
     const armed = this.replaceNative((cb, onArmed) => openThreshold(this.cgroupDir, this.usageFile, thresholdBytes, cb, onArmed));
     this.bytes = thresholdBytes;
-    return armed;
+    // The old registration held the order (at the old line) until it was closed; the new one
+    // holds it from the moment it is in force.
+    return armed.then(() => {
+      if (this.order !== null) this.placeOrder();
+    });
+  }
+
+  /**
+   * The pod's cgroup.kill is written from the addon's order thread at the first upward crossing
+   * within `ttlMs` (native/eventfd_orders.h); on a hybrid host `podCgroupDir` is the pod's
+   * directory in the cgroup2 mount, which has cgroup.kill. False without cgroup.kill (Linux before
+   * 5.14, or no cgroup2 directory for the pod) or before the registration is in force.
+   */
+  setOrder(podCgroupDir: string | null, ttlMs = 1000): boolean {
+    if (this.closed) return false;
+    if (podCgroupDir === null) {
+      this.order = null;
+      return this.current().setOrder(null);
+    }
+    const killPath = path.join(podCgroupDir, 'cgroup.kill');
+    if (!fs.existsSync(killPath)) return false;
+    this.order = { killPath, untilNs: process.hrtime.bigint() + BigInt(Math.round(ttlMs * 1e6)) };
+    return this.placeOrder();
+  }
+
+  private placeOrder(): boolean {
+    const o = this.order!;
+    const leftMs = Number(o.untilNs - process.hrtime.bigint()) / 1e6;
+    if (leftMs <= 0) {
+      this.order = null;
+      return this.current().setOrder(null) && false;
+    }
+    return this.current().setOrder(o.killPath, leftMs, this.bytes, (text: string, written: string) => this.emit('order', orderEventOf(text, written)));
   }
 }
 

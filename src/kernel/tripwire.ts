@@ -4,8 +4,8 @@ import { addon, nativeAvailable, nativeLoadError, type NativeCallback, type Nati
 import { watchCgroupEvents } from './cgroup-events';
 import { isCgroup2Root, machineUsageBytes } from './machine-usage';
 import { NativeBackedWatcher } from './native-watcher';
-import { parseCounters } from './counters';
-import type { KernelEvent, OrderEvent, ThresholdWatcher, Watcher } from './types';
+import { orderEventOf } from './order-event';
+import type { KernelEvent, ThresholdWatcher, Watcher } from './types';
 import { measureReader, type LineMeasure } from './working-set';
 
 // The memcg tripwire on cgroup v2 (native/bpf/memcg_tripwire.bpf.c): a BPF program on
@@ -144,23 +144,7 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     return this.current().setOrder(
       killPath,
       ttlMs,
-      (text: string, written: string) => {
-      const c = parseCounters(text);
-      const ns = (k: string) => BigInt(Math.round(c[k] ?? 0));
-      const order: OrderEvent = {
-        // The order that was used, which may not be the latest placed.
-        podCgroupDir: path.dirname(written),
-        usageBytes: c.usage_bytes ?? 0,
-        lineBytes: c.line_bytes ?? 0,
-        chargeBeganNs: ns('charge_began_ns'),
-        firedNs: ns('fired_ns'),
-        killedNs: ns('killed_ns'),
-        placedNs: ns('placed_ns'),
-        errno: c.errno ?? 0,
-        signalledInCharge: (c.signalled ?? 0) === 1,
-      };
-      this.emit('order', order);
-      },
+      (text: string, written: string) => this.emit('order', orderEventOf(text, written)),
       victim?.id,
       victim?.level,
     );

@@ -75,7 +75,8 @@ export interface ThresholdWatcher extends Watcher {
   /**
    * Places this line's standing order: the mechanism kills the pod of `podCgroupDir` itself at
    * the first crossing within `ttlMs`, off the JS loop, then emits 'order' (OrderEvent). null
-   * withdraws it. False (or absent) where the mechanism cannot (only the tripwire can).
+   * withdraws it. False (or absent) where the mechanism cannot: the eBPF tripwire and the memcg
+   * v1 eventfd can (each from a thread of the addon); the pollers cannot.
    */
   setOrder?(podCgroupDir: string | null, ttlMs?: number): boolean;
 }

@@ -33,6 +33,11 @@ export interface CgroupPort {
   memory(dir: string): MemoryReading | null;
   /** SIGKILL every process of the pod */
   kill(podPath: string): KillResult;
+  /**
+   * The pod's directory where its cgroup.kill is: the cgroup2 mount (pure v2, or the hybrid
+   * host's controller-less one, where runc creates the pod's cgroup too), else the memory one.
+   */
+  killDir(podPath: string): string;
 }
 
 /** The real cgroupfs of this host. */
@@ -55,6 +60,7 @@ export function hostCgroups(layout: Pick<CgroupLayout, 'memoryMount' | 'memoryVe
       }
     },
     kill: (podPath) => killPod(layout.unifiedMount, layout.memoryMount, podPath),
+    killDir: (podPath) => cgroupDir(layout.unifiedMount ?? layout.memoryMount, podPath),
   };
 }
 

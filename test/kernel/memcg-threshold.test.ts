@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 import { watchMemcgThreshold } from '../../src/kernel/memcg';
+import type { OrderEvent } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { needsV1, skipped, slow } from '../support/environment';
-import { MiB, missingKernel, Recorder, sleep, v1Root } from './support';
+import { MiB, missingKernel, Recorder, sleep, v1Root, v2Root } from './support';
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
   const cg = ScratchCgroup.create(v1Root(), 'test', 1);
@@ -115,4 +118,94 @@ test('a memsw threshold fires where memory.memsw.usage_in_bytes exists', async (
   await hog.alloc(32 * MiB);
   const e = await rec.waitEvent(() => true, slow(5000));
   assert.ok((e.counters?.memsw_usage_in_bytes ?? 0) >= base + 16 * MiB);
+});
+
+/** A process in a cgroup2 directory (the hybrid host's unified mount has cgroup.kill), as a pod to kill. */
+function victimIn(t: { after(fn: () => Promise<void> | void): void }, tag: string) {
+  const cg = ScratchCgroup.create(v2Root(), tag, 2);
+  const child = spawn('/bin/sh', ['-c', `echo $$ > '${path.join(cg.dir, 'cgroup.procs')}' && exec sleep 1000`], { stdio: 'ignore' });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  t.after(async () => {
+    child.kill('SIGKILL');
+    await exited;
+    await cg.remove();
+  });
+  return { cg, exited };
+}
+
+test('a standing order on a memcg threshold kills its pod from the addon\'s thread at the crossing, while the JS loop is blocked', async (t) => {
+  if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
+  const { cg, hog, base } = await setup(t);
+  const victim = victimIn(t, 'memcg-order-victim');
+  const deadline = Date.now() + 5000;
+  while (victim.cg.pids().length !== 1 && Date.now() < deadline) await sleep(5);
+  const line = base + 32 * MiB;
+  const w = watchMemcgThreshold(cg.dir, line);
+  t.after(() => w.close());
+  const orders: OrderEvent[] = [];
+  w.on('order', (o: OrderEvent) => orders.push(o));
+  assert.equal(w.setOrder!(victim.cg.dir, 30_000), false, 'not before the registration is in force');
+  await w.ready();
+  assert.equal(w.setOrder!(victim.cg.dir, 30_000), true, 'the order is placed');
+  // A re-arm carries the order to the new registration, at the new line.
+  const moved = base + 48 * MiB;
+  await w.rearm(moved);
+
+  // The hog allocates in its own process; this loop is busy the whole time, as during a long pass.
+  const alloc = hog.alloc(96 * MiB);
+  const busyUntil = process.hrtime.bigint() + BigInt(slow(300)) * 1_000_000n;
+  let victimGoneAt: bigint | null = null;
+  while (process.hrtime.bigint() < busyUntil) {
+    if (victimGoneAt === null && victim.cg.pids().length === 0) victimGoneAt = process.hrtime.bigint();
+  }
+  await alloc;
+  const until = Date.now() + 5000;
+  while (orders.length === 0 && Date.now() < until) await sleep(5);
+  assert.ok(victimGoneAt !== null, 'the victim was killed while the JS loop was blocked');
+  assert.equal(await victim.exited, 'SIGKILL');
+  assert.equal(orders.length, 1, 'one order, one use');
+  const o = orders[0]!;
+  assert.equal(o.errno, 0);
+  assert.equal(o.podCgroupDir, victim.cg.dir);
+  assert.equal(o.lineBytes, moved, 'the order stands at the re-armed line');
+  assert.ok(o.usageBytes >= moved, `usage at the wake-up ${o.usageBytes} is past the line ${moved}`);
+  assert.ok(o.killedNs >= o.firedNs && o.killedNs <= victimGoneAt!, 'woken <= killed, before the loop saw the victim gone');
+  t.diagnostic(`eventfd wake-up -> kill written: ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs, order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`);
+  // Once used, the order is spent: the way down and up again kill nobody else.
+  await hog.free();
+  await hog.alloc(96 * MiB);
+  await sleep(100);
+  assert.equal(orders.length, 1, 'a used order is never used again');
+});
+
+test('a memcg threshold\'s standing order is never used once expired or withdrawn, nor on the way down', async (t) => {
+  if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
+  const { cg, hog, base } = await setup(t);
+  await hog.alloc(64 * MiB);
+  const expired = victimIn(t, 'memcg-order-expired');
+  const withdrawn = victimIn(t, 'memcg-order-withdrawn');
+  const down = victimIn(t, 'memcg-order-down');
+  const deadline = Date.now() + 5000;
+  while ([expired, withdrawn, down].some((v) => v.cg.pids().length !== 1) && Date.now() < deadline) await sleep(5);
+  const a = watchMemcgThreshold(cg.dir, base + 96 * MiB);
+  const b = watchMemcgThreshold(cg.dir, base + 112 * MiB);
+  // Below usage now: crossed on the way down when the hog frees.
+  const c = watchMemcgThreshold(cg.dir, base + 32 * MiB);
+  t.after(() => Promise.all([a.close(), b.close(), c.close()]).then(() => undefined));
+  await Promise.all([a.ready(), b.ready(), c.ready()]);
+  const used: OrderEvent[] = [];
+  for (const w of [a, b, c]) w.on('order', (o: OrderEvent) => used.push(o));
+  assert.equal(a.setOrder!(expired.cg.dir, 20), true);
+  assert.equal(b.setOrder!(withdrawn.cg.dir, 30_000), true);
+  assert.equal(b.setOrder!(null), true);
+  assert.equal(c.setOrder!(down.cg.dir, 30_000), true);
+  await sleep(100);
+  await hog.free();
+  await sleep(300);
+  assert.equal(down.cg.pids().length, 1, 'crossed on the way down: nobody killed');
+  assert.equal(c.setOrder!(null), true);
+  await hog.alloc(128 * MiB);
+  await sleep(300);
+  assert.equal(used.length, 0, 'no order used');
+  for (const v of [expired, withdrawn, down]) assert.equal(v.cg.pids().length, 1, `${v.cg.dir} was not killed`);
 });

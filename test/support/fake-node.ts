@@ -122,6 +122,7 @@ export class FakeNode {
   readonly cgroups: CgroupPort = {
     memoryVersion: 2,
     memoryDir: (podPath) => `/fake${podPath}`,
+    killDir: (podPath) => `/fake${podPath}`,
     read: (dir, file) => {
       const p = this.byDir(dir);
       if (!p?.cgroup) return null;

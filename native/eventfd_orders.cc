@@ -1,0 +1,233 @@
+// The standing orders of memcg v1 threshold lines (eventfd_orders.h).
+#include "eventfd_orders.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "addon_data.h"
+#include "clock.h"
+#include "fd.h"
+#include "js_call.h"
+
+namespace evictd {
+
+namespace {
+
+// The first number in a file read from offset 0 (memory.usage_in_bytes), or -1.
+int64_t ReadNumber(int fd) {
+  char buffer[64];
+  ssize_t n = PreadRetry(fd, buffer, sizeof buffer - 1, 0);
+  if (n <= 0) return -1;
+  buffer[n] = '\0';
+  char* end = nullptr;
+  unsigned long long v = strtoull(buffer, &end, 10);
+  return end == buffer ? -1 : static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+EventfdOrders* EventfdOrders::Start(AddonData* data, int* err) {
+  auto* self = new EventfdOrders(data);
+  auto fail = [&](int e) -> EventfdOrders* {
+    *err = e;
+    if (self->epoll_fd_ >= 0) close(self->epoll_fd_);
+    if (self->stop_fd_ >= 0) close(self->stop_fd_);
+    delete self;
+    return nullptr;
+  };
+  self->stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (self->stop_fd_ < 0) return fail(errno);
+  self->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (self->epoll_fd_ < 0) return fail(errno);
+  struct epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;  // ids start at 1
+  if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, self->stop_fd_, &ev) != 0) return fail(errno);
+  uv_loop_t* loop = nullptr;
+  if (napi_get_uv_event_loop(data->env, &loop) != napi_ok) return fail(EINVAL);
+  int e = uv_async_init(loop, &self->async_, &EventfdOrders::OnAsync);
+  if (e != 0) return fail(-e);
+  self->async_.data = self;
+  // Uses are for open lines, which hold the loop themselves when they should.
+  uv_unref(reinterpret_cast<uv_handle_t*>(&self->async_));
+  Napi::Env env(data->env);
+  self->async_context_ = std::make_unique<Napi::AsyncContext>(env, "evictd:StandingOrder", Napi::Object::New(env));
+  // Started from the loop thread: it inherits that thread's scheduling (SCHED_FIFO under
+  // --realtime-priority).
+  self->thread_ = std::thread([self] { self->Run(); });
+  return self;
+}
+
+uint64_t EventfdOrders::Place(const Order& order, Napi::Function on_fired) {
+  Entry entry;
+  entry.kill_fd = order.kill_fd;
+  entry.line_bytes = order.line_bytes;
+  entry.expires_ns = order.expires_ns;
+  entry.placed_ns = MonotonicNs();
+  entry.path = order.path;
+  entry.event_fd = fcntl(order.event_fd, F_DUPFD_CLOEXEC, 0);
+  entry.usage_fd = fcntl(order.usage_fd, F_DUPFD_CLOEXEC, 0);
+  int err = entry.event_fd < 0 || entry.usage_fd < 0 ? errno : 0;
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (err == 0) {
+      id = ++next_id_;
+      struct epoll_event ev = {};
+      ev.events = EPOLLIN | EPOLLET;
+      ev.data.u64 = id;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, entry.event_fd, &ev) != 0) err = errno;
+    }
+    if (err != 0) {
+      CloseEntry(entry);
+      errno = err;
+      return 0;
+    }
+    entries_.emplace(id, std::move(entry));
+  }
+  callbacks_.emplace(id, Napi::Persistent(on_fired));
+  return id;
+}
+
+void EventfdOrders::Withdraw(uint64_t id) {
+  bool fired = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    fired = it->second.fired;
+    CloseEntry(it->second);
+    entries_.erase(it);
+  }
+  // A use written just before the withdrawal is still delivered: its callback stays for it.
+  if (!fired) callbacks_.erase(id);
+}
+
+// Under mutex_ (or before the entry is shared).
+void EventfdOrders::CloseEntry(Entry& entry) {
+  if (entry.event_fd >= 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, entry.event_fd, nullptr);
+    close(entry.event_fd);
+  }
+  if (entry.usage_fd >= 0) close(entry.usage_fd);
+  if (entry.kill_fd >= 0) close(entry.kill_fd);
+  entry.event_fd = entry.usage_fd = entry.kill_fd = -1;
+}
+
+void EventfdOrders::Stop() {
+  uint64_t one = 1;
+  if (write(stop_fd_, &one, sizeof one) < 0) {
+    // An eventfd write only fails when its counter would overflow: the thread is waking anyway.
+  }
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [id, entry] : entries_) CloseEntry(entry);
+    entries_.clear();
+    outcomes_.clear();
+  }
+  callbacks_.clear();
+  async_context_.reset();
+  close(epoll_fd_);
+  close(stop_fd_);
+  epoll_fd_ = stop_fd_ = -1;
+  uv_close(reinterpret_cast<uv_handle_t*>(&async_), &EventfdOrders::OnClosed);
+}
+
+void EventfdOrders::OnClosed(uv_handle_t* handle) {
+  auto* self = static_cast<EventfdOrders*>(handle->data);
+  AddonData* data = self->data_;
+  data->eventfd_orders = nullptr;
+  delete self;
+  data->MaybeDone();
+}
+
+// The order thread: waits for the lines' eventfds and the stop signal, nothing else.
+void EventfdOrders::Run() {
+  // Named so that a kernel trace of the kill names its sender.
+  pthread_setname_np(pthread_self(), "evictd-order");
+  struct epoll_event events[16];
+  for (;;) {
+    int n = epoll_wait(epoll_fd_, events, 16, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    uint64_t now = MonotonicNs();
+    for (int i = 0; i < n; i++) {
+      if (events[i].data.u64 == 0) return;
+      Woken(events[i].data.u64, now);
+    }
+  }
+}
+
+// On the order thread: the kill first, everything else after.
+void EventfdOrders::Woken(uint64_t id, uint64_t woken_ns) {
+  Outcome outcome;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;  // withdrawn since the wake-up
+    Entry& entry = it->second;
+    if (entry.fired || entry.kill_fd < 0 || woken_ns >= entry.expires_ns) return;
+    // The threshold fires both ways: only a crossing upwards is the line crossed.
+    int64_t usage = ReadNumber(entry.usage_fd);
+    if (usage < 0 || static_cast<uint64_t>(usage) < entry.line_bytes) return;
+    ssize_t written = write(entry.kill_fd, "1", 1);
+    outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
+    outcome.killed_ns = MonotonicNs();
+    outcome.id = id;
+    outcome.usage_bytes = static_cast<uint64_t>(usage);
+    outcome.line_bytes = entry.line_bytes;
+    outcome.woken_ns = woken_ns;
+    outcome.placed_ns = entry.placed_ns;
+    outcome.path = entry.path;
+    // One use: the line keeps its eventfd, the order is spent.
+    entry.fired = true;
+    close(entry.kill_fd);
+    entry.kill_fd = -1;
+    outcomes_.push_back(outcome);
+  }
+  used_.fetch_add(1, std::memory_order_relaxed);
+  uv_async_send(&async_);
+}
+
+// On the loop: each use to its callback, whatever became of the order since: the kill is written.
+void EventfdOrders::OnAsync(uv_async_t* handle) {
+  auto* self = static_cast<EventfdOrders*>(handle->data);
+  std::deque<Outcome> batch;
+  {
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    batch.swap(self->outcomes_);
+  }
+  napi_env env = self->data_->env;
+  for (const Outcome& o : batch) {
+    auto it = self->callbacks_.find(o.id);
+    if (it == self->callbacks_.end()) continue;
+    Napi::FunctionReference callback = std::move(it->second);
+    self->callbacks_.erase(it);
+    if (!CanRunJs(env)) continue;
+    // The same fields as a tripwire order's use; the wake-up is the earliest this side sees.
+    char text[320];
+    int len = snprintf(text, sizeof text,
+                       "usage_bytes %llu\nline_bytes %llu\ncharge_began_ns %llu\nfired_ns %llu\nkilled_ns %llu\n"
+                       "placed_ns %llu\nerrno %d\nsignalled 0\n",
+                       static_cast<unsigned long long>(o.usage_bytes), static_cast<unsigned long long>(o.line_bytes),
+                       static_cast<unsigned long long>(o.woken_ns), static_cast<unsigned long long>(o.woken_ns),
+                       static_cast<unsigned long long>(o.killed_ns), static_cast<unsigned long long>(o.placed_ns),
+                       o.error);
+    Napi::Env e(env);
+    Napi::HandleScope scope(e);
+    napi_value args[] = {Napi::String::New(e, text, static_cast<size_t>(len > 0 ? len : 0)),
+                         Napi::String::New(e, o.path)};
+    CallJs(env, *self->async_context_, e.Global(), callback.Value(), 2, args);
+  }
+}
+
+}  // namespace evictd

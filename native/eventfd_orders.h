@@ -1,0 +1,103 @@
+// Standing orders on memcg v1 threshold lines (issue 20), the eventfd twin of
+// tripwire_orders.h: on a cgroup v1 or hybrid host a memory line is a cgroup.event_control
+// eventfd, and its crossing wakes whoever polls it. A thread of the addon, not the JS loop,
+// waits on the eventfds of the lines that hold an order; woken, it reads the line's usage file
+// (the eventfd fires both ways and carries no value), and on the way up writes the victim pod's
+// cgroup.kill at once (Linux 5.14; on a hybrid host in the cgroup2 mount, where runc creates the
+// pod's cgroup too), then tells the loop, where the order's callback runs. The JS pass takes tens of milliseconds
+// and grows with the pods on the node; this path is an epoll wake-up, one read and one write.
+//
+// The thread waits with EPOLLET on a duplicate of each eventfd: the line's own uv_poll reads
+// (and so resets) the counter on the loop, and an edge-triggered epoll is woken by every signal
+// whatever the counter holds.
+//
+// Threads: Place, Withdraw and Stop run on the loop thread; the order thread reads the table
+// and writes the kill under the same mutex, so an fd is never closed under it.
+#pragma once
+
+#include <napi.h>
+#include <uv.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+namespace evictd {
+
+struct AddonData;
+
+class EventfdOrders {
+ public:
+  // Loop thread. Starts the thread and the loop's async handle; null and *err when it cannot.
+  static EventfdOrders* Start(AddonData* data, int* err);
+
+  struct Order {
+    int event_fd;      // the line's eventfd (duplicated here; the caller keeps its own)
+    int usage_fd;      // the line's usage file (duplicated here)
+    uint64_t line_bytes;
+    int kill_fd;       // the pod's cgroup.kill, owned from now on
+    std::string path;  // the file kill_fd was opened from
+    uint64_t expires_ns;
+  };
+
+  // Loop thread. Places an order; returns its id (> 0), or 0 with errno set (kill_fd closed).
+  // `on_fired(text, path)` runs on the loop for its use, even after a withdrawal raced it.
+  uint64_t Place(const Order& order, Napi::Function on_fired);
+  // Loop thread. Withdraws an order (no-op when it is gone).
+  void Withdraw(uint64_t id);
+  // Loop thread, at teardown: joins the thread, closes every fd, then the async handle; once it
+  // is closed the object deletes itself and tells `data` (AddonData::MaybeDone).
+  void Stop();
+
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Entry {
+    int event_fd = -1;
+    int usage_fd = -1;
+    int kill_fd = -1;
+    uint64_t line_bytes = 0;
+    uint64_t expires_ns = 0;
+    uint64_t placed_ns = 0;
+    std::string path;
+    bool fired = false;
+  };
+  struct Outcome {
+    uint64_t id = 0;
+    uint64_t usage_bytes = 0;
+    uint64_t line_bytes = 0;
+    uint64_t woken_ns = 0;
+    uint64_t killed_ns = 0;
+    uint64_t placed_ns = 0;
+    int error = 0;
+    std::string path;
+  };
+
+  explicit EventfdOrders(AddonData* data) : data_(data) {}
+  void Run();
+  void Woken(uint64_t id, uint64_t woken_ns);
+  void CloseEntry(Entry& entry);
+  static void OnAsync(uv_async_t* handle);
+  static void OnClosed(uv_handle_t* handle);
+
+  AddonData* data_;
+  int epoll_fd_ = -1;
+  int stop_fd_ = -1;
+  std::thread thread_;
+  uv_async_t async_;
+  std::unique_ptr<Napi::AsyncContext> async_context_;
+  std::mutex mutex_;  // entries_, outcomes_
+  std::unordered_map<uint64_t, Entry> entries_;
+  std::deque<Outcome> outcomes_;
+  uint64_t next_id_ = 0;
+  // Loop thread only: the callback of every order that may still report a use.
+  std::unordered_map<uint64_t, Napi::FunctionReference> callbacks_;
+  std::atomic<uint64_t> used_{0};
+};
+
+}  // namespace evictd
