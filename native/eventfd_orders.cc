@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "fd.h"
 #include "js_call.h"
+#include "thread_sched.h"
 
 namespace evictd {
 
@@ -58,9 +59,13 @@ EventfdOrders* EventfdOrders::Start(AddonData* data, int* err) {
   uv_unref(reinterpret_cast<uv_handle_t*>(&self->async_));
   Napi::Env env(data->env);
   self->async_context_ = std::make_unique<Napi::AsyncContext>(env, "evictd:StandingOrder", Napi::Object::New(env));
-  // Started from the loop thread: it inherits that thread's scheduling (SCHED_FIFO under
-  // --realtime-priority).
-  self->thread_ = std::thread([self] { self->Run(); });
+  // The loop thread's scheduling (SCHED_FIFO under --realtime-priority), which a new thread
+  // does not inherit (thread_sched.h).
+  ThreadSched sched = LoopSched();
+  self->thread_ = std::thread([self, sched] {
+    ApplySched(sched);
+    self->Run();
+  });
   return self;
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "thread_sched.h"
 #include "tripwire_line.h"
 #include "tripwire_ring.h"
 
@@ -45,7 +46,13 @@ TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* 
   // Outcomes are for open lines, which hold the loop themselves when they should.
   uv_unref(reinterpret_cast<uv_handle_t*>(&self->async_));
   ring->open_handles++;
-  self->thread_ = std::thread([self] { self->Run(); });
+  // The loop thread's scheduling (SCHED_FIFO under --realtime-priority), which a new thread
+  // does not inherit (thread_sched.h).
+  ThreadSched sched = LoopSched();
+  self->thread_ = std::thread([self, sched] {
+    ApplySched(sched);
+    self->Run();
+  });
   return self;
 }
 

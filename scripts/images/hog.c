@@ -25,7 +25,8 @@
  * MemAvailable below <MiB>, the hog reads after every <KiB> (16-1024, a power of two) instead of
  * every MiB, and "<MiB held>" is then a fraction ("412.062500"), "<ns the MiB's touch began>" the
  * start of that chunk's touch. A MiB is 5-30 ms of touching on emulated CPUs: too coarse a
- * window for a reaction of a millisecond.
+ * window for a reaction of a millisecond. Without the meter, $HOG_STEP_KIB=<KiB> logs
+ * "<ns> <MiB held>" after every <KiB> the same way, for a ramp timed on the host.
  *
  * With $HOG_CHURN set, once it holds <target MiB> it goes on at the same rate allocating,
  * touching and unmapping one more MiB, printing "<ns> lat <ns it took>" each time: a pod that
@@ -174,6 +175,16 @@ int main(int argc, char **argv) {
     fine_kib = kib;
     fine_below_kb = below * 1024LL;
   }
+  /* HOG_STEP_KIB=<KiB>: without the meter, log "<ns> <MiB held>" after every <KiB> touched. */
+  long step_kib = 1024;
+  const char *steps = getenv("HOG_STEP_KIB");
+  if (meminfo_fd < 0 && steps && *steps) {
+    step_kib = strtol(steps, NULL, 10);
+    if (step_kib < 16 || step_kib > 1024 || (step_kib & (step_kib - 1)) != 0) {
+      fprintf(stderr, "hog: HOG_STEP_KIB: \"%s\": must be a power of two from 16 to 1024\n", steps);
+      return 2;
+    }
+  }
 
   struct sigaction term = {.sa_handler = on_term};
   sigaction(SIGTERM, &term, NULL);
@@ -196,11 +207,12 @@ int main(int argc, char **argv) {
     /* Touch every page so the memory is charged to the cgroup now, not on first use; near the
        lines (HOG_METER_FINE) read after every chunk of it. */
     char line[160];
-    long chunk = last_available_kb >= 0 && last_available_kb < fine_below_kb ? fine_kib * 1024 : MIB;
+    long chunk = meminfo_fd < 0 ? step_kib * 1024 : last_available_kb >= 0 && last_available_kb < fine_below_kb ? fine_kib * 1024 : MIB;
     for (long from = 0; from < MIB; from += chunk) {
       for (long off = from; off < from + chunk; off += 4096) p[off] = (char)held;
       if (from + chunk < MIB) {
-        int len = meter_line(line, sizeof line, (held - 1) * 1024LL + (from + chunk) / 1024, touch_ns);
+        long long kib = (held - 1) * 1024LL + (from + chunk) / 1024;
+        int len = meminfo_fd >= 0 ? meter_line(line, sizeof line, kib, touch_ns) : snprintf(line, sizeof line, "%lld %.6f\n", now_ns(), (double)kib / 1024.0);
         emit(line, (size_t)len);
         touch_ns = now_ns();
       }

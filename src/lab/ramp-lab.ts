@@ -6,10 +6,10 @@
  *
  * Timing, all on CLOCK_MONOTONIC (the hog, the kernel event and the agent share it):
  * - crossing: when the node's available memory fell below the threshold line. The agent logs
- *   the available memory it observed and when; the hog logs "<ns> <MiB held>" per MiB.
+ *   the available memory it observed and when; the hog logs "<ns> <MiB held>" every 64 KiB.
  *   Counting back from the MiB held at the observation by the deficit below the line gives the
- *   MiB step during which the line was crossed; its START is taken as the crossing (an upper
- *   bound on the reaction: at most one step, 1 MiB, early).
+ *   step (64 KiB: HOG_STEP_KIB) during which the line was crossed; its START is taken as the
+ *   crossing (an upper bound on the reaction: at most one step early).
  * - reaction: crossing -> the kill (fast kill) or StopPodSandbox was sent.
  * - freed: crossing -> the pod's memory was back (the agent's release wait).
  */
@@ -173,6 +173,7 @@ function oomKillsUnder(dir: string, version: 1 | 2): number {
 }
 
 const MiB = 1024 * 1024;
+const STEP_KIB = 64;
 
 /** Bytes of a threshold as logged ("100Mi" or "10%") for a capacity. */
 function lineBytes(quantity: string, capacity: number): number {
@@ -186,7 +187,8 @@ function lineBytes(quantity: string, capacity: number): number {
  */
 export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: string; rateMiBs: number; targetMiB: number; namespace?: string; startDelayMs?: number }): Promise<RampResult> {
   if (o.startDelayMs) await new Promise((r) => setTimeout(r, o.startDelayMs));
-  const pod: LabPod = await lab.runPod({ name: o.name, namespace: o.namespace ?? 'demo', qos: 'BestEffort', containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: [String(o.rateMiBs), String(o.targetMiB), '0'] }] });
+  // The hog logs every STEP_KIB: the crossing is placed within 64 KiB, not a whole MiB.
+  const pod: LabPod = await lab.runPod({ name: o.name, namespace: o.namespace ?? 'demo', qos: 'BestEffort', containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: [String(o.rateMiBs), String(o.targetMiB), '0'], env: { HOG_STEP_KIB: String(STEP_KIB) } }] });
   const podKey = `${pod.namespace}/${pod.name}`;
   const rampMs = (o.targetMiB / o.rateMiBs) * 1000;
   const evicted = agent.waitFor((l) => l.msg === 'evicted pod' && l.pod === podKey, rampMs + 10_000).catch(() => null);
@@ -217,17 +219,22 @@ export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: stri
       result.threshold = threshold.quantity;
       result.observedAvailableMiB = threshold.observed.available / MiB;
       const decision = BigInt(at.decision!);
-      // Where the hog was when the agent read the numbers it decided on.
-      const observed = BigInt(at.observed ?? at.decision!);
+      // Where the hog was when the numbers the agent decided on were read: by the pass, or, for a
+      // standing order's kill, by the order's own thread at its wake-up (the confirming pass
+      // reports the value the order saw, at.event).
+      const observed = BigInt(line.action === 'standing-order' && at.event ? at.event : (at.observed ?? at.decision!));
       const before = steps.filter((s) => s.ns <= observed);
       const held = before.length ? before[before.length - 1]!.mib : 0;
       const deficit = lineBytes(threshold.quantity, threshold.observed.capacity) - threshold.observed.available;
-      const crossStep = Math.max(1, held - Math.floor(Math.max(0, deficit) / MiB));
-      const startOfStep = steps.find((s) => s.mib === crossStep - 1) ?? steps[0];
+      // Counting back from there by the deficit below the line: the crossing lies in the first
+      // step (a MiB, or HOG_STEP_KIB of one) that reaches that point; it began at the stamp before.
+      const crossMiB = held - Math.max(0, deficit) / MiB;
+      const index = steps.findIndex((s) => s.mib > 0 && s.mib >= crossMiB);
+      const startOfStep = index > 0 ? steps[index - 1] : steps[0];
       if (startOfStep) {
         const cross = startOfStep.ns;
         const sent = BigInt(at.killSent ?? at.stopSent!);
-        result.crossingMiB = crossStep;
+        result.crossingMiB = index >= 0 ? steps[index]!.mib : held;
         result.reactionMs = Number(sent - cross) / 1e6;
         result.decisionMs = Number(decision - cross) / 1e6;
         if (at.released) result.freedMs = Number(BigInt(at.released) - cross) / 1e6;

@@ -2,9 +2,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import { missingRoot, skipped } from '../support/environment';
 import { addon, nativeAvailable } from '../../src/kernel/addon';
 import { schedulingPolicy, setRealtimePriority } from '../../src/kernel';
+import { watchMemcgThreshold } from '../../src/kernel/memcg';
+import { tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
+import { ScratchCgroup } from '../../src/lab/workload';
+import { MiB, memory, missingKernel, v2Root } from './support';
 
 const SCHED_OTHER = 0;
 const SCHED_FIFO = 1;
@@ -31,4 +36,39 @@ test('a priority the kernel refuses is an error with code, errno and syscall', (
     (e: NodeJS.ErrnoException) => e.code === 'EINVAL' && e.syscall === 'sched_setscheduler' && typeof e.errno === 'number',
   );
   assert.equal(schedulingPolicy(), SCHED_OTHER);
+});
+
+/** The scheduling policy of this process's thread named `comm`, or null when there is none. */
+function threadPolicy(comm: string): number | null {
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[41 - 3]);
+  }
+  return null;
+}
+
+test("the standing orders' thread runs in the loop thread's real-time class (SCHED_RESET_ON_FORK would leave a new thread normal)", async (t) => {
+  if (skipped(t, missingKernel({ cgroup2: true, memory: true }))) return;
+  const m = memory();
+  // The line's mechanism on this kernel: the memcg v1 eventfd, or the eBPF tripwire on pure v2.
+  if (m.version === 2 && skipped(t, tripwireUnavailable())) return;
+  setRealtimePriority(10);
+  const cg = ScratchCgroup.create(m.root, 'sched-order', m.version);
+  const victim = ScratchCgroup.create(v2Root(), 'sched-order-victim', 2);
+  const w = m.version === 1 ? watchMemcgThreshold(cg.dir, 1024 * MiB) : watchTripwire(cg.dir, 1024 * MiB, 'usage');
+  try {
+    await w.ready();
+    assert.equal(w.setOrder!(victim.dir, 30_000), true, 'the order is placed');
+    // The thread names itself and sets its class as it starts.
+    const until = Date.now() + 2000;
+    while (threadPolicy('evictd-order') !== SCHED_FIFO && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(threadPolicy('evictd-order'), SCHED_FIFO, 'the order thread is SCHED_FIFO, as the loop thread');
+  } finally {
+    setRealtimePriority(0);
+    w.setOrder!(null);
+    await w.close();
+    await cg.remove();
+    await victim.remove();
+  }
 });

@@ -126,3 +126,10 @@ test('simulate: a containerfs threshold in config runs, with one warning naming 
 test('run --standing-orders: only true or false', () => {
   refused(evictd('run', '--standing-orders=sometimes'), /^evictd: --standing-orders: "sometimes": must be true or false$/);
 });
+
+test('bench protect --pods: a count out of range, an empty list and an unknown flag are refused in one line', () => {
+  refused(evictd('bench', 'protect', '--pods', '0,999'), /^evictd: --pods: "0,999": must be whole numbers from 0 to 300, comma separated$/);
+  refused(evictd('bench', 'protect', '--pods=1.5'), /^evictd: --pods: "1.5": must be whole numbers from 0 to 300/);
+  refused(evictd('bench', 'protect', '--pods', '10', '--trials', '0'), /^evictd: --trials: "0": must be a whole number from 1 to 100$/);
+  refused(evictd('bench', 'protect', '--pods', '10', '--bogus'), /^evictd: bench protect --pods: unknown flag "--bogus"$/);
+});

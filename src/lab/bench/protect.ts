@@ -19,6 +19,7 @@ import { badValue, UsageError } from '../../errors';
 import { eachFlag, parseRates, parseWhole } from '../flags';
 import { run as runPeers } from './peers/bench';
 import { run as runBrake } from './brake';
+import { run as runKillPath } from './kill-path';
 
 const MiB = 1024 * 1024;
 const IDLE_WINDOW_S = 10;
@@ -34,7 +35,9 @@ const USAGE = `usage: evictd bench protect [--json] [--quick] [--trials N] [--ra
   --peers[=LIST] evictd against earlyoom, nohang, oomd, systemd-oomd, the kubelet's loop and
                  the kernel alone, on the whole machine (see evictd bench protect --peers --help)
   --brake        a SIGTERM-checkpointing hog under a soft threshold, with and without
-                 --memory-brake (cgroup v2; see evictd bench protect --brake --help)`;
+                 --memory-brake (cgroup v2; see evictd bench protect --brake --help)
+  --pods LIST    crossing -> kill with LIST bystander pods on the node, e.g. 0,110,250 (see
+                 evictd bench protect --pods --help)`;
 
 interface Driver {
   name: string;
@@ -112,6 +115,7 @@ function cellOf(driver: string, rate: number, rs: RampResult[]): Cell {
 export async function run(argv: string[]): Promise<number> {
   if (argv.some((a) => a === '--peers' || a.startsWith('--peers='))) return runPeers(argv);
   if (argv.includes('--brake')) return runBrake(argv);
+  if (argv.some((a) => a === '--pods' || a.startsWith('--pods='))) return runKillPath(argv);
   const o = parse(argv);
   if (!o) {
     process.stdout.write(USAGE + '\n');
