@@ -157,21 +157,21 @@ __noinline __u64 measure(__u32 kind, __u64 usage, __u64 vmstats_addr) {
 
 // A line's standing order, once: independent of the line's own event (which may still be pending
 // while JS is busy), so the kill never waits for the loop.
-__noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns, __u32 in_charge) {
+__noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns, __u32 may_signal) {
   if (slot >= TRIPWIRE_MAX_LINES) return 0;
   struct tripwire_line *l = &lines[slot];
   __u64 now = bpf_ktime_get_ns();
   if (now >= l->order_expires_ns) return 0;
   __u32 generation = l->order_generation;
   if (__sync_val_compare_and_swap(&l->order_fired, 0, 1) != 0) return 0;
-  // The charging task belongs to the victim pod (the runaway allocator crossing the line itself):
-  // kill it here, in the crossing charge. The ancestor at the pod cgroup's level is the pod
-  // cgroup itself only for its own tasks; ids are never reused while the order holds the pod's
-  // cgroup.kill open, and in a cgroup namespace the levels differ and nothing matches (the
-  // order thread still acts).
+  // The task on this CPU belongs to the victim pod (the runaway allocator crossing the line
+  // itself, or, from the node poll, the task the timer interrupted): kill it here, in the
+  // crossing charge or tick. The ancestor at the pod cgroup's level is the pod cgroup itself only
+  // for its own tasks; ids are never reused while the order holds the pod's cgroup.kill open, and
+  // in a cgroup namespace the levels differ and nothing matches (the order thread still acts).
   __u32 signalled = 0;
   __u64 victim = l->order_victim_cgroup;
-  if (in_charge && victim != 0 && bpf_get_current_ancestor_cgroup_id(l->order_victim_level) == victim)
+  if (may_signal && victim != 0 && bpf_get_current_ancestor_cgroup_id(l->order_victim_level) == victim)
     signalled = bpf_send_signal(9 /* SIGKILL */) == 0;
   struct tripwire_order_event *e = bpf_ringbuf_reserve(&orders, sizeof(*e), 0);
   if (!e) {
@@ -192,9 +192,10 @@ __noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns, __
   return 1;
 }
 
-// `flags`: CHECK_IN_CHARGE inside a charge on the current task (an order may signal it);
-// CHECK_NODE_ONLY from the node poll, which has only the node's counters fresh.
-#define CHECK_IN_CHARGE 1
+// `flags`: CHECK_MAY_SIGNAL where the current task is a real one (a charge, the node poll's
+// tick: an order may signal it if it is the victim's); CHECK_NODE_ONLY from the node poll,
+// which has only the node's counters fresh.
+#define CHECK_MAY_SIGNAL 1
 #define CHECK_NODE_ONLY 2
 
 __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u64 began_ns, __u32 flags) {
@@ -211,7 +212,7 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
     l->usage_pages = value;
     __u32 dir = l->direction;
     __u64 line = l->line_pages;
-    if (l->order_generation != 0 && value >= line) use_order(slot, value, line, began_ns, flags & CHECK_IN_CHARGE);
+    if (l->order_generation != 0 && value >= line) use_order(slot, value, line, began_ns, flags & CHECK_MAY_SIGNAL);
     bool hit = (dir == TRIPWIRE_UP && value >= line) || (dir == TRIPWIRE_DOWN && value < line);
     if (!hit) continue;
     if (__sync_val_compare_and_swap(&l->pending, 0, 1) != 0) continue;
@@ -269,7 +270,7 @@ static int node_poll_fire(void *map, __u32 *key, struct node_poll *p) {
     node_poll_running = 0;
     return 0;
   }
-  check_lines(root, root_usage_pages, 0, 0, CHECK_NODE_ONLY);
+  check_lines(root, root_usage_pages, 0, 0, CHECK_NODE_ONLY | CHECK_MAY_SIGNAL);
   __sync_fetch_and_add(&node_polls, 1);
   bpf_timer_start(&p->timer, period, 0);
   return 0;
@@ -333,7 +334,7 @@ static __always_inline void counter_changed(struct page_counter *counter, __u64 
     __u64 id = BPF_CORE_READ(memcg, css.cgroup, kn, id);
     // Only a watched cgroup costs the read of its statistics' address.
     if (bpf_map_lookup_elem(&watched, &id)) {
-      check_lines(id, usage, (__u64)BPF_CORE_READ(memcg, vmstats), began_ns, began_ns ? CHECK_IN_CHARGE : 0);
+      check_lines(id, usage, (__u64)BPF_CORE_READ(memcg, vmstats), began_ns, began_ns ? CHECK_MAY_SIGNAL : 0);
       if (!parent) node_poll_ensure();
     }
     c = parent;

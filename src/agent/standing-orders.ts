@@ -15,7 +15,7 @@
  * call fired (the mechanism delivers on the loop).
  */
 import type { Logger } from 'pino';
-import { availableAtCrossing, type LineSignal, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
+import { availableAtCrossing, reportedUnder, type LineSignal, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
 import type { JoinedPod } from './active-pods';
 import { Arming } from './arming';
 import { msBetween } from './clock';
@@ -227,6 +227,14 @@ export class StandingOrders {
       return true;
     }
     const uid = placed.choice.pod.uid;
+    const pending = this.pending.get(uid);
+    if (pending && !pending.confirmation.reported && reportedUnder(pending.confirmation.order, placed.choice) === placed.choice) {
+      // The other line's use reached the loop first; the eviction is reported, once, under this one.
+      pending.confirmation = { ...pending.confirmation, order: placed.choice, availableBytes: available! };
+      pending.line = line;
+      this.o.logger.info(fields, 'standing order used on a pod already evicted; reported once, under this threshold');
+      return false;
+    }
     if (this.pending.has(uid) || this.done.has(uid)) {
       // Another line's order on the same pod, or a pass that saw the crossing first (the line's
       // wake-up can reach the loop before the order thread's report) and evicted it: one kill

@@ -197,8 +197,8 @@ export async function runRamp(lab: NodeLab, agent: AgentProcess, o: { name: stri
   let started = false;
   while (Date.now() < deadline) {
     const alive = lab.containerAlive(pod, 'hog');
-    const logged = lab.podLog(pod, 'hog').length > 0;
-    if (logged) started = true;
+    // The log grows by a line every 64 KiB: read it only until the hog has begun.
+    if (!started && lab.podLog(pod, 'hog').length > 0) started = true;
     if (started && !alive) break;
     await new Promise((r) => setTimeout(r, 20));
   }

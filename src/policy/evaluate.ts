@@ -83,7 +83,7 @@ const signalOrder = new Map<Signal, number>(SIGNALS.map((s, i) => [s, i]));
  * fixed signal order, hard before soft. The kubelet's own order among non-memory signals comes
  * from map iteration and is random; a fixed one makes decisions reproducible.
  */
-function byEvictionPriority(a: Threshold, b: Threshold): number {
+export function byEvictionPriority(a: Threshold, b: Threshold): number {
   const am = isMemorySignal(a.signal) ? 0 : 1;
   const bm = isMemorySignal(b.signal) ? 0 : 1;
   if (am !== bm) return am - bm;

@@ -9,7 +9,7 @@
  * (src/agent/standing-orders.ts). Pure: no I/O, no clock.
  */
 import type { PolicyConfig, Threshold } from './config';
-import { evictionGracePeriod, type Eviction, type ThresholdStatus } from './evaluate';
+import { byEvictionPriority, evictionGracePeriod, type Eviction, type ThresholdStatus } from './evaluate';
 import { evictionMessage } from './messages';
 import { isCritical } from './pods';
 import { rankFor } from './ranking';
@@ -174,6 +174,16 @@ export interface OrderConfirmation {
   killedNs: bigint;
   /** the eviction is reported already: only the sandbox stop is left to do again */
   reported?: boolean;
+}
+
+/**
+ * Two lines' orders used on the same pod (one charge crosses the node's line and the pod cgroup
+ * root's at once, and both kills are written): the eviction is reported once, under the
+ * threshold a pass that saw both crossed would reclaim first (byEvictionPriority:
+ * memory.available before allocatableMemory.available), whichever use reached the loop first.
+ */
+export function reportedUnder(a: OrderChoice, b: OrderChoice): OrderChoice {
+  return byEvictionPriority(b.threshold, a.threshold) < 0 ? b : a;
 }
 
 /**

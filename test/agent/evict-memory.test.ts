@@ -7,7 +7,7 @@ import { waitFor } from '../support/wait';
 
 const { labs, agents } = suiteCleanup();
 
-test('memory.available: the BestEffort hog is evicted (fast kill), Guaranteed and Burstable survive', async (t) => {
+test('memory.available: the BestEffort hog is evicted (its standing order, or a fast kill), Guaranteed and Burstable survive', async (t) => {
   if (skipped(t, missingE2e())) return;
   const lab = await newLab('memory', { memoryLimitBytes: 384 * MiB });
   labs.push(lab);
@@ -23,8 +23,12 @@ test('memory.available: the BestEffort hog is evicted (fast kill), Guaranteed an
     throw new Error(`${err.message}\n${logTail(a.logFile)}`);
   });
   assert.equal(rec.pod.uid, hogPod.uid, `evicted ${rec.pod.name}, reasons ${rec.reasons.join('; ')}`);
+  // The node's line and the pod cgroup root's are crossed by the same charges: reported once,
+  // under the signal a pass reclaims first, whichever line acted.
   assert.equal(rec.signal, 'memory.available');
-  assert.equal(rec.action, 'fast-kill');
+  // Near the line a pass leaves a standing order, which the line's mechanism uses at the
+  // crossing; a fast kill from the pass where the ramp outran the order.
+  assert.ok(rec.action === 'standing-order' || rec.action === 'fast-kill', rec.action);
   assert.equal(rec.gracePeriodSeconds, 0);
   assert.ok(rec.threshold && rec.threshold.quantity === '128Mi' && rec.threshold.observed.available < 128 * MiB);
   assert.ok(rec.reasons.length > 0, 'the ranking says why');

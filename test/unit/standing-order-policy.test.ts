@@ -11,7 +11,7 @@ import { decideActions } from '../../src/policy/actions';
 import { compileConfig, configFromFlags, type EvictionFlags } from '../../src/policy/config';
 import { assess, initialState, planEvictions } from '../../src/policy/evaluate';
 import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../../src/policy/pods';
-import { availableAtCrossing, confirmedEviction, decideOrders, isNear, nearHardMemoryLine, type OrderDecision, type OrderPod } from '../../src/policy/standing-order';
+import { availableAtCrossing, confirmedEviction, decideOrders, isNear, nearHardMemoryLine, reportedUnder, type OrderDecision, type OrderPod } from '../../src/policy/standing-order';
 import { makeObservations } from '../../src/policy/thresholds';
 import type { ActivePod, NodeStats } from '../../src/policy/types';
 import { FakeNotifications } from '../support/fake-notifications';
@@ -225,4 +225,15 @@ test('standing order: a used order is confirmed first in the pass, before anythi
     ['confirm-order', 'evict-one'],
   );
   assert.equal(actions[0]!.type === 'confirm-order' && actions[0].eviction.pod.name, 'far-over');
+});
+
+test('standing order: both lines used on one pod (one charge crosses the node and the pod root): reported under memory.available, whichever use came first', () => {
+  const config = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
+  const ds = decideOrders(config, makeObservations(node(150, { availableMi: 150, capacityMi: 3000 })), PODS, 'single');
+  const byNode = ds.find((d) => d.signal === 'memory.available')!.order!;
+  const byRoot = ds.find((d) => d.signal === 'allocatableMemory.available')!.order!;
+  assert.equal(byNode.pod.name, byRoot.pod.name, 'the same pod on both lines');
+  assert.equal(reportedUnder(byRoot, byNode), byNode);
+  assert.equal(reportedUnder(byNode, byRoot), byNode);
+  assert.equal(reportedUnder(byNode, byNode), byNode);
 });
