@@ -74,7 +74,7 @@ export interface AgentOptions {
   /** the monotonic clock (default: the process's) */
   clock?: Clock;
   /**
-   * Standing orders on the hard memory lines (issue 20; default on): near a line, each pass
+   * Standing orders on the hard memory lines (issue 20; default: as fastKill): near a line, each pass
    * names the pod the kubelet's ranking would evict, and a line whose mechanism can hold the
    * order kills it as the line is crossed; the next pass stops and reports it. `ttlMs`: how long
    * an order stands unless a pass refreshes it (default 1 s).
@@ -142,7 +142,8 @@ export class Agent extends EventEmitter {
     this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics });
     const braking = o.policy.memoryBrake ? this.brakes : null;
     const deps: EvictionDeps = { runtime: o.runtime, cgroups, clock, logger: o.logger, metrics: o.metrics, reporter: o.reporter, releaseTimeoutMs: o.releaseTimeoutMs ?? 5000 };
-    const so = o.standingOrders ?? true;
+    // An order kills through the pod's cgroup, as a fast kill does: off with it unless asked for.
+    const so = o.standingOrders ?? o.fastKill;
     this.orderTtlMs = (typeof so === 'object' ? so.ttlMs : undefined) ?? DEFAULT_ORDER_TTL_MS;
     this.orders = so === false ? null : new StandingOrders({ arming: () => this.arming, logger: o.logger, metrics: o.metrics, clock, dryRun: o.dryRun, ttlMs: this.orderTtlMs });
     this.confirmOrder = this.orders
