@@ -16,6 +16,7 @@
 #include "addon_data.h"
 #include "clock.h"
 #include "errors.h"
+#include "eventfd_orders.h"
 #include "fd.h"
 #include "tripwire.h"
 #include "watcher.h"
@@ -178,6 +179,16 @@ Napi::Value SetRealtimePriority(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// flushOrderUses(): delivers, now, the standing orders' uses their threads have written but the
+// loop has not yet been told of (their async handles run on a later turn). A pass calls it before
+// it decides, so that a pod an order killed an instant ago is confirmed, not evicted a second time.
+Napi::Value FlushOrderUses(const Napi::CallbackInfo& info) {
+  AddonData* data = Data(info.Env());
+  if (data->eventfd_orders != nullptr) data->eventfd_orders->Flush();
+  if (data->tripwire != nullptr) data->tripwire->FlushOrders();
+  return info.Env().Undefined();
+}
+
 void FinalizeData(Napi::Env /*env*/, AddonData* data) {
   data->instance_finalized = true;
   data->watcher_constructor.Reset();
@@ -204,6 +215,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("monotonicNs", Napi::Function::New(env, JsMonotonicNs, "monotonicNs"));
   exports.Set("liveSources", Napi::Function::New(env, LiveSources, "liveSources"));
   exports.Set("setRealtimePriority", Napi::Function::New(env, SetRealtimePriority, "setRealtimePriority"));
+  exports.Set("flushOrderUses", Napi::Function::New(env, FlushOrderUses, "flushOrderUses"));
   Tripwire::Init(env, exports, data);
   return exports;
 }

@@ -204,8 +204,10 @@ void EventfdOrders::Woken(uint64_t id, uint64_t woken_ns) {
 }
 
 // On the loop: each use to its callback, whatever became of the order since: the kill is written.
-void EventfdOrders::OnAsync(uv_async_t* handle) {
-  auto* self = static_cast<EventfdOrders*>(handle->data);
+void EventfdOrders::OnAsync(uv_async_t* handle) { static_cast<EventfdOrders*>(handle->data)->Flush(); }
+
+void EventfdOrders::Flush() {
+  EventfdOrders* self = this;
   std::deque<Outcome> batch;
   {
     std::lock_guard<std::mutex> lock(self->mutex_);

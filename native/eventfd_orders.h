@@ -54,6 +54,10 @@ class EventfdOrders {
   // is closed the object deletes itself and tells `data` (AddonData::MaybeDone).
   void Stop();
 
+  // Loop thread: delivers the uses written so far now, as the async handle would on a later
+  // turn (a pass about to decide must know which pods are dead already).
+  void Flush();
+
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
 
  private:

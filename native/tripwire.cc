@@ -24,6 +24,7 @@ void Tripwire::Init(Napi::Env env, Napi::Object exports, AddonData* /*data*/) {
 
 // Never made in this build (data->tripwire stays null): what AddonData calls, for the linker.
 void Tripwire::Teardown() {}
+void Tripwire::FlushOrders() {}
 
 }  // namespace evictd
 

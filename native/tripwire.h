@@ -45,6 +45,8 @@ class Tripwire {
                    uint32_t victim_level = 0);
   // { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull, error? }
   Napi::Object Status(Napi::Env env) const;
+  // Delivers the standing orders' uses written so far, now (TripwireOrders::Flush).
+  void FlushOrders();
 
   // What a line tells its tripwire. Release: the line stops firing now and frees its slot.
   // Hold: it starts or stops holding the loop (started, ref'd and open). Later: run its

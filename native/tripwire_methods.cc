@@ -159,6 +159,10 @@ void Tripwire::Release(TripwireLine* line) {
   if (--ring->lines == 0) UnloadWhenIdle();
 }
 
+void Tripwire::FlushOrders() {
+  if (ring_ != nullptr && ring_->orders != nullptr) ring_->orders->Flush();
+}
+
 Napi::Object Tripwire::Status(Napi::Env env) const {
   Napi::Object status = Napi::Object::New(env);
   status.Set("built", true);

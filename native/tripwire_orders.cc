@@ -157,8 +157,10 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
 }
 
 // On the loop: each outcome to its line, whatever became of the order since: the kill is written.
-void TripwireOrders::OnAsync(uv_async_t* handle) {
-  auto* self = static_cast<TripwireOrders*>(handle->data);
+void TripwireOrders::OnAsync(uv_async_t* handle) { static_cast<TripwireOrders*>(handle->data)->Flush(); }
+
+void TripwireOrders::Flush() {
+  TripwireOrders* self = this;
   std::deque<OrderOutcome> batch;
   {
     std::lock_guard<std::mutex> lock(self->mutex_);

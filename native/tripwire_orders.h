@@ -60,6 +60,10 @@ class TripwireOrders {
   // handle count drops when it is closed.
   void Stop();
 
+  // Loop thread: delivers the uses written so far now, as the async handle would on a later
+  // turn (a pass about to decide must know which pods are dead already).
+  void Flush();
+
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
 
  private:

@@ -181,7 +181,7 @@ export class Agent extends EventEmitter {
       clock,
       volumes: this.volumes,
       ...(braking ? { brakes: braking } : {}),
-      ...(this.orders ? { orders: { pending: () => this.orders!.pendingConfirmations(), ttlMs: this.orderTtlMs, cgroupDir: (podPath: string) => cgroups.killDir(podPath) } } : {}),
+      ...(this.orders ? { orders: { pending: () => this.orders!.pendingConfirmations(), ttlMs: this.orderTtlMs, cgroupDir: (podPath: string) => cgroups.killDir(podPath), flushUses: () => o.notifications?.flushOrderUses?.() } } : {}),
     });
     this.controller = new Controller((t) => this.pass(t), {
       housekeepingIntervalMs: o.housekeepingIntervalMs,
@@ -220,6 +220,7 @@ export class Agent extends EventEmitter {
         psi: o.psi,
         clock: this.clock,
         onOrderFired: (line, fired) => this.orderFired(line, fired),
+        nearLines: this.orders !== null,
         // The gauge shows the lines in force now: rebuilt whenever one comes or goes.
         onLineMechanism: () => {
           o.metrics.lineMechanism.reset();

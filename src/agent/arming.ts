@@ -21,7 +21,10 @@
  * Standing orders (issue 20) ride on the lines: `placeOrders` hands each hard line's order to its
  * handle (ThresholdHandle.setOrder), and a used order comes back through `onOrderFired` with the
  * line it was on. A handle whose mechanism cannot hold one (no setOrder, or it says false) has no
- * order, and the caller is told so.
+ * order, and the caller is told so. With `nearLines`, each hard line also has a line at the edge
+ * of its near zone (`node:nearN`, `pods:nearN`; standing-order.ts): the node entering the zone
+ * wakes a pass at once, which places the order. Without it the drift tick (100 ms) finds the
+ * node near, and a 1 GiB/s ramp crosses the zone's 128 MiB floor in about that time.
  *
  * On the pod cgroup root: thresholds for allocatableMemory.available, a PSI trigger on its
  * memory.pressure (cgroup2) and a watch on memory.events (pure v2) or cgroup.events. PSI and
@@ -32,7 +35,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MemoryReading } from '../node/memory';
 import type { PolicyConfig } from '../policy/config';
-import type { LineSignal } from '../policy/standing-order';
+import { isHard, nearMarginBytes, type LineSignal } from '../policy/standing-order';
 import { thresholdAmount } from '../policy/thresholds';
 import { systemClock } from './clock';
 import type { Clock, NotificationPort, OrderFired, StandingOrder, ThresholdHandle, WatchHandle, Wakeup } from './ports';
@@ -58,6 +61,8 @@ export interface ArmingOptions {
   clock?: Clock;
   /** a standing order on this line was used (delivered on the loop) */
   onOrderFired?: (line: string, fired: OrderFired) => void;
+  /** also arm each hard line's near-zone edge, whose crossing wakes a pass (standing orders on) */
+  nearLines?: boolean;
 }
 
 /** One line's standing order, as the caller wants it. */
@@ -157,6 +162,27 @@ export class Arming {
     return `${signal === 'memory.available' ? 'node' : 'pods'}:line${thresholdIndex}`;
   }
 
+  /** The key of a hard line's near-zone edge: `node:nearN` or `pods:nearN`. */
+  static nearKey(signal: LineSignal, thresholdIndex: number): string {
+    return `${signal === 'memory.available' ? 'node' : 'pods'}:near${thresholdIndex}`;
+  }
+
+  /**
+   * The near-zone edges of a memory signal's hard lines in working-set terms (capacity - threshold
+   * - the zone's margin), by the threshold's index among the signal's thresholds.
+   */
+  static nearLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): [number, number][] {
+    const out: [number, number][] = [];
+    let i = 0;
+    for (const t of policy.thresholds) {
+      if (t.signal !== signal) continue;
+      const amount = thresholdAmount(t.value, m.capacityBytes);
+      if (isHard(t)) out.push([i, Math.max(0, m.capacityBytes - amount - nearMarginBytes(amount))]);
+      i++;
+    }
+    return out;
+  }
+
   /** The lines for a memory signal in working-set terms (capacity - threshold), from this pass's numbers. */
   static workingSetLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
     const out: number[] = [];
@@ -184,12 +210,15 @@ export class Arming {
   update(memory: MemoryReading, allocatable: MemoryReading | null, o: { wakeOnMet?: boolean } = {}): void {
     if (this.closed) return;
     // bytes: the line in usage terms; wsLine: in working-set terms; usage, ws: this reading's.
-    const want = new Map<LineKey, { dir: string; bytes: number; wsLine: number; costlyTolerance: number; usage: number; ws: number }>();
+    const want = new Map<LineKey, { dir: string; bytes: number; wsLine: number; costlyTolerance: number; usage: number; ws: number; near?: true }>();
     const add = (dir: string, m: MemoryReading, signal: LineSignal) => {
       const costlyTolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
       Arming.workingSetLines(this.o.policy, signal, m).forEach((wsLine, i) =>
         want.set(Arming.lineKey(signal, i), { dir, bytes: wsLine + m.inactiveFileBytes, wsLine, costlyTolerance, usage: m.usageBytes, ws: m.workingSetBytes }),
       );
+      if (!this.o.nearLines) return;
+      for (const [i, wsLine] of Arming.nearLines(this.o.policy, signal, m))
+        want.set(Arming.nearKey(signal, i), { dir, bytes: wsLine + m.inactiveFileBytes, wsLine, costlyTolerance, usage: m.usageBytes, ws: m.workingSetBytes, near: true });
     };
     // On a v2 root (no memory.current) usage is MemTotal - MemFree and the working set MemTotal -
     // MemFree - Inactive(file), as the reading is: the tripwire computes the latter in the kernel.
@@ -206,14 +235,16 @@ export class Arming {
     }
     let metNow = false;
     this.headroom = null;
-    for (const [key, { bytes, usage }] of want) {
+    for (const [key, { bytes, usage, near }] of want) {
+      // A near-zone edge only wakes a pass to place an order: the signal is not met there.
+      if (near) continue;
       this.headroom = Math.min(this.headroom ?? Infinity, bytes - usage);
       const met = usage >= bytes;
       if (met && this.met.get(key) === false) metNow = true;
       this.met.set(key, met);
     }
     for (const key of [...this.met.keys()]) if (!want.has(key)) this.met.delete(key);
-    for (const [key, { dir, bytes, wsLine, costlyTolerance, usage, ws }] of want) {
+    for (const [key, { dir, bytes, wsLine, costlyTolerance, usage, ws, near }] of want) {
       const h = this.lines.get(key);
       if (h) {
         // A working-set line moves only with capacity; a usage line follows inactive_file.
@@ -246,7 +277,7 @@ export class Arming {
           onWakeup: (w: Wakeup) => {
             const ttl = this.lines.get(key) === handle ? this.ordered.get(key) : undefined;
             if (ttl !== undefined) this.held.set(key, this.nowMs() + ttl);
-            this.o.wake({ ...w, source: 'memcg-threshold' });
+            this.o.wake({ ...w, source: near ? 'near-line' : 'memcg-threshold' });
           },
           onOrderFired: (fired: OrderFired) => {
             // The mechanism used the order: it is spent.

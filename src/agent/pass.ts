@@ -47,7 +47,7 @@ export interface PassOptions {
    * out of the ranking), how long an order stands, and a pod cgroup path's directory (where an
    * order's kill is written).
    */
-  orders?: { pending(): PendingConfirmation[]; ttlMs: number; cgroupDir(podPath: string): string };
+  orders?: { pending(): PendingConfirmation[]; ttlMs: number; cgroupDir(podPath: string): string; flushUses?(): void };
 }
 
 /** What `decide` found, for `act` and the agent. */
@@ -87,6 +87,9 @@ export class PassRunner {
     const podsDoneNs = now();
     const all = joinPods(runtimePods, obs.pods, o.pods);
     // Pods killed by a used standing order are confirmed, never ranked again (a second eviction).
+    // An order used an instant ago (the line's own wake-up may be what started this pass) is
+    // told of now, not on a later turn.
+    o.orders?.flushUses?.();
     const confirming = o.orders?.pending() ?? [];
     const confirmingUids = new Set(confirming.map((c) => c.pod.runtime.uid));
     const joined = all.filter((j) => !o.actuator.isInFlight(j.runtime.uid) && !confirmingUids.has(j.runtime.uid));

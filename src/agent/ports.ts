@@ -94,6 +94,11 @@ export interface NotificationPort {
   watchFile(file: string, cb: WatchCallbacks): WatchHandle;
   /** v1 OOM notifications of a memory cgroup */
   watchOom?(cgroupDir: string, cb: WatchCallbacks): WatchHandle;
+  /**
+   * Delivers now (through each line's onOrderFired) the standing orders' uses the mechanism has
+   * made but not yet reported: a pass calls it before deciding.
+   */
+  flushOrderUses?(): void;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -60,6 +60,8 @@ export interface NativeAddon {
   liveSources(): number;
   /** SCHED_FIFO at `priority` for the calling (main) thread, SCHED_OTHER for 0; children reset on fork */
   setRealtimePriority(priority: number): void;
+  /** Delivers now the standing orders' uses written on their threads (absent from older builds). */
+  flushOrderUses?(): void;
   /** The memcg tripwire (native/tripwire.h): always present; `built` false without libbpf at build time. */
   tripwireStatus(): TripwireStatus;
   /** Loads and attaches the BPF program in this environment now; throws the load error (with `stage`). Tripwire builds only. */

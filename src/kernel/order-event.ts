@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { addon, nativeAvailable } from './addon';
 import { parseCounters } from './counters';
 import type { OrderEvent } from './types';
 
@@ -22,4 +23,14 @@ export function orderEventOf(text: string, killPath: string): OrderEvent {
     errno: c.errno ?? 0,
     signalledInCharge: (c.signalled ?? 0) === 1,
   };
+}
+
+/**
+ * Delivers, now, the standing orders' uses that the addon's threads have written but the loop has
+ * not yet been told of (their wake-up runs on a later turn): each line's 'order' is emitted
+ * before this returns. A pass calls it before deciding, so that a pod an order killed an
+ * instant ago is confirmed, never evicted a second time by the same pass.
+ */
+export function flushOrderUses(): void {
+  if (nativeAvailable()) addon().flushOrderUses?.();
 }

@@ -42,7 +42,7 @@ export const nearMarginBytes = (lineBytes: number): number => Math.max(lineBytes
 export const isNear = (availableBytes: number, lineBytes: number): boolean => availableBytes >= lineBytes && availableBytes - lineBytes < nearMarginBytes(lineBytes);
 
 /** A hard threshold is one with no grace period (the kubelet's isHardEvictionThreshold), whatever list it came from. */
-const isHard = (t: Threshold): boolean => t.gracePeriodNs === 0;
+export const isHard = (t: Threshold): boolean => t.gracePeriodNs === 0;
 
 /** A pod the pass ranks, with its cgroup dir (where the order's kill is written) when it has one. */
 export interface OrderPod {

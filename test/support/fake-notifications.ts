@@ -48,6 +48,13 @@ export class FakeNotifications implements NotificationPort {
   orderFiredDelayMs: number | null = null;
   /** as the addon does: a use whose order was replaced or withdrawn before it reached the loop is dropped */
   dropsStaleUses = false;
+  /**
+   * false: a delayed use is not written yet when a pass flushes (the order thread itself lags);
+   * true (the default): the kill is written, only its report waits for the loop, and
+   * flushOrderUses() delivers it at once, as the addon does.
+   */
+  usesFlushable = true;
+  private readonly undelivered = new Set<() => void>();
   private readonly usage = new Map<string, number>();
   private readonly lines: Line[] = [];
 
@@ -90,8 +97,21 @@ export class FakeNotifications implements NotificationPort {
       if (this.dropsStaleUses && l.generation !== generation) return;
       l.cb.onOrderFired?.(fired);
     };
-    if (this.orderFiredDelayMs === null) setImmediate(deliver);
-    else setTimeout(deliver, this.orderFiredDelayMs);
+    // Delivered once, by whichever comes first: the loop's turn, or a flush.
+    const once = () => {
+      if (!this.undelivered.delete(once)) return;
+      deliver();
+    };
+    this.undelivered.add(once);
+    if (this.orderFiredDelayMs === null) setImmediate(once);
+    else setTimeout(once, this.orderFiredDelayMs);
+    if (!this.usesFlushable) this.unflushable.add(once);
+  }
+
+  private readonly unflushable = new Set<() => void>();
+
+  flushOrderUses(): void {
+    for (const d of [...this.undelivered]) if (!this.unflushable.has(d)) d();
   }
 
   watchMemoryUsage(dir: string, bytes: number, cb: WatchCallbacks): ThresholdHandle {

@@ -237,3 +237,23 @@ test('standing order: both lines used on one pod (one charge crosses the node an
   assert.equal(reportedUnder(byNode, byRoot), byNode);
   assert.equal(reportedUnder(byNode, byNode), byNode);
 });
+
+test("standing order: with near lines, each hard line's near-zone edge is armed, and the node entering the zone wakes a pass at once", () => {
+  const config = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<1Gi', evictionSoftGracePeriod: 'memory.available=1m', enforceNodeAllocatable: 'none' }));
+  const port = new FakeNotifications();
+  const wakes: string[] = [];
+  const arming = new Arming({ port, policy: config, logger: pino({ level: 'silent' }), wake: (w) => wakes.push(w.source), nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false, nearLines: true });
+  const reading = (capacity: number, available: number) => ({ capacityBytes: capacity, usageBytes: capacity - available, inactiveFileBytes: 0, workingSetBytes: capacity - available, availableBytes: available, limited: true });
+  arming.update(reading(mi(4096), mi(1500)), null);
+  // The hard line (100Mi) and its zone's edge (100Mi + the 128 MiB floor); the soft line has none.
+  assert.deepEqual(arming.armed(), { 'node:line0': mi(4096 - 100), 'node:line1': mi(4096 - 1024), 'node:near0': mi(4096 - 228) });
+  port.setUsage('/n', mi(4096 - 1000));
+  port.setUsage('/n', mi(4096 - 200));
+  return new Promise<void>((resolve) =>
+    setImmediate(() => {
+      // The soft line's crossing, then the near edge's: a pass places the order before the hard line.
+      assert.deepEqual(wakes, ['memcg-threshold', 'near-line']);
+      resolve();
+    }),
+  );
+});

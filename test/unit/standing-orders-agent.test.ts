@@ -269,6 +269,8 @@ test("standing orders: the line's wake-up reaches the loop before the order's us
   const killed: string[] = [];
   t.port.onKill = (dir) => killed.push(dir);
   t.port.orderFiredDelayMs = 50;
+  // The order thread itself lags: the pass's flush finds nothing written yet.
+  t.port.usesFlushable = false;
   t.node.pod('grower').workingSetBytes += 60 * MiB;
   t.sync();
   await waitFor('the use', () => t.node.logged('standing order used on a pod already evicted; reported once').length > 0, 2000);
@@ -279,6 +281,28 @@ test("standing orders: the line's wake-up reaches the loop before the order's us
   assert.deepEqual(
     t.records.map((r) => [r.pod.name, r.ok, r.action]),
     [['grower', true, 'fast-kill']],
+  );
+  assert.equal(t.reports.length, 1);
+  assert.deepEqual(t.node.stops, [['grower', 0]]);
+});
+
+test("standing orders: a use written but not yet reported when the line's wake-up runs a pass: the pass flushes it and confirms, never a second kill", async () => {
+  const t = start();
+  await t.idle();
+  const killed: string[] = [];
+  t.port.onKill = (dir) => killed.push(dir);
+  // The kill is written at the crossing; its report would reach the loop 50 ms later, after the
+  // pass the line's wake-up runs. The pass asks for it first (as the addon's flushOrderUses).
+  t.port.orderFiredDelayMs = 50;
+  t.node.pod('grower').workingSetBytes += 60 * MiB;
+  t.sync();
+  await waitFor('the report', () => t.reports.length > 0, 2000);
+  await t.idle();
+  await t.agent.stop();
+  assert.deepEqual(killed, [GROWER_DIR], 'one kill: the order\'s');
+  assert.deepEqual(
+    t.records.map((r) => [r.pod.name, r.ok, r.action]),
+    [['grower', true, 'standing-order']],
   );
   assert.equal(t.reports.length, 1);
   assert.deepEqual(t.node.stops, [['grower', 0]]);

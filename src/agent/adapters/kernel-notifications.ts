@@ -3,7 +3,7 @@
  * Watchers are unref'd: the agent's own server and timers decide the process lifetime.
  */
 import type { Logger } from 'pino';
-import { nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold, watchWorkingSetThreshold } from '../../kernel';
+import { flushOrderUses, nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold, watchWorkingSetThreshold } from '../../kernel';
 import type { KernelEvent, LinePreference, OrderEvent, ThresholdWatcher, Watcher } from '../../kernel';
 import type { NotificationPort, StandingOrder, ThresholdHandle, WatchCallbacks, WatchHandle } from '../ports';
 
@@ -79,5 +79,6 @@ export function kernelNotifications(logger: Logger, pollIntervalMs = 100, lines:
       bind(w, cb);
       return { close: () => w.close() };
     },
+    flushOrderUses,
   };
 }
