@@ -108,13 +108,24 @@ export async function demo(argv: string[]): Promise<number> {
         const f = (x: number | undefined) => (x === undefined ? '?' : `+${x.toFixed(1)} ms`);
         out(
           { event: 'ramp', ramp: i + 1, ...r, labPod: undefined },
+          // In the order things happened: a standing order's kill comes before the pass that
+          // confirms it (the pod was chosen by the pass before the crossing).
           [
-            `  ${'+0.0 ms'.padStart(11)}  memory.available crossed ${o.threshold} (hog at ${r.crossingMiB} MiB)`,
-            `  ${f(r.decisionMs).padStart(11)}  decision: evict ${r.pod} (${(r.reasons ?? []).join('; ')})`,
-            `  ${f(r.reactionMs).padStart(11)}  ${r.action === 'fast-kill' ? 'kill sent (cgroup.kill), StopPodSandbox follows' : r.action === 'standing-order' ? 'killed by its standing order (cgroup.kill at the crossing), StopPodSandbox follows' : 'StopPodSandbox sent'}`,
-            `  ${f(r.freedMs).padStart(11)}  memory freed`,
-            ...(r.stoppedMs !== undefined ? [`  ${f(r.stoppedMs).padStart(11)}  StopPodSandbox done`] : []),
-          ].join('\n'),
+            { ms: 0, text: `memory.available crossed ${o.threshold} (hog at ${r.crossingMiB} MiB)` },
+            {
+              ms: r.decisionMs,
+              text: r.action === 'standing-order' ? `confirmed: ${r.pod} evicted (${(r.reasons ?? []).join('; ')})` : `decision: evict ${r.pod} (${(r.reasons ?? []).join('; ')})`,
+            },
+            {
+              ms: r.reactionMs,
+              text: r.action === 'fast-kill' ? 'kill sent (cgroup.kill), StopPodSandbox follows' : r.action === 'standing-order' ? 'killed by its standing order (cgroup.kill at the crossing), StopPodSandbox follows' : 'StopPodSandbox sent',
+            },
+            { ms: r.freedMs, text: 'memory freed' },
+            ...(r.stoppedMs !== undefined ? [{ ms: r.stoppedMs, text: 'StopPodSandbox done' }] : []),
+          ]
+            .sort((a, b) => (a.ms ?? Infinity) - (b.ms ?? Infinity))
+            .map((l) => `  ${f(l.ms).padStart(11)}  ${l.text}`)
+            .join('\n'),
         );
       } else {
         out({ event: 'ramp', ramp: i + 1, ...r, labPod: undefined }, `  ${r.outcome}${r.oomKills ? ` (kernel OOM kills: ${r.oomKills})` : ''}`);
