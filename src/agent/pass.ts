@@ -93,7 +93,10 @@ export class PassRunner {
     const confirming = o.orders?.pending() ?? [];
     const confirmingUids = new Set(confirming.map((c) => c.pod.runtime.uid));
     const joined = all.filter((j) => !o.actuator.isInFlight(j.runtime.uid) && !confirmingUids.has(j.runtime.uid));
-    const input = { now: Number(now()), node: obs.node, layout: obs.layout };
+    // An order's crossing is a threshold met, as the kubelet would have seen it: the node
+    // condition and minimum reclaim follow from it, though the memory may be back by now.
+    const crossed = confirming.filter((c) => !c.confirmation.reported).map((c) => c.confirmation.order.threshold);
+    const input = { now: Number(now()), node: obs.node, layout: obs.layout, crossed };
     const assessed = assess(o.policy, this.state, input);
     this.addVolumeUsage(joined);
     // The pods' container disk usage costs a runtime call per container, so it is read only

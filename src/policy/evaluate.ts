@@ -35,6 +35,12 @@ export interface PassInput {
   node: NodeStats;
   pods: readonly ActivePod[];
   layout: FilesystemLayout;
+  /**
+   * Thresholds seen crossed since the last pass by a standing order's mechanism, which killed
+   * the pod at the crossing: met in this pass as the kubelet would have observed them (the node
+   * condition, minimum reclaim), though the memory may be back by now.
+   */
+  crossed?: readonly Threshold[];
 }
 
 export interface ThresholdStatus {
@@ -185,6 +191,7 @@ export function assess(config: PolicyConfig, state: PolicyState, input: Omit<Pas
   // Met now, plus those met last pass whose minimum reclaim is not yet satisfied.
   let met = thresholdsMet(all, obs, false);
   if (state.thresholdsMet.length > 0) met = mergeThresholds(met, thresholdsMet(state.thresholdsMet, obs, true));
+  if (input.crossed?.length) met = mergeThresholds(met, input.crossed.filter((t) => all.includes(t)));
 
   const firstObservedAt = new Map<Threshold, number>();
   for (const t of met) firstObservedAt.set(t, state.firstObservedAt.get(t) ?? now);

@@ -225,6 +225,9 @@ test('standing orders: a used order becomes exactly one CRI stop and one report,
   assert.equal(t.reports.length, 1);
   assert.match(t.reports[0]!, /^grower memory\.available The node was low on resource: memory\. Threshold quantity: 100Mi, available: 90Mi\. Container c was using 250Mi, request is 50Mi/);
   assert.deepEqual(t.agent.lastEvaluation?.thresholdsMet, [], 'the passes after the kill saw no pressure');
+  // The crossing the order answered is a threshold met, as the kubelet would have observed it:
+  // MemoryPressure holds for the transition period (admission refuses BestEffort pods meanwhile).
+  assert.deepEqual(t.agent.lastEvaluation?.conditions, ['MemoryPressure']);
   const used = t.node.logged('standing order used: pod killed as the line was crossed; the next pass stops and reports it');
   assert.equal(used.length, 1);
   assert.deepEqual([used[0]!.pod, used[0]!.line, used[0]!.availableBytes, used[0]!.crossedToKilledUs], ['ns/grower', 'node:line0', 90 * MiB, 40]);
