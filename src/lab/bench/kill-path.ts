@@ -141,7 +141,7 @@ export async function run(argv: string[]): Promise<number> {
         for (const rate of o.rates) {
           const rs: Ramp[] = [];
           for (let t = 0; t < o.trials; t++) {
-            const r: Ramp = { ...(await runRamp(lab, agent, { name: `hog-${count}-${rate}-${t}`, rateMiBs: rate, targetMiB: nodeMiB + 64, namespace: 'bench' })), pods: count };
+            const r: Ramp = { ...(await runRamp(lab, agent, { name: `hog-${count}-${rate}-${t}`, rateMiBs: rate, targetMiB: nodeMiB + 64, namespace: 'bench', stepKiB: 64 })), pods: count };
             const used = orderLine(agent, r.pod);
             if (typeof used?.crossedToKilledUs === 'number') r.wakeToKillUs = used.crossedToKilledUs;
             rs.push(r);
