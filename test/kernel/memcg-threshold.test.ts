@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { test } from 'node:test';
 import { watchMemcgThreshold } from '../../src/kernel/memcg';
 import type { OrderEvent } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { needsV1, skipped, slow } from '../support/environment';
-import { MiB, missingKernel, Recorder, sleep, v1Root, v2Root } from './support';
+import { MiB, missingKernel, Recorder, sleep, v1Root, victimPod } from './support';
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
   const cg = ScratchCgroup.create(v1Root(), 'test', 1);
@@ -120,23 +118,10 @@ test('a memsw threshold fires where memory.memsw.usage_in_bytes exists', async (
   assert.ok((e.counters?.memsw_usage_in_bytes ?? 0) >= base + 16 * MiB);
 });
 
-/** A process in a cgroup2 directory (the hybrid host's unified mount has cgroup.kill), as a pod to kill. */
-function victimIn(t: { after(fn: () => Promise<void> | void): void }, tag: string) {
-  const cg = ScratchCgroup.create(v2Root(), tag, 2);
-  const child = spawn('/bin/sh', ['-c', `echo $$ > '${path.join(cg.dir, 'cgroup.procs')}' && exec sleep 1000`], { stdio: 'ignore' });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-  t.after(async () => {
-    child.kill('SIGKILL');
-    await exited;
-    await cg.remove();
-  });
-  return { cg, exited };
-}
-
 test('a standing order on a memcg threshold kills its pod from the addon\'s thread at the crossing, while the JS loop is blocked', async (t) => {
   if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
-  const victim = victimIn(t, 'memcg-order-victim');
+  const victim = victimPod(t, 'memcg-order-victim');
   const deadline = Date.now() + 5000;
   while (victim.cg.pids().length !== 1 && Date.now() < deadline) await sleep(5);
   const line = base + 32 * MiB;
@@ -182,9 +167,9 @@ test('a memcg threshold\'s standing order is never used once expired or withdraw
   if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
   await hog.alloc(64 * MiB);
-  const expired = victimIn(t, 'memcg-order-expired');
-  const withdrawn = victimIn(t, 'memcg-order-withdrawn');
-  const down = victimIn(t, 'memcg-order-down');
+  const expired = victimPod(t, 'memcg-order-expired');
+  const withdrawn = victimPod(t, 'memcg-order-withdrawn');
+  const down = victimPod(t, 'memcg-order-down');
   const deadline = Date.now() + 5000;
   while ([expired, withdrawn, down].some((v) => v.cg.pids().length !== 1) && Date.now() < deadline) await sleep(5);
   const a = watchMemcgThreshold(cg.dir, base + 96 * MiB);

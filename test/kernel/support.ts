@@ -1,6 +1,9 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { nativeAvailable, nativeLoadError } from '../../src/kernel/addon';
 import type { KernelEvent, Watcher } from '../../src/kernel/types';
+import { ScratchCgroup } from '../../src/lab/workload';
 import { cgroup2Root, memcgV1Root, missingRoot } from '../support/environment';
 
 export const MiB = 1024 * 1024;
@@ -111,3 +114,19 @@ export class Recorder {
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * A process alone in a new cgroup2 directory (on a hybrid host, in the unified mount, which has
+ * cgroup.kill), as the pod a standing order names; removed after the test.
+ */
+export function victimPod(t: { after(fn: () => Promise<void> | void): void }, tag: string) {
+  const cg = ScratchCgroup.create(v2Root(), tag, 2);
+  const child = spawn('/bin/sh', ['-c', `echo $$ > '${path.join(cg.dir, 'cgroup.procs')}' && exec sleep 1000`], { stdio: 'ignore' });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  t.after(async () => {
+    child.kill('SIGKILL');
+    await exited;
+    await cg.remove();
+  });
+  return { cg, child, exited };
+}

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +11,7 @@ import { measureReader } from '../../src/kernel/working-set';
 import { Memhog, ScratchCgroup, onRamFilesystem } from '../../src/lab/workload';
 import { readCgroupMemory } from '../../src/node/memory';
 import { needsPureV2, skipped, slow } from '../support/environment';
-import { MiB, missingKernel, Recorder, sleep } from './support';
+import { MiB, missingKernel, Recorder, sleep, victimPod } from './support';
 
 // Working-set lines: the tripwire compares the kubelet's own number, computed by the BPF
 // program at each charge (enum tripwire_measure, native/bpf/memcg_tripwire.h), not usage. Pure
@@ -119,18 +119,6 @@ test("a cgroup working-set line fires when its working set crosses, while usage 
 });
 
 /** A victim "pod": a cgroup with one sleeping process. */
-function victimPod(t: { after(fn: () => Promise<void> | void): void }, tag: string) {
-  const cg = ScratchCgroup.create(V2, tag, 2);
-  const child = spawn('/bin/sh', ['-c', `echo $$ > '${path.join(cg.dir, 'cgroup.procs')}' && exec sleep 1000`], { stdio: 'ignore' });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-  t.after(async () => {
-    child.kill('SIGKILL');
-    await exited;
-    await cg.remove();
-  });
-  return { cg, child, exited };
-}
-
 async function waitFor(cond: () => boolean, ms: number): Promise<void> {
   const end = Date.now() + ms;
   while (!cond() && Date.now() < end) await sleep(5);
