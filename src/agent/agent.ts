@@ -267,7 +267,8 @@ export class Agent extends EventEmitter {
     if (this.lastPassOkAt === null) return { ok: false, reason: this.lastProblem };
     const sinceMs = Math.round(msSince(this.clock, this.lastPassOkAt));
     if (sinceMs > staleMs) return { ok: false, reason: `no successful pass for ${sinceMs} ms (${this.lastProblem})` };
-    if (!this.listing.runtimeOk) return { ok: false, reason: this.listing.problem };
+    const failingMs = Math.round(this.listing.runtimeFailingForMs());
+    if (failingMs > staleMs) return { ok: false, reason: `${this.listing.problem} (for ${failingMs} ms)` };
     return { ok: true, reason: '' };
   }
 

@@ -1,7 +1,8 @@
 /**
- * /metrics (Prometheus text) and /healthz on the metrics address. Healthy means: the loop has
- * completed a pass recently (within `staleAfterMs`), so a wedged loop or a dead runtime that
- * makes every pass fail shows up as 503 with the reason.
+ * /metrics (Prometheus text) and /healthz on the metrics address. Healthy means (Agent.health):
+ * the loop has completed a pass recently and the runtime has not failed every listing for as
+ * long, so a wedged loop or a dead runtime shows up as 503 with the reason, and one missed
+ * deadline does not.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

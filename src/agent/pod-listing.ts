@@ -51,6 +51,8 @@ export class PodListing {
   runtimeOk = true;
   /** why the runtime is unhealthy, when it is */
   problem = '';
+  /** when the runtime's current run of failed listings began (null while it answers) */
+  private failingSince: bigint | null = null;
   /** the last forPass() decided on the cached listing */
   usedCache = false;
   /**
@@ -102,6 +104,7 @@ export class PodListing {
       if (!this.runtimeOk) o.logger.info('container runtime answers again');
       this.runtimeOk = true;
       this.problem = '';
+      this.failingSince = null;
       this.pods = pods;
       this.listedAt = this.clock.now();
       for (const p of pods) this.everListed.add(p.uid);
@@ -116,8 +119,18 @@ export class PodListing {
         this.errorLoggedAt = this.clock.now();
       }
       this.runtimeOk = false;
+      this.failingSince ??= this.clock.now();
       return this.pods;
     }
+  }
+
+  /**
+   * How long the runtime has failed every listing, 0 while it answers. Health is judged on this
+   * span, not on one failure: a single deadline missed while containerd is busy stopping a
+   * sandbox (seen in the TCG lab right after an eviction) is no reason to restart the agent.
+   */
+  runtimeFailingForMs(): number {
+    return this.failingSince === null ? 0 : msSince(this.clock, this.failingSince);
   }
 
   /**

@@ -70,7 +70,8 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
     assert.equal(l.mechanism, expected, `line ${String(l.line)}`);
     assert.match(metrics.body, new RegExp(`^evictd_notifier_mechanism\\{line="${String(l.line)}",mechanism="${expected}"\\} 1$`, 'm'));
   }
-  assert.equal((await get(`http://${agent.metricsAddress}/healthz`)).status, 200);
+  const health = await get(`http://${agent.metricsAddress}/healthz`);
+  assert.equal(health.status, 200, `${health.body}\n${agent.lines.filter((l) => Number(l.level) >= 40).map((l) => JSON.stringify(l)).join('\n')}`);
   const starting = agent.lines.find((l) => l.msg === 'evictd starting')!;
   assert.equal(starting.cgroupRoot, lab.root);
   assert.ok(['v1', 'v2', 'hybrid'].includes(String(starting.cgroups)));
