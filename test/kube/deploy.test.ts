@@ -49,9 +49,23 @@ describe('deploy/', () => {
     const mounts = Object.fromEntries(c.volumeMounts.map((m: Doc) => [m.name, m.mountPath]));
     assert.equal(hostPaths.cgroup, '/sys/fs/cgroup');
     assert.equal(mounts.cgroup, '/sys/fs/cgroup');
-    const endpoint = c.args.find((a: string) => a.startsWith('--container-runtime-endpoint='))!.split('=')[1];
-    assert.equal(endpoint, `unix://${hostPaths['containerd-sock']}`, 'the endpoint flag names the mounted socket');
-    assert.equal(mounts['containerd-sock'], hostPaths['containerd-sock']);
+    const flag = (name: string) => c.args.find((a: string) => a.startsWith(`--${name}=`))!.split('=')[1];
+    // The runtime socket's directory is mounted, not the socket file: containerd makes a new
+    // socket when it restarts, which a file mount would never show.
+    const endpoint = flag('container-runtime-endpoint');
+    assert.equal(path.dirname(endpoint.replace(/^unix:\/\//, '')), hostPaths['containerd-run'], 'the endpoint sits in the mounted directory');
+    assert.equal(mounts['containerd-run'], hostPaths['containerd-run']);
+    // What the kubelet's layout puts where the agent reads it, each at its host path.
+    for (const name of ['kubelet-root', 'pod-logs', 'containerd-root', 'state']) assert.equal(mounts[name], hostPaths[name], name);
+    assert.equal(hostPaths['pod-logs'], '/var/log/pods', 'container log sizes');
+    assert.equal(hostPaths['containerd-root'], '/var/lib/containerd', "the image filesystem (ImageFsInfo's mountpoint)");
+    const readOnly = new Set(c.volumeMounts.filter((m: Doc) => m.readOnly).map((m: Doc) => m.name));
+    for (const name of ['kubelet-root', 'pod-logs', 'containerd-root']) assert.ok(readOnly.has(name), `${name} is read-only`);
+    // The brakes' record outlives the container (a hostPath on the host's tmpfs) and is writable
+    // beside the read-only root filesystem.
+    assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(hostPaths.state, flag('state-dir'));
+    assert.ok(!readOnly.has('state'), 'the state dir is writable');
     const env = c.env.find((e: Doc) => e.name === 'NODE_NAME');
     assert.equal(env.valueFrom.fieldRef.fieldPath, 'spec.nodeName');
     const metrics = c.args.find((a: string) => a.startsWith('--metrics-address='))!.split('=')[1];
@@ -75,6 +89,12 @@ describe('deploy/', () => {
     const flags = parseFlags(argv.slice(3));
     assert.equal(flags['pod-source'], 'api');
     assert.equal(flags.kubeconfig, '/etc/evictd/kubeconfig');
+    // ProtectSystem=strict leaves /run read-only: the state dir is the unit's runtime directory,
+    // kept across restarts so that the next process releases the brakes the last one set.
+    assert.equal(flags['state-dir'], '/run/evictd');
+    assert.match(unit, /^RuntimeDirectory=evictd$/m);
+    assert.match(unit, /^RuntimeDirectoryPreserve=yes$/m);
+    assert.match(unit, /^ProtectSystem=strict$/m);
     let analyze: string | undefined;
     try {
       analyze = execFileSync('sh', ['-c', 'command -v systemd-analyze'], { encoding: 'utf8' }).trim();
