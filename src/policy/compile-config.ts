@@ -29,6 +29,8 @@ function parsePercentage(field: string, text: string): number {
   return Math.fround(Math.fround(Number(body)) / 100);
 }
 
+const INT64_MAX_QUANTITY = Quantity.fromNumber((1n << 63n) - 1n, 'DecimalSI');
+
 function parseQuantity(field: string, text: string): Quantity {
   try {
     return Quantity.parse(text);
@@ -49,6 +51,9 @@ function parseThresholdValue(field: string, signal: Signal, text: string): Thres
   }
   const quantity = parseQuantity(field, text);
   if (quantity.sign() <= 0) throw new ConfigError(field, text, `eviction threshold ${signal} must be positive`);
+  // The kubelet compares thresholds as int64 values; a quantity past that is no node's size
+  // (91e934 parses) and would be met always, evicting every pod: a typo, refused.
+  if (quantity.cmp(INT64_MAX_QUANTITY) > 0) throw new ConfigError(field, text, `eviction threshold ${signal} must be at most ${INT64_MAX_QUANTITY.toString()}: no node has more`);
   return { quantity, text };
 }
 

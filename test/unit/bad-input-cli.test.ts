@@ -38,6 +38,11 @@ test('run --config: a YAML alias used twice is fine until a value is wrong', () 
   refused(evictd('run', '--config', file('evictionHard: &h {memory.available: "-1Gi"}\nevictionSoft: *h\n')), /evictionHard\["memory.available"\]: "-1Gi": eviction threshold memory.available must be positive/);
 });
 
+test('run --eviction-hard: a quantity no node can be above is refused (it would evict every pod)', () => {
+  refused(evictd('run', '--eviction-hard=memory.available<91e934'), /^evictd: --eviction-hard\["memory.available"\]: "91e934": eviction threshold memory.available must be at most 9223372036854775807: no node has more$/);
+  refused(evictd('run', '--eviction-hard=nodefs.inodesFree<9223372036854775808'), /nodefs.inodesFree must be at most 9223372036854775807/);
+});
+
 test('run --config: a bare number where a quantity string belongs', () => {
   refused(evictd('run', '--config', file('evictionHard:\n  memory.available: 100\n')), /evictionHard\["memory.available"\]: 100: must be a string/);
 });
