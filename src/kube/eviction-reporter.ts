@@ -10,7 +10,8 @@
  * Once the API shows phase Failed, the kubelet will not restart the pod (generateAPIPodStatus
  * refuses to leave a terminal phase) and its controller replaces it.
  *
- * Exactly once: each write is retried with backoff until it lands, but never duplicated.
+ * Exactly once: each write is retried with backoff until it lands, but never duplicated, and a
+ * report that gave up does not stand for the pod's next eviction (see `seen`).
  * Events get their name (<object>.<hex nanoseconds>, the kubelet's scheme) when the eviction is
  * queued, so a retry after an ambiguous failure gets 409 AlreadyExists instead of a second
  * event. Before re-sending a status patch whose first attempt may have landed, the pod is read
@@ -71,7 +72,13 @@ export class EvictionReporter {
   readonly stats: ReporterStats = { reported: 0, statusWrites: 0, eventWrites: 0, retries: 0, failures: 0, skipped: 0, pending: 0 };
   private readonly log: Logger;
   private readonly abort = new AbortController();
-  /** pod uid -> the report in flight or finished: a second report() of the same pod is a no-op */
+  /**
+   * pod uid -> its report, in flight or finished with the status written (or the pod gone): a
+   * second report() of that eviction is a no-op. A report that gave up on the status is
+   * forgotten once it ends: the kubelet restarts such a pod in place under the same uid, and
+   * its next eviction is a new one that must be reported (kept, it would swallow every later
+   * eviction of the uid, and the pod would be evicted and restarted in a loop).
+   */
   private readonly seen = new Map<string, Promise<void>>();
   private readonly lastNodeEvent = new Map<string, number>();
   private readonly inflight = new Set<Promise<void>>();
@@ -92,9 +99,12 @@ export class EvictionReporter {
     const podEventName = this.eventName(e.pod.name, at);
     const resource = resourceOfSignal(e.signal);
     const nodeEventName = resource && this.takeNodeEventSlot(resource, at) ? this.eventName(this.opts.nodeName, at) : undefined;
-    const task = this.run(e, at, podEventName, resource, nodeEventName);
+    const uid = e.pod.uid;
+    const task: Promise<void> = this.run(e, at, podEventName, resource, nodeEventName).then((status) => {
+      if (status === 'failed' && this.seen.get(uid) === task) this.seen.delete(uid);
+    });
     this.track(task);
-    this.seen.set(e.pod.uid, task);
+    this.seen.set(uid, task);
     // bound memory on a long-lived agent: uids are unique, old ones are never reported again
     if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value as string);
     return task;
@@ -149,17 +159,20 @@ export class EvictionReporter {
     return `${object}.${nanos.toString(16)}`;
   }
 
-  private async run(e: Eviction, at: Date, podEventName: string, resource: string | undefined, nodeEventName: string | undefined): Promise<void> {
+  /** The report's writes; resolves to how the status write ended. */
+  private async run(e: Eviction, at: Date, podEventName: string, resource: string | undefined, nodeEventName: string | undefined): Promise<Outcome> {
     const pod = `${e.pod.namespace}/${e.pod.name}`;
     try {
       const status = await this.write(`status of ${pod}`, (retry) => this.patchStatus(e, at, retry));
       if (status === 'done') this.log.info({ pod, uid: e.pod.uid, signal: e.signal }, 'kube: pod status set to Failed/Evicted');
       await this.write(`Evicted event on ${pod}`, () => this.postPodEvent(e, podEventName, at));
       if (resource && nodeEventName) await this.write(`node event ${nodeEventName}`, () => this.postNodeEvent(nodeEventName, resource, at));
+      return status;
     } catch (err) {
       // write() handles API errors; anything here is a bug, and must still not reach the caller
       this.stats.failures++;
       this.log.error({ pod, err: String(err) }, 'kube: eviction report failed');
+      return 'failed';
     }
   }
 

@@ -180,6 +180,25 @@ describe('EvictionReporter against a local API server', () => {
     assert.equal(reporter.stats.reported, 1);
   });
 
+  test('a report that gave up does not swallow the next eviction of the same pod (restarted in place)', async () => {
+    api.addPod(makePod('victim'));
+    // The status write is refused for good (a 403 through every attempt): the report gives up,
+    // the kubelet restarts the pod in place under the same uid.
+    api.faults.push({ match: (r) => r.method === 'PATCH', status: 403, times: 6 });
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 0);
+    assert.equal(api.pod('default', 'victim')!.status?.phase, 'Running');
+    // Evicted again once the API takes writes: this eviction is written.
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 1, 'the second eviction sets the status');
+    assert.equal(api.pod('default', 'victim')!.status?.reason, 'Evicted');
+    assert.equal(reporter.stats.reported, 2);
+    // ...and, written, it stands for any further report of that eviction.
+    await reporter.report(eviction('victim'));
+    assert.equal(api.statusWrites.length, 1);
+    assert.equal(reporter.stats.reported, 2);
+  });
+
   test('EvictionThresholdMet is sent once per resource per window', async () => {
     for (const n of ['a', 'b', 'c']) api.addPod(makePod(n));
     await Promise.all(['a', 'b'].map((n) => reporter.report(eviction(n))));
