@@ -10,7 +10,7 @@
  * decides, and the pod cgroup's memory limit stands for the limits.
  */
 import type { ObservedPodCgroup } from '../node/observer';
-import { SYSTEM_CRITICAL_PRIORITY } from '../policy/pods';
+import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, SYSTEM_CRITICAL_PRIORITY } from '../policy/pods';
 import { Quantity } from '../policy/quantity';
 import type { ActivePod, ContainerSpec, PodSpec, ResourceList } from '../policy/types';
 import type { PodSpecSource, RuntimePod } from './ports';
@@ -62,12 +62,16 @@ export function specFromSandbox(rp: RuntimePod, cgroup: ObservedPodCgroup | unde
     }
   }
   const container: ContainerSpec = { name: 'pod', requests: requests ?? {}, limits: limits ?? {} };
+  // A running pod is never a mirror (the kubelet runs no API pod that claims to be one): the
+  // annotation could only be a pod author's, and would exempt the pod.
+  const annotations = { ...a };
+  delete annotations[CONFIG_MIRROR_ANNOTATION];
   return {
     namespace: rp.namespace,
     name: rp.name,
     uid: rp.uid,
     priority,
-    annotations: { ...a },
+    annotations,
     containers: [container],
     volumes: [],
   };
@@ -79,6 +83,30 @@ export interface JoinedPod {
   cgroup?: ObservedPodCgroup;
   /** where the spec came from */
   specSource: 'pod-source' | 'runtime';
+  /** why the pod source's spec was not believed for this sandbox, when it was not */
+  distrusted?: string;
+}
+
+/**
+ * Whether the kubelet runs the pod from a file or URL (a static pod): the config.source the
+ * kubelet itself writes on the sandbox, where it overrides whatever a pod author put there
+ * (an API pod's sandbox says "api"). The API object's copy of that annotation is the author's
+ * and is never read (kube/pod-spec.ts drops it).
+ */
+export function runtimeConfigSource(rp: RuntimePod): string | undefined {
+  return rp.annotations[CONFIG_SOURCE_ANNOTATION];
+}
+
+const isStaticSource = (source: string | undefined) => source !== undefined && source !== 'api';
+
+/** The source's spec with the runtime's config.source, made once per spec object. */
+const withRuntimeSource = new WeakMap<PodSpec, { source: string; spec: PodSpec }>();
+function staticSpec(spec: PodSpec, source: string): PodSpec {
+  const known = withRuntimeSource.get(spec);
+  if (known?.source === source) return known.spec;
+  const out = { ...spec, annotations: { ...spec.annotations, [CONFIG_SOURCE_ANNOTATION]: source } };
+  withRuntimeSource.set(spec, { source, spec: out });
+  return out;
 }
 
 export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMap<string, ObservedPodCgroup>, source?: PodSpecSource): JoinedPod[] {
@@ -94,8 +122,17 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
     // embedder's source may know no more): the sandbox and the cgroup path say more (QoS, pod
     // memory limit), so use ours.
     const got = source?.get(rp.uid);
-    const fromSource = got && got.containers.length > 0 ? got : undefined;
-    const spec = fromSource ?? specFromSandbox(rp, cgroup);
+    let fromSource = got && got.containers.length > 0 ? got : undefined;
+    // What makes a pod static (never evicted) comes from the kubelet, through the runtime. An
+    // API object that claims to mirror this sandbox while the kubelet runs it as an API pod is
+    // a pod author's forgery (it would lend this pod its spec): not believed.
+    const configSource = runtimeConfigSource(rp);
+    let distrusted: string | undefined;
+    if (fromSource && CONFIG_MIRROR_ANNOTATION in fromSource.annotations && !isStaticSource(configSource)) {
+      distrusted = `an API pod claims to mirror it (${CONFIG_MIRROR_ANNOTATION}), but the kubelet runs it with config.source ${configSource ?? '(none)'}`;
+      fromSource = undefined;
+    }
+    const spec = fromSource ? (isStaticSource(configSource) ? staticSpec(fromSource, configSource!) : fromSource) : specFromSandbox(rp, cgroup);
     const active: ActivePod = { spec };
     if (cgroup) {
       const u = cgroup.usage;
@@ -105,6 +142,7 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
       if (u.processes !== undefined) active.usage.processes = u.processes;
     }
     const j: JoinedPod = { active, runtime: rp, specSource: fromSource ? 'pod-source' : 'runtime' };
+    if (distrusted) j.distrusted = distrusted;
     if (cgroup) j.cgroup = cgroup;
     out.push(j);
   }

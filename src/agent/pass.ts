@@ -70,6 +70,7 @@ export interface Decision {
 export class PassRunner {
   private state: PolicyState = initialState();
   private lastConditions = '';
+  private readonly distrustLogged = new Set<string>();
   lastEvaluation: Evaluation | null = null;
 
   constructor(private readonly o: PassOptions) {}
@@ -86,6 +87,7 @@ export class PassRunner {
     const runtimePods = await o.listing.forPass(obs, trigger);
     const podsDoneNs = now();
     const all = joinPods(runtimePods, obs.pods, o.pods);
+    this.logDistrusted(all);
     // Pods killed by a used standing order are confirmed, never ranked again (a second eviction).
     // An order used an instant ago (the line's own wake-up may be what started this pass) is
     // told of now, not on a later turn.
@@ -165,6 +167,16 @@ export class PassRunner {
   }
 
   /** One log line when the node conditions change. */
+  /** A pod source's spec the join refused (a forged mirror claim), said once per pod. */
+  private logDistrusted(all: readonly JoinedPod[]): void {
+    for (const j of all) {
+      if (!j.distrusted || this.distrustLogged.has(j.runtime.uid)) continue;
+      if (this.distrustLogged.size > 10_000) this.distrustLogged.clear();
+      this.distrustLogged.add(j.runtime.uid);
+      this.o.logger.warn({ pod: `${j.runtime.namespace}/${j.runtime.name}`, uid: j.runtime.uid, reason: j.distrusted }, "pod source's spec not believed; the sandbox's own is used");
+    }
+  }
+
   private logConditions(ev: Evaluation): void {
     const key = ev.conditions.join(',');
     if (key === this.lastConditions) return;

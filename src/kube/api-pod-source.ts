@@ -153,8 +153,8 @@ export class ApiPodSource extends CachedPodSource {
     }
     const pod = this.convert(ev.object);
     if (pod) {
-      if (ev.type === 'DELETED') this.pods.delete(pod.spec.uid);
-      else this.pods.set(pod.spec.uid, pod);
+      if (ev.type === 'DELETED') this.remove(pod);
+      else this.put(pod);
     }
     // advance only after the event is in the cache: a drop before this line replays it
     if (rv) this.resourceVersion = rv;

@@ -140,7 +140,27 @@ export abstract class CachedPodSource extends EventEmitter implements PodSource 
   /** The cache becomes `pods` (after a full list or a poll). */
   protected replaceAll(pods: readonly KubePod[]): void {
     this.pods.clear();
-    for (const p of pods) this.pods.set(p.spec.uid, p);
+    for (const p of pods) this.put(p);
+  }
+
+  /**
+   * Caches a pod under its runtime uid. A mirror pod's claim (config.mirror) never displaces
+   * the API object whose own uid that is: any pod author can write the annotation, and the
+   * claimed uid is a real pod's, which would then run under the forger's spec. (A real mirror
+   * claims a static pod's uid, which no API object has.)
+   */
+  protected put(p: KubePod): void {
+    const held = this.pods.get(p.spec.uid);
+    if (held && held.apiUid === p.spec.uid && p.apiUid !== p.spec.uid) {
+      this.log.warn({ pod: `${p.spec.namespace}/${p.spec.name}`, claims: p.spec.uid }, 'kube: a pod claims to mirror another API pod; ignored');
+      return;
+    }
+    this.pods.set(p.spec.uid, p);
+  }
+
+  /** Forgets a pod, unless its uid is held by another object (see put). */
+  protected remove(p: KubePod): void {
+    if (this.pods.get(p.spec.uid)?.apiUid === p.apiUid) this.pods.delete(p.spec.uid);
   }
 
   protected setHealthy(ok: boolean, reason: string): void {

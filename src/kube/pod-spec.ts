@@ -2,7 +2,7 @@
  * v1.Pod JSON -> the policy's PodSpec, plus the API-side facts the policy does not need but the
  * status writer and the logs do (phase, QoS class, owner, mirror pod identity).
  */
-import { CONFIG_MIRROR_ANNOTATION, qosClass, type QosClass } from '../policy/pods';
+import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, qosClass, type QosClass } from '../policy/pods';
 import { Quantity } from '../policy/quantity';
 import type { ContainerSpec, PodSpec, ResourceList, Toleration, VolumeSource, VolumeSpec } from '../policy/types';
 
@@ -80,6 +80,9 @@ export function fromV1Pod(pod: V1Pod, onBadQuantity?: (field: string, value: unk
   const md = pod.metadata ?? {};
   if (!md.uid || !md.name) return undefined;
   const annotations = { ...(md.annotations ?? {}) };
+  // The API object's config.source is whatever its author wrote (the kubelet overrides it in
+  // its own memory only, and on the sandbox, where the agent reads it: agent/active-pods.ts).
+  delete annotations[CONFIG_SOURCE_ANNOTATION];
   const mirrorUid = annotations[CONFIG_MIRROR_ANNOTATION];
   const spec = pod.spec ?? {};
   const where = `${md.namespace ?? 'default'}/${md.name}`;

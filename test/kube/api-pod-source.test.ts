@@ -67,6 +67,27 @@ describe('ApiPodSource against a local API server', () => {
     assert.equal(w.query.get('resourceVersion'), '100');
   });
 
+  test("a pod claiming to mirror another API pod (config.mirror = its uid) never takes that pod's place, listed or watched", async () => {
+    const forger = (name: string) => makePod(name, { priority: 2_000_000_000, annotations: { 'kubernetes.io/config.mirror': 'uid-victim' } });
+    // In the list, the forger after the pod it claims...
+    api.addPod(makePod('victim', { priority: 3 }));
+    api.addPod(forger('forger-listed'));
+    await startSource();
+    assert.equal(source.get('uid-victim')?.name, 'victim');
+    // ...and through the watch, added after it, then deleted.
+    await waitFor('watch open', () => api.openWatches === 1);
+    api.addPod(forger('forger-watched'));
+    api.addPod(makePod('marker'));
+    await waitFor('the watch caught up', () => source.get('uid-marker') !== undefined);
+    assert.equal(source.get('uid-victim')?.name, 'victim');
+    assert.equal(source.get('uid-victim')?.priority, 3);
+    api.deletePod('default', 'forger-watched');
+    api.addPod(makePod('marker2'));
+    await waitFor('the watch caught up', () => source.get('uid-marker2') !== undefined);
+    assert.equal(source.get('uid-victim')?.name, 'victim', "the forger's delete does not remove the pod it claimed");
+    assert.ok(log.lines.some((l) => /claims to mirror another API pod/.test(l.msg)));
+  });
+
   test('a dropped watch resumes from the last resourceVersion: nothing lost, nothing replayed', async () => {
     api.addPod(makePod('a'));
     await startSource();

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isCritical } from '../../src/policy/pods';
 import { describe, test } from 'node:test';
 import { fromV1Pod } from '../../src/kube/pod-spec';
 
@@ -53,6 +54,12 @@ describe('v1.Pod -> PodSpec', () => {
     assert.equal(k.spec.uid, 'hash-uid');
     assert.equal(k.apiUid, 'api-uid');
     assert.equal(k.mirror, true);
+  });
+
+  test("the author's kubernetes.io/config.source is dropped: an API pod cannot declare itself static", () => {
+    const k = fromV1Pod({ metadata: { name: 'hog', uid: 'u', annotations: { 'kubernetes.io/config.source': 'file', team: 'a' } }, spec: { containers: [{ name: 'c' }] } })!;
+    assert.deepEqual(k.spec.annotations, { team: 'a' });
+    assert.equal(isCritical(k.spec), false);
   });
 
   test('a quantity our parser refuses is reported and left out, not thrown', () => {

@@ -50,6 +50,39 @@ test('annotations give priority and requests; kube-system without a priority is 
   assert.equal(qosClass(bad), 'BestEffort');
 });
 
+test('joinPods: static comes from the kubelet through the runtime; an API pod claiming to mirror a running API pod is not believed', () => {
+  const cgroups = new Map([
+    ['victim', cgroup('victim', 'Burstable', 50 * MiB)],
+    ['static', cgroup('static', 'Burstable', 50 * MiB)],
+  ]);
+  // The specs as kube/pod-spec.ts converts them: the author's config.source is gone, a mirror
+  // claim stays for the join to judge.
+  const spec = (uid: string, annotations: Record<string, string>) => ({ ...specFromSandbox(sandbox(uid), cgroups.get(uid)), priority: 5, annotations });
+  const forged = spec('victim', { 'kubernetes.io/config.mirror': 'victim' });
+  const mirror = spec('static', { 'kubernetes.io/config.mirror': 'static' });
+  const specs = new Map([['victim', forged], ['static', mirror]]);
+  const joined = joinPods(
+    [sandbox('victim', { annotations: { 'kubernetes.io/config.source': 'api' } }), sandbox('static', { annotations: { 'kubernetes.io/config.source': 'file' } })],
+    cgroups,
+    { get: (uid) => specs.get(uid) },
+  );
+  const [victim, staticPod] = joined;
+  // The claim on a pod the kubelet runs from the API: the spec is the sandbox's, not the forger's.
+  assert.equal(victim!.specSource, 'runtime');
+  assert.match(victim!.distrusted ?? '', /claims to mirror it/);
+  assert.equal(victim!.active.spec.priority, 0);
+  assert.equal(isCritical(victim!.active.spec), false);
+  // A real mirror: the kubelet runs the sandbox from a file, so the pod is static and protected.
+  assert.equal(staticPod!.specSource, 'pod-source');
+  assert.equal(staticPod!.distrusted, undefined);
+  assert.equal(staticPod!.active.spec.priority, 5);
+  assert.equal(staticPod!.active.spec.annotations['kubernetes.io/config.source'], 'file');
+  assert.equal(isCritical(staticPod!.active.spec), true);
+  // Runtime-only: a sandbox carrying a mirror annotation (a pod author's) is not made critical.
+  const own = specFromSandbox(sandbox('x', { annotations: { 'kubernetes.io/config.source': 'api', 'kubernetes.io/config.mirror': 'x' } }), cgroup('x', 'BestEffort', 1));
+  assert.equal(isCritical(own), false);
+});
+
 test('joinPods: only ready pods with a cgroup under this node, usage from the cgroup, the pod source first', () => {
   const cgroups = new Map([
     ['a', cgroup('a', 'Burstable', 50 * MiB)],
