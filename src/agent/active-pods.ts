@@ -4,10 +4,12 @@
  *
  * Without a Kubernetes source the spec comes from the sandbox itself, the way the kubelet
  * passes it to the runtime: labels io.kubernetes.pod.{name,namespace,uid} and the pod's
- * annotations. Priority and requests are not part of the CRI, so they are read from
- * annotations where present (evictd.io/priority, evictd.io/requests, evictd.io/limits:
- * "memory=128Mi,cpu=100m"); otherwise the QoS class the kubelet encoded in the cgroup path
- * decides, and the pod cgroup's memory limit stands for the limits.
+ * annotations. Priority and requests are not part of the CRI: the QoS class the kubelet
+ * encoded in the cgroup path decides, and the pod cgroup's memory limit stands for the limits.
+ * Annotations (evictd.io/priority, evictd.io/requests, evictd.io/limits:
+ * "memory=128Mi,cpu=100m") are read only when the operator says every pod author is trusted
+ * (--trust-sandbox-annotations: the lab): a pod's author writes them, and a declared priority
+ * would let a pod exempt itself.
  */
 import type { ObservedPodCgroup } from '../node/observer';
 import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, SYSTEM_CRITICAL_PRIORITY } from '../policy/pods';
@@ -39,15 +41,16 @@ function parseResources(text: string | undefined): ResourceList | null {
  * does not know (new since the API server went away, or watch lag). This is the only place
  * runtime-only specs are made.
  */
-export function specFromSandbox(rp: RuntimePod, cgroup: ObservedPodCgroup | undefined): PodSpec {
+export function specFromSandbox(rp: RuntimePod, cgroup: ObservedPodCgroup | undefined, trustAnnotations = false): PodSpec {
   const a = rp.annotations;
-  const priorityText = a[PRIORITY_ANNOTATION] ?? rp.labels[PRIORITY_ANNOTATION];
+  const declared = (key: string) => (trustAnnotations ? a[key] : undefined);
+  const priorityText = trustAnnotations ? (a[PRIORITY_ANNOTATION] ?? rp.labels[PRIORITY_ANNOTATION]) : undefined;
   // Without a declared priority, kube-system pods count as system-critical: without the API,
   // evictd must not evict a CNI or DNS pod on a guess.
   const priority =
     priorityText !== undefined && /^-?\d+$/.test(priorityText) ? Number(priorityText) : rp.namespace === 'kube-system' ? SYSTEM_CRITICAL_PRIORITY : 0;
-  let requests = parseResources(a[REQUESTS_ANNOTATION]);
-  let limits = parseResources(a[LIMITS_ANNOTATION]);
+  let requests = parseResources(declared(REQUESTS_ANNOTATION));
+  let limits = parseResources(declared(LIMITS_ANNOTATION));
   if (!requests && !limits && cgroup) {
     // No declared resources: make ones that give the QoS class of the cgroup path, with the
     // pod cgroup's memory limit (the sum of the containers' limits) where there is one.
@@ -109,7 +112,7 @@ function staticSpec(spec: PodSpec, source: string): PodSpec {
   return out;
 }
 
-export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMap<string, ObservedPodCgroup>, source?: PodSpecSource): JoinedPod[] {
+export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMap<string, ObservedPodCgroup>, source?: PodSpecSource, trustAnnotations = false): JoinedPod[] {
   const out: JoinedPod[] = [];
   for (const rp of runtimePods) {
     if (!rp.ready) continue;
@@ -132,7 +135,7 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
       distrusted = `an API pod claims to mirror it (${CONFIG_MIRROR_ANNOTATION}), but the kubelet runs it with config.source ${configSource ?? '(none)'}`;
       fromSource = undefined;
     }
-    const spec = fromSource ? (isStaticSource(configSource) ? staticSpec(fromSource, configSource!) : fromSource) : specFromSandbox(rp, cgroup);
+    const spec = fromSource ? (isStaticSource(configSource) ? staticSpec(fromSource, configSource!) : fromSource) : specFromSandbox(rp, cgroup, trustAnnotations);
     const active: ActivePod = { spec };
     if (cgroup) {
       const u = cgroup.usage;

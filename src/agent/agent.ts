@@ -47,6 +47,11 @@ export interface AgentOptions {
   /** null: no kernel notifications at all, the housekeeping tick alone drives the loop */
   notifications: NotificationPort | null;
   pods?: PodSpecSource;
+  /**
+   * Runtime-only pod specs take priority and requests from the sandboxes' evictd.io/*
+   * annotations. Their authors are the pods' own: only where every pod author is trusted.
+   */
+  trustSandboxAnnotations?: boolean;
   reporter?: EvictionReporter;
   logger: Logger;
   metrics: AgentMetrics;
@@ -174,6 +179,7 @@ export class Agent extends EventEmitter {
       node,
       runtime: o.runtime,
       pods: o.pods,
+      ...(o.trustSandboxAnnotations ? { trustSandboxAnnotations: true } : {}),
       logger: o.logger,
       metrics: o.metrics,
       listing: this.listing,

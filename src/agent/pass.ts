@@ -33,6 +33,8 @@ export interface PassOptions {
   node: NodeView;
   runtime: RuntimePort;
   pods?: PodSpecSource;
+  /** runtime-only specs read evictd.io/* sandbox annotations (see agent/active-pods.ts) */
+  trustSandboxAnnotations?: boolean;
   logger: Logger;
   metrics: AgentMetrics;
   listing: PodListing;
@@ -86,7 +88,7 @@ export class PassRunner {
     const podsNs = now();
     const runtimePods = await o.listing.forPass(obs, trigger);
     const podsDoneNs = now();
-    const all = joinPods(runtimePods, obs.pods, o.pods);
+    const all = joinPods(runtimePods, obs.pods, o.pods, o.trustSandboxAnnotations === true);
     this.logDistrusted(all);
     // Pods killed by a used standing order are confirmed, never ranked again (a second eviction).
     // An order used an instant ago (the line's own wake-up may be what started this pass) is

@@ -67,6 +67,11 @@ const FLAGS: FlagDef[] = [
   { name: 'node-name', arg: 'NAME', help: 'this node name (default $NODE_NAME or the host name)' },
   { name: 'kubelet-url', arg: 'URL', help: 'kubelet endpoint for --pod-source=kubelet', def: 'https://127.0.0.1:10250' },
   { name: 'kubelet-insecure-tls', bool: true, help: "don't verify the kubelet serving certificate" },
+  {
+    name: 'trust-sandbox-annotations',
+    bool: true,
+    help: "runtime-only pod specs read priority and requests from the sandbox's evictd.io/priority, evictd.io/requests and evictd.io/limits annotations; a pod's author writes them, so only for labs and nodes where every author is trusted",
+  },
   { name: 'help', bool: true, help: 'show this help' },
 ];
 

@@ -47,6 +47,7 @@ export interface RunSettings {
   housekeepingIntervalMs: number;
   releaseTimeoutMs: number;
   dryRun: boolean;
+  trustSandboxAnnotations: boolean;
   fastKill: boolean;
   /** standing orders on the hard memory lines (issue 20) */
   standingOrders: boolean;
@@ -166,6 +167,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     volumeStatsAggPeriodMs: durationMs('--volume-stats-agg-period', str('volume-stats-agg-period') ?? '1m'),
     releaseTimeoutMs: durationMs('--release-timeout', str('release-timeout') ?? '5s'),
     dryRun: f['dry-run'] === true,
+    trustSandboxAnnotations: f['trust-sandbox-annotations'] === true,
     fastKill,
     standingOrders: f['standing-orders'] !== false && fastKill,
     psi,

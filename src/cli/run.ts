@@ -92,6 +92,7 @@ export async function run(argv: string[]): Promise<number> {
     runtime,
     notifications: s.notifications === 'none' ? null : kernelNotifications(logger, 100, s.notifications === 'poll' ? 'poll' : 'best'),
     pods: kube?.source,
+    trustSandboxAnnotations: s.trustSandboxAnnotations,
     reporter: kube?.reporter,
     logger,
     metrics,

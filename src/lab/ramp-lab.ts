@@ -83,6 +83,9 @@ export class AgentProcess {
       '127.0.0.1:0',
       '--release-timeout',
       '3s',
+      // The lab's pods declare priority and requests on their sandboxes (no API server here),
+      // and the lab writes every pod: their author is the operator.
+      '--trust-sandbox-annotations',
       ...(o.extraArgs ?? []),
     ];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });

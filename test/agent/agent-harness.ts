@@ -93,6 +93,8 @@ export async function startAgent(
     observer: new NodeObserver({ layout: lab.layout, cgroupRoot: lab.root, podCgroupRoot: lab.podRoot, nodefsPath: o.nodefsPath ?? '/' }),
     runtime: o.wrap ? o.wrap(runtime) : runtime,
     ...(o.pods ? { pods: o.pods } : {}),
+    // the lab writes every pod's evictd.io/* annotations (no API server here)
+    trustSandboxAnnotations: true,
     ...(o.reporter ? { reporter: o.reporter } : {}),
     notifications: kernelNotifications(logger),
     logger,

@@ -39,15 +39,28 @@ test('runtime-only specs keep the QoS class of the cgroup path', () => {
   assert.equal(qosClass(specFromSandbox(sandbox('e'), cgroup('e', 'BestEffort', 10 * MiB))), 'BestEffort');
 });
 
-test('annotations give priority and requests; kube-system without a priority is critical', () => {
-  const s = specFromSandbox(sandbox('a', { annotations: { 'evictd.io/priority': '1000', 'evictd.io/requests': 'memory=128Mi,cpu=250m' } }), cgroup('a', 'Burstable', 1));
+test('trusted (the lab), annotations give priority and requests; kube-system without a priority is critical', () => {
+  const s = specFromSandbox(sandbox('a', { annotations: { 'evictd.io/priority': '1000', 'evictd.io/requests': 'memory=128Mi,cpu=250m' } }), cgroup('a', 'Burstable', 1), true);
   assert.equal(s.priority, 1000);
   assert.equal(s.containers[0]!.requests.memory!.value(), 128 * MiB);
-  assert.equal(isCritical(specFromSandbox(sandbox('k', { namespace: 'kube-system' }), cgroup('k', 'Burstable', 1))), true);
-  assert.equal(isCritical(specFromSandbox(sandbox('k2', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k2', 'Burstable', 1))), false);
+  assert.equal(isCritical(specFromSandbox(sandbox('k', { namespace: 'kube-system' }), cgroup('k', 'Burstable', 1), true)), true);
+  assert.equal(isCritical(specFromSandbox(sandbox('k2', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k2', 'Burstable', 1), true)), false);
   // A malformed annotation is ignored, not fatal.
-  const bad = specFromSandbox(sandbox('x', { annotations: { 'evictd.io/requests': 'memory' } }), cgroup('x', 'BestEffort', 1));
+  const bad = specFromSandbox(sandbox('x', { annotations: { 'evictd.io/requests': 'memory' } }), cgroup('x', 'BestEffort', 1), true);
   assert.equal(qosClass(bad), 'BestEffort');
+});
+
+test("by default a pod's own evictd.io annotations are not believed: a declared priority cannot exempt it", () => {
+  const forged = { 'evictd.io/priority': '2000000000', 'evictd.io/requests': 'memory=4Gi' };
+  const s = specFromSandbox(sandbox('a', { annotations: forged, labels: { 'evictd.io/priority': '2000000000' } }), cgroup('a', 'BestEffort', 1));
+  assert.equal(s.priority, 0);
+  assert.equal(isCritical(s), false);
+  assert.equal(qosClass(s), 'BestEffort', 'requests from the cgroup path, not the annotation');
+  const [joined] = joinPods([sandbox('a', { annotations: forged })], new Map([['a', cgroup('a', 'BestEffort', 1)]]));
+  assert.equal(joined!.active.spec.priority, 0);
+  assert.equal(joinPods([sandbox('a', { annotations: forged })], new Map([['a', cgroup('a', 'BestEffort', 1)]]), undefined, true)[0]!.active.spec.priority, 2_000_000_000);
+  // kube-system stays protected on a guess (a tenant cannot create pods there).
+  assert.equal(isCritical(specFromSandbox(sandbox('k', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k', 'Burstable', 1))), true);
 });
 
 test('joinPods: static comes from the kubelet through the runtime; an API pod claiming to mirror a running API pod is not believed', () => {
@@ -88,7 +101,7 @@ test('joinPods: only ready pods with a cgroup under this node, usage from the cg
     ['a', cgroup('a', 'Burstable', 50 * MiB)],
     ['b', cgroup('b', 'BestEffort', 70 * MiB)],
   ]);
-  const fromApi = specFromSandbox(sandbox('a', { annotations: { 'evictd.io/priority': '7' } }), cgroups.get('a'));
+  const fromApi = specFromSandbox(sandbox('a', { annotations: { 'evictd.io/priority': '7' } }), cgroups.get('a'), true);
   const joined = joinPods([sandbox('a'), sandbox('b'), sandbox('c'), sandbox('d', { ready: false })], cgroups, { get: (uid) => (uid === 'a' ? fromApi : undefined) });
   assert.deepEqual(
     joined.map((j) => [j.runtime.uid, j.specSource]),
