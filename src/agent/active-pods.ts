@@ -84,8 +84,11 @@ export interface JoinedPod {
   active: ActivePod;
   runtime: RuntimePod;
   cgroup?: ObservedPodCgroup;
-  /** where the spec came from */
-  specSource: 'pod-source' | 'runtime';
+  /**
+   * where the spec came from: the pod source, the sandbox alone, or the sandbox with the
+   * priority the pod source last gave (it does not answer now: see last-known-priorities.ts)
+   */
+  specSource: 'pod-source' | 'runtime' | 'last-known';
   /** why the pod source's spec was not believed for this sandbox, when it was not */
   distrusted?: string;
 }
@@ -112,7 +115,14 @@ function staticSpec(spec: PodSpec, source: string): PodSpec {
   return out;
 }
 
-export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMap<string, ObservedPodCgroup>, source?: PodSpecSource, trustAnnotations = false): JoinedPod[] {
+export interface JoinOptions {
+  /** runtime-only specs read the sandboxes' evictd.io/* annotations (see above) */
+  trustAnnotations?: boolean;
+  /** the priority the pod source last gave a pod it does not speak for now */
+  lastKnownPriority?: (uid: string) => number | undefined;
+}
+
+export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMap<string, ObservedPodCgroup>, source?: PodSpecSource, opts: JoinOptions = {}): JoinedPod[] {
   const out: JoinedPod[] = [];
   for (const rp of runtimePods) {
     if (!rp.ready) continue;
@@ -135,7 +145,10 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
       distrusted = `an API pod claims to mirror it (${CONFIG_MIRROR_ANNOTATION}), but the kubelet runs it with config.source ${configSource ?? '(none)'}`;
       fromSource = undefined;
     }
-    const spec = fromSource ? (isStaticSource(configSource) ? staticSpec(fromSource, configSource!) : fromSource) : specFromSandbox(rp, cgroup, trustAnnotations);
+    let spec = fromSource ? (isStaticSource(configSource) ? staticSpec(fromSource, configSource!) : fromSource) : specFromSandbox(rp, cgroup, opts.trustAnnotations);
+    // No spec from the source: the priority it last gave this pod beats a guess of 0.
+    const lastKnown = fromSource ? undefined : opts.lastKnownPriority?.(rp.uid);
+    if (lastKnown !== undefined) spec = { ...spec, priority: lastKnown };
     const active: ActivePod = { spec };
     if (cgroup) {
       const u = cgroup.usage;
@@ -144,7 +157,7 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
       active.usage = { containers: [{ name: spec.containers[0]?.name ?? 'pod', memoryBytes: u.memoryWorkingSetBytes }], volumes: [] };
       if (u.processes !== undefined) active.usage.processes = u.processes;
     }
-    const j: JoinedPod = { active, runtime: rp, specSource: fromSource ? 'pod-source' : 'runtime' };
+    const j: JoinedPod = { active, runtime: rp, specSource: fromSource ? 'pod-source' : lastKnown !== undefined ? 'last-known' : 'runtime' };
     if (distrusted) j.distrusted = distrusted;
     if (cgroup) j.cgroup = cgroup;
     out.push(j);

@@ -31,6 +31,7 @@ import type { Health } from './http-server';
 import type { AgentMetrics } from './metrics';
 import { NodeView } from './node-view';
 import { PassRunner } from './pass';
+import { LastKnownPriorities } from './last-known-priorities';
 import { PodListing } from './pod-listing';
 import type { Clock, EvictionReporter, NotificationPort, OrderFired, PodSpecSource, RuntimePort, Wakeup } from './ports';
 import { StandingOrders } from './standing-orders';
@@ -108,6 +109,7 @@ export class Agent extends EventEmitter {
   /** the earliest soft grace period's end or brake's bound: a pass then, whatever else wakes it */
   private deadlineTimer: NodeJS.Timeout | null = null;
   private readonly brakes: MemoryBrakes | null;
+  private readonly lastKnown: LastKnownPriorities | null;
   private driftTimer: NodeJS.Timeout | null = null;
   private readonly clock: Clock;
   /** monotonic ns of the last pass that ended without an error; null before the first */
@@ -146,6 +148,8 @@ export class Agent extends EventEmitter {
     if (o.policy.memoryBrake && o.layout.memoryVersion !== 2) throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
     this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics });
     const braking = o.policy.memoryBrake ? this.brakes : null;
+    // With a pod source, what it last said of priorities outlives a restart (in the state dir).
+    this.lastKnown = o.pods && stateDir !== undefined ? new LastKnownPriorities({ stateDir, logger: o.logger }) : null;
     const deps: EvictionDeps = { runtime: o.runtime, cgroups, clock, logger: o.logger, metrics: o.metrics, reporter: o.reporter, releaseTimeoutMs: o.releaseTimeoutMs ?? 5000 };
     // An order kills through the pod's cgroup, as a fast kill does: off with it unless asked for.
     const so = o.standingOrders ?? o.fastKill;
@@ -180,6 +184,7 @@ export class Agent extends EventEmitter {
       runtime: o.runtime,
       pods: o.pods,
       ...(o.trustSandboxAnnotations ? { trustSandboxAnnotations: true } : {}),
+      ...(this.lastKnown ? { lastKnown: this.lastKnown } : {}),
       logger: o.logger,
       metrics: o.metrics,
       listing: this.listing,
@@ -210,6 +215,8 @@ export class Agent extends EventEmitter {
     const o = this.o;
     // Before the first pass: brakes a crashed run left on are released (or re-owned) first.
     this.brakes?.recover({ dryRun: o.dryRun });
+    // Before the first pass too: a source that does not answer yet leaves these priorities.
+    this.lastKnown?.load();
     if (o.notifications) {
       o.metrics.mechanism.set({ mechanism: o.notifications.mechanism }, 1);
       const unified = o.layout.unifiedMount ? `${o.layout.unifiedMount}${o.observer.opts.podCgroupRoot === '/' ? '' : o.observer.opts.podCgroupRoot}` : null;
@@ -256,6 +263,7 @@ export class Agent extends EventEmitter {
     // No agent, no eviction to end a brake: a braked pod must not stay throttled behind us.
     if (!this.o.dryRun) this.brakes?.releaseAll('agent-stop');
     await this.listing.close();
+    this.lastKnown?.save();
     await this.arming?.close();
     await this.actuator.settle();
     await this.confirmOrder?.settle();

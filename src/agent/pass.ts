@@ -19,6 +19,7 @@ import { needsContainerDiskUsage } from '../policy/signals';
 import type { ContainerUsage } from '../policy/types';
 import type { Actuator, PassStamps } from './actuator';
 import { joinPods, type JoinedPod } from './active-pods';
+import type { LastKnownPriorities } from './last-known-priorities';
 import { msBetween } from './clock';
 import type { PassResult, PassTrigger } from './controller';
 import type { AgentMetrics } from './metrics';
@@ -35,6 +36,8 @@ export interface PassOptions {
   pods?: PodSpecSource;
   /** runtime-only specs read evictd.io/* sandbox annotations (see agent/active-pods.ts) */
   trustSandboxAnnotations?: boolean;
+  /** what the pod source last said of each pod's priority (kept in the state dir) */
+  lastKnown?: LastKnownPriorities;
   logger: Logger;
   metrics: AgentMetrics;
   listing: PodListing;
@@ -88,8 +91,9 @@ export class PassRunner {
     const podsNs = now();
     const runtimePods = await o.listing.forPass(obs, trigger);
     const podsDoneNs = now();
-    const all = joinPods(runtimePods, obs.pods, o.pods, o.trustSandboxAnnotations === true);
+    const all = joinPods(runtimePods, obs.pods, o.pods, { trustAnnotations: o.trustSandboxAnnotations === true, ...(o.lastKnown ? { lastKnownPriority: o.lastKnown.priorityOf } : {}) });
     this.logDistrusted(all);
+    o.lastKnown?.learn(all.map((j) => ({ uid: j.runtime.uid, namespace: j.active.spec.namespace, name: j.active.spec.name, priority: j.active.spec.priority, fromSource: j.specSource === 'pod-source' })));
     // Pods killed by a used standing order are confirmed, never ranked again (a second eviction).
     // An order used an instant ago (the line's own wake-up may be what started this pass) is
     // told of now, not on a later turn.

@@ -58,7 +58,7 @@ test("by default a pod's own evictd.io annotations are not believed: a declared 
   assert.equal(qosClass(s), 'BestEffort', 'requests from the cgroup path, not the annotation');
   const [joined] = joinPods([sandbox('a', { annotations: forged })], new Map([['a', cgroup('a', 'BestEffort', 1)]]));
   assert.equal(joined!.active.spec.priority, 0);
-  assert.equal(joinPods([sandbox('a', { annotations: forged })], new Map([['a', cgroup('a', 'BestEffort', 1)]]), undefined, true)[0]!.active.spec.priority, 2_000_000_000);
+  assert.equal(joinPods([sandbox('a', { annotations: forged })], new Map([['a', cgroup('a', 'BestEffort', 1)]]), undefined, { trustAnnotations: true })[0]!.active.spec.priority, 2_000_000_000);
   // kube-system stays protected on a guess (a tenant cannot create pods there).
   assert.equal(isCritical(specFromSandbox(sandbox('k', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k', 'Burstable', 1))), true);
 });
