@@ -277,13 +277,24 @@ export class Agent extends EventEmitter {
   }
 
   health(): Health {
-    const staleMs = 3 * this.o.housekeepingIntervalMs + 5000;
-    if (this.lastPassOkAt === null) return { ok: false, reason: this.lastProblem };
-    const sinceMs = Math.round(msSince(this.clock, this.lastPassOkAt));
-    if (sinceMs > staleMs) return { ok: false, reason: `no successful pass for ${sinceMs} ms (${this.lastProblem})` };
+    const staleMs = this.staleMs();
+    const stale = this.conditionsStale();
+    if (stale !== null) return { ok: false, reason: stale };
     const failingMs = Math.round(this.listing.runtimeFailingForMs());
     if (failingMs > staleMs) return { ok: false, reason: `${this.listing.problem} (for ${failingMs} ms)` };
     return { ok: true, reason: '' };
+  }
+
+  /** How long without a successful pass (or with a runtime failing) before evictd is unhealthy. */
+  private staleMs(): number {
+    return 3 * this.o.housekeepingIntervalMs + 5000;
+  }
+
+  /** Why the last pass's conditions are too old to answer admission with, or null. */
+  conditionsStale(): string | null {
+    if (this.lastPassOkAt === null) return this.lastProblem;
+    const sinceMs = Math.round(msSince(this.clock, this.lastPassOkAt));
+    return sinceMs > this.staleMs() ? `no successful pass for ${sinceMs} ms (${this.lastProblem})` : null;
   }
 
   /** The node conditions of the last pass (for admission). */

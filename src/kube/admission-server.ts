@@ -29,6 +29,13 @@ export interface AdmissionDecision {
 export interface AdmissionHandlerOptions {
   decide: (pod: PodSpec, conditions: NodeCondition[]) => AdmissionDecision;
   conditions: () => NodeCondition[];
+  /**
+   * Why the conditions cannot be vouched for now (no pass for too long: a wedged loop), or
+   * null. While stale, /admit and /conditions answer 503: an old "no pressure" must not admit
+   * pods onto a node that may be out of memory by now (the caller falls back to its own rule;
+   * a webhook to its failurePolicy).
+   */
+  stale?: () => string | null;
   log?: Logger;
 }
 
@@ -89,9 +96,17 @@ export function admissionHandler(opts: AdmissionHandlerOptions): (req: http.Inco
     res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
     res.end(text);
   };
+  const unknown = (res: http.ServerResponse): boolean => {
+    const why = opts.stale?.() ?? null;
+    if (why !== null) send(res, 503, { error: `node conditions unknown: ${why}` });
+    return why !== null;
+  };
   return (req, res) => {
     const url = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && url === '/conditions') return send(res, 200, { conditions: opts.conditions() });
+    if (req.method === 'GET' && url === '/conditions') {
+      if (unknown(res)) return;
+      return send(res, 200, { conditions: opts.conditions() });
+    }
     if (url !== '/admit') return send(res, 404, { error: `no such path: ${url}` });
     if (req.method !== 'POST') return send(res, 405, { error: 'POST a pod to /admit' });
     const chunks: Buffer[] = [];
@@ -113,6 +128,7 @@ export function admissionHandler(opts: AdmissionHandlerOptions): (req: http.Inco
       }
       try {
         const { pod, reviewUid } = podFromBody(parsed);
+        if (unknown(res)) return;
         const conditions = opts.conditions();
         const decision = opts.decide(pod, conditions);
         log.debug({ pod: `${pod.namespace}/${pod.name}`, ...decision }, 'kube: admission decision');

@@ -21,6 +21,7 @@ function post(port: number, path: string, body: string): Promise<{ status: numbe
 describe('admission endpoint', () => {
   let server: AdmissionServer;
   let conditions: NodeCondition[] = [];
+  let stale: string | null = null;
   const seen: PodSpec[] = [];
 
   before(async () => {
@@ -30,6 +31,7 @@ describe('admission endpoint', () => {
         return admit(pod, c);
       },
       conditions: () => conditions,
+      stale: () => stale,
     });
   });
   after(() => server.close());
@@ -76,6 +78,26 @@ describe('admission endpoint', () => {
     assert.deepEqual(await post(server.port, '/admit', '{"kind":"AdmissionReview","request":{"object":{}}}'), { status: 400, json: { error: 'request.uid: missing' } });
     assert.deepEqual(await post(server.port, '/admit', '{"spec":{}}'), { status: 400, json: { error: 'metadata.name: missing' } });
     assert.equal((await post(server.port, '/admit', '[1]')).status, 400);
+  });
+
+  test('conditions too old to vouch for (a wedged loop): 503 with the reason, never an admission on old news', async () => {
+    conditions = [];
+    stale = 'no successful pass for 40000 ms (pass failed: boom)';
+    try {
+      assert.deepEqual(await post(server.port, '/admit', JSON.stringify(makePod('be'))), { status: 503, json: { error: `node conditions unknown: ${stale}` } });
+      const review = { kind: 'AdmissionReview', request: { uid: 'r1', object: makePod('be') } };
+      assert.equal((await post(server.port, '/admit', JSON.stringify(review))).status, 503);
+      const status = await new Promise<number>((resolve) =>
+        http.get({ host: '127.0.0.1', port: server.port, path: '/conditions' }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }),
+      );
+      assert.equal(status, 503);
+    } finally {
+      stale = null;
+    }
+    assert.equal((await post(server.port, '/admit', JSON.stringify(makePod('be')))).status, 200);
   });
 
   test('GET /conditions reports the live set', async () => {
