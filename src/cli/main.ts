@@ -52,8 +52,10 @@ export function main(argv: string[]): void {
     },
     (err: unknown) => {
       const f = failure(err);
-      process.stderr.write(f.text);
-      process.exitCode = f.code;
+      // Exit, not just set the code: a start that failed half-way (a port in use after the
+      // metrics server and the API watch came up) leaves handles that would keep a process
+      // with no agent alive, where a supervisor should see it die and restart it.
+      process.stderr.write(f.text, () => process.exit(f.code));
     },
   );
 }

@@ -4,7 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -137,4 +138,28 @@ test('bench protect --pods: a count out of range, an empty list and an unknown f
   refused(evictd('bench', 'protect', '--pods=1.5'), /^evictd: --pods: "1.5": must be whole numbers from 0 to 300/);
   refused(evictd('bench', 'protect', '--pods', '10', '--trials', '0'), /^evictd: --trials: "0": must be a whole number from 1 to 100$/);
   refused(evictd('bench', 'protect', '--pods', '10', '--bogus'), /^evictd: bench protect --pods: unknown flag "--bogus"$/);
+});
+
+test('run: a start that fails half-way (the admission port in use, after the metrics server is up) exits at once', async () => {
+  const held = net.createServer();
+  await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+  const port = (held.address() as net.AddressInfo).port;
+  try {
+    const t0 = Date.now();
+    const r = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--notifications=none', '--metrics-address=127.0.0.1:0', `--admission-address=127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      child.on('exit', (status) => {
+        clearTimeout(kill);
+        resolve({ status, stderr });
+      });
+    });
+    assert.equal(r.status, 2, `exit status (null: still running after 15 s, killed); stderr: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`^evictd: --admission-address: "127.0.0.1:${port}": EADDRINUSE`, 'm'));
+    assert.ok(Date.now() - t0 < 15_000);
+  } finally {
+    held.close();
+  }
 });
