@@ -146,7 +146,7 @@ export class Agent extends EventEmitter {
     this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger, clock }) : undefined;
     const stateDir = o.stateDir ?? (o.policy.memoryBrake ? DEFAULT_STATE_DIR : undefined);
     if (o.policy.memoryBrake && o.layout.memoryVersion !== 2) throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
-    this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics });
+    this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics, podRootDir: o.observer.podRootMemoryDir });
     const braking = o.policy.memoryBrake ? this.brakes : null;
     // With a pod source, what it last said of priorities outlives a restart (in the state dir).
     this.lastKnown = o.pods && stateDir !== undefined ? new LastKnownPriorities({ stateDir, logger: o.logger }) : null;
@@ -268,6 +268,17 @@ export class Agent extends EventEmitter {
     await this.actuator.settle();
     await this.confirmOrder?.settle();
     await this.volumes?.close();
+  }
+
+  /**
+   * The last thing a dying process does (run.ts, on an uncaught error): no order may kill and
+   * no brake may stay on once nobody is there to end it. Synchronous: no await is safe then.
+   */
+  abandon(): void {
+    this.stopping = true;
+    this.orders?.close();
+    if (!this.o.dryRun) this.brakes?.releaseAll('agent-stop');
+    this.lastKnown?.save();
   }
 
   /** A kernel notification (or any other reason to look again). */

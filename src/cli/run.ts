@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import pino from 'pino';
 import { Agent } from '../agent/agent';
+import { stateDirProblem } from '../agent/effects/memory-brake';
 import { CriRuntime } from '../agent/adapters/cri-runtime';
 import { kernelNotifications } from '../agent/adapters/kernel-notifications';
 import { bindsAllInterfaces, startMetricsServer } from '../agent/http-server';
@@ -71,6 +72,8 @@ export async function run(argv: string[]): Promise<number> {
   checkMemoryBrake(s.policy, layout);
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
   if (!fs.existsSync(nodeDir)) throw badValue('--cgroup-root', s.cgroupRoot, `no such memory cgroup (${nodeDir})`);
+  const stateDirIssue = stateDirProblem(s.stateDir);
+  if (stateDirIssue !== null) throw badValue('--state-dir', s.stateDir, stateDirIssue);
 
   if (s.realtimePriority > 0) {
     // Before anything is armed: every watcher callback and decision runs on this thread.
@@ -125,6 +128,35 @@ export async function run(argv: string[]): Promise<number> {
     logger.info({ address: `${a.host}:${a.port}` }, 'admission endpoint: POST /admit');
     closeAdmission = () => a.close();
   }
+  // Every stop signal a supervisor or a terminal sends ends the same clean way (brakes
+  // released, orders withdrawn). Handled for good, not once, and from before the starting line
+  // (a supervisor may signal as soon as it reads it): a second SIGTERM, or a SIGHUP from a
+  // closing terminal, would otherwise end the process by default, brakes on.
+  let stopping = false;
+  let stop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  const done = (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, 'already stopping: the brakes are being released first');
+      return;
+    }
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    stop();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => done(signal));
+  // A bug that escapes (an exception or a rejection nobody handles) ends the process, but not
+  // with a pod throttled behind it: the brakes come off and the orders are withdrawn first.
+  const fatal = (err: unknown, origin: string) => {
+    logger.fatal({ err, origin }, 'evictd failed: releasing its brakes, then exiting');
+    try {
+      agent.abandon();
+    } finally {
+      process.exit(1);
+    }
+  };
+  process.on('uncaughtException', (err) => fatal(err, 'uncaughtException'));
+  process.on('unhandledRejection', (err) => fatal(err, 'unhandledRejection'));
   logger.info(
     {
       cgroups: layout.mode,
@@ -146,14 +178,7 @@ export async function run(argv: string[]): Promise<number> {
     'evictd starting',
   );
   agent.start();
-  await new Promise<void>((resolve) => {
-    const done = (signal: string) => {
-      logger.info({ signal }, 'stopping');
-      resolve();
-    };
-    process.once('SIGINT', () => done('SIGINT'));
-    process.once('SIGTERM', () => done('SIGTERM'));
-  });
+  await stopped;
   await agent.stop();
   await server.close();
   await closeAdmission();

@@ -163,3 +163,38 @@ test('run: a start that fails half-way (the admission port in use, after the met
     held.close();
   }
 });
+
+test('run --state-dir that others can write is refused (the brakes record would be theirs to forge)', () => {
+  const open = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-open-'));
+  fs.chmodSync(open, 0o777);
+  refused(evictd('run', `--state-dir=${open}`), new RegExp(`^evictd: --state-dir: "${open}": writable by others \\(mode 0777\\)$`));
+});
+
+/** `evictd run` with nothing to act on, until it has started; then `signals`, one after another. */
+async function stopWith(signals: NodeJS.Signals[]): Promise<{ status: number | null; stdout: string }> {
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-sig-'));
+  const child = spawn(process.execPath, [bin, 'run', '--dry-run', '--pod-source=runtime', '--notifications=none', '--metrics-address=127.0.0.1:0', '--container-runtime-endpoint=unix:///nonexistent/evictd.sock', `--state-dir=${state}`], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let stdout = '';
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
+  const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  await new Promise<void>((resolve) =>
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (stdout.includes('"evictd starting"')) resolve();
+    }),
+  );
+  for (const s of signals) child.kill(s);
+  const status = await exited;
+  clearTimeout(kill);
+  return { status, stdout };
+}
+
+test('run: SIGHUP, and a second SIGTERM while stopping, end in the same clean stop (exit 0), never the default death', async () => {
+  const hup = await stopWith(['SIGHUP']);
+  assert.equal(hup.status, 0, hup.stdout);
+  assert.match(hup.stdout, /"signal":"SIGHUP","msg":"stopping"/);
+  assert.match(hup.stdout, /"msg":"stopped"/);
+  const twice = await stopWith(['SIGTERM', 'SIGTERM']);
+  assert.equal(twice.status, 0, twice.stdout);
+  assert.match(twice.stdout, /"msg":"stopped"/);
+});

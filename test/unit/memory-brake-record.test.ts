@@ -11,7 +11,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { systemClock } from '../../src/agent/clock';
 import { dryRun } from '../../src/agent/effects/effect';
-import { BRAKE_RECORD_FILE, MemoryBrakes } from '../../src/agent/effects/memory-brake';
+import { BRAKE_RECORD_FILE, MemoryBrakes, stateDirProblem } from '../../src/agent/effects/memory-brake';
 import { hostCgroups } from '../../src/node/cgroup-port';
 import { AgentMetrics } from '../../src/agent/metrics';
 import type { BrakeApply } from '../../src/policy/brake';
@@ -118,4 +118,73 @@ test('a pod already held lower by its own memory.high is left as is; dry run wri
   const would = dry.lines.find((l) => l.msg === 'would brake pod (dry run)')!;
   assert.equal(would.memoryHigh, String(mi(308)));
   assert.equal(would.replaced, 'max');
+});
+
+test('a record from another boot is discarded: its cgroups and clock went with that boot', () => {
+  const e = setup();
+  e.make().apply(apply, e.podPath, 1n);
+  const rec = e.record();
+  rec.bootId = 'another-boot';
+  fs.writeFileSync(path.join(e.stateDir, BRAKE_RECORD_FILE), JSON.stringify(rec));
+  e.make().recover();
+  assert.equal(e.high(), String(mi(308)), 'nothing written on the word of another boot');
+  assert.equal(e.record(), null);
+  assert.ok(e.lines.some((l) => l.msg === 'memory brake record from another boot: discarded'));
+});
+
+test('a record entry naming a cgroup outside the pod cgroup root is never written to', () => {
+  const e = setup();
+  e.make().apply(apply, e.podPath, 1n);
+  const outside = path.join(e.mount, 'system.slice', 'sshd.service');
+  fs.mkdirSync(outside, { recursive: true });
+  fs.writeFileSync(path.join(outside, 'memory.high'), '4096');
+  const rec = e.record();
+  rec.brakes.push({ ...rec.brakes[0], pod: { namespace: 'x', name: 'y', uid: 'zzz' }, dir: outside, value: '4096', original: '0' });
+  rec.brakes.push({ ...rec.brakes[0], pod: { namespace: 'x', name: 'up', uid: 'up' }, dir: path.join(e.mount, 'kubepods', '..', 'system.slice', 'sshd.service'), value: '4096', original: '0' });
+  fs.writeFileSync(path.join(e.stateDir, BRAKE_RECORD_FILE), JSON.stringify(rec));
+  new MemoryBrakes({ stateDir: e.stateDir, cgroups: hostCgroups({ memoryMount: e.mount, memoryVersion: 2, unifiedMount: null }), clock: systemClock, marginBytes: mi(8), logger: e.logger, metrics: e.metrics, podRootDir: path.join(e.mount, 'kubepods') }).recover();
+  assert.equal(fs.readFileSync(path.join(outside, 'memory.high'), 'utf8'), '4096');
+  assert.equal(e.high(), 'max', "the pod's own brake is released");
+  assert.equal(e.lines.filter((l) => l.msg === 'memory brake record names a cgroup outside the pod cgroup root: not touched').length, 2);
+});
+
+test('a link in place of the record is not followed', () => {
+  const e = setup();
+  fs.mkdirSync(e.stateDir, { recursive: true, mode: 0o700 });
+  const elsewhere = path.join(e.root, 'elsewhere.json');
+  fs.writeFileSync(elsewhere, JSON.stringify({ version: 1, brakes: [] }));
+  fs.symlinkSync(elsewhere, path.join(e.stateDir, BRAKE_RECORD_FILE));
+  assert.throws(() => e.make().recover(), /ELOOP/);
+});
+
+test('a crash loop cannot keep a pod braked past the bound: a brake set again right after a restart keeps its first start', () => {
+  const e = setup();
+  const first = e.make();
+  const since = systemClock.now() - 90n * 1_000_000_000n; // braked 90 s ago
+  first.apply(apply, e.podPath, since);
+  const next = e.make();
+  next.recover(); // released; the pressure is still there, so the next pass brakes again
+  next.apply(apply, e.podPath);
+  assert.deepEqual(next.active.map((b) => b.since), [Number(since)], 'the bound counts from the first brake');
+  // A later brake of the same pod (after the inherited one was used) starts afresh.
+  fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(308)}\n`);
+  next.release('abc', 'recovered');
+  next.apply(apply, e.podPath, 5n);
+  assert.deepEqual(next.active.map((b) => b.since), [5]);
+});
+
+test('stateDirProblem: a state dir others can write, a link, or another owner is refused; an absent one is fine', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-state-'));
+  const euid = process.geteuid!();
+  assert.equal(stateDirProblem(path.join(root, 'absent'), euid), null);
+  const ok = path.join(root, 'ok');
+  fs.mkdirSync(ok, { mode: 0o700 });
+  assert.equal(stateDirProblem(ok, euid), null);
+  const open = path.join(root, 'open');
+  fs.mkdirSync(open);
+  fs.chmodSync(open, 0o777);
+  assert.equal(stateDirProblem(open, euid), 'writable by others (mode 0777)');
+  fs.symlinkSync(ok, path.join(root, 'link'));
+  assert.match(stateDirProblem(path.join(root, 'link'), euid)!, /symbolic link/);
+  assert.equal(stateDirProblem(ok, euid + 1), `owned by uid ${euid}, not by evictd's ${euid + 1}`);
 });

@@ -31,6 +31,39 @@ import type { Effect, Rehearsal } from './effect';
 
 export const BRAKE_RECORD_FILE = 'memory-brakes.json';
 
+/** A brake set again this soon after a restart released it keeps its first start (see recover). */
+const INHERIT_MS = 60_000;
+/** The pods said once to be held lower already: bounded, a long-lived agent sees many pods. */
+const ALREADY_HELD_MAX = 10_000;
+
+/** This boot's id: a record of another boot names cgroups that are gone, and clocks that restarted. */
+export function currentBootId(): string {
+  try {
+    return fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Why the state dir cannot be trusted with the brakes' record, or null: anyone else able to
+ * write it could name any cgroup for evictd to write memory.high into at its next start.
+ * An absent dir is fine (created 0700 at the first brake).
+ */
+export function stateDirProblem(dir: string, euid: number = process.geteuid?.() ?? 0): string | null {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(dir);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : (err as Error).message;
+  }
+  if (st.isSymbolicLink()) return 'a symbolic link (the record must be where it is named)';
+  if (!st.isDirectory()) return 'not a directory';
+  if (st.uid !== euid) return `owned by uid ${st.uid}, not by evictd's ${euid}`;
+  if (st.mode & 0o022) return `writable by others (mode 0${(st.mode & 0o777).toString(8)})`;
+  return null;
+}
+
 /** One brake in force, as the record keeps it. */
 export interface BrakeEntry {
   pod: PodRef;
@@ -50,6 +83,8 @@ export interface BrakeEntry {
 
 interface RecordFile {
   version: 1;
+  /** the boot the record was written in (absent in records of older versions) */
+  bootId?: string;
   brakes: BrakeEntry[];
 }
 
@@ -62,6 +97,13 @@ export interface MemoryBrakesOptions {
   marginBytes: number;
   logger: Logger;
   metrics: AgentMetrics;
+  /**
+   * The pod cgroup root's memory directory: a record entry naming a cgroup outside it is never
+   * written to (a record is only evictd's, but it is still input read at start).
+   */
+  podRootDir?: string;
+  /** this boot's id (default: the kernel's) */
+  bootId?: string;
 }
 
 export interface BrakeOn {
@@ -82,6 +124,14 @@ export class MemoryBrakes {
   private readonly brakes = new Map<string, BrakeEntry>();
   /** pods found already held below the brake by their own memory.high: said once per pod */
   private readonly alreadyHeld = new Set<string>();
+  /**
+   * Pods whose brake a restart released, with that brake's start: a pod braked again right away
+   * keeps it, so that a crash loop (each start releases, the next pass brakes again) cannot
+   * keep a pod braked past --memory-brake-max-duration without it ever being stopped.
+   */
+  private readonly inherited = new Map<string, bigint>();
+  private recoveredAt: bigint | null = null;
+  private readonly bootId: string;
   readonly recordPath: string;
 
   /** The brake as an action: on, with the record written first. */
@@ -98,6 +148,7 @@ export class MemoryBrakes {
 
   constructor(private readonly o: MemoryBrakesOptions) {
     this.recordPath = path.join(o.stateDir, BRAKE_RECORD_FILE);
+    this.bootId = o.bootId ?? currentBootId();
   }
 
   /** The brakes in force, for the policy. */
@@ -118,7 +169,13 @@ export class MemoryBrakes {
   recover(opts: { dryRun?: boolean } = {}): void {
     let text: string;
     try {
-      text = fs.readFileSync(this.recordPath, 'utf8');
+      // O_NOFOLLOW: a link in place of the record is not followed to whatever it names.
+      const fd = fs.openSync(this.recordPath, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      try {
+        text = fs.readFileSync(fd, 'utf8');
+      } finally {
+        fs.closeSync(fd);
+      }
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw err;
@@ -132,10 +189,22 @@ export class MemoryBrakes {
       this.o.logger.error({ record: this.recordPath, err: (err as Error).message }, 'memory brake record unreadable: brakes it names (if any) are not released');
       return;
     }
+    if (rec.bootId !== undefined && rec.bootId !== this.bootId) {
+      // Its cgroups went with that boot, and its monotonic times mean nothing now.
+      this.o.logger.warn({ record: this.recordPath, recordBoot: rec.bootId, boot: this.bootId, brakes: rec.brakes.length }, 'memory brake record from another boot: discarded');
+      if (!opts.dryRun) this.persist();
+      return;
+    }
+    this.recoveredAt = this.o.clock.now();
     for (const e of rec.brakes) {
+      if (!this.insidePodRoot(e.dir)) {
+        this.o.logger.error({ record: this.recordPath, dir: e.dir, podRoot: this.o.podRootDir, uid: e.pod?.uid }, 'memory brake record names a cgroup outside the pod cgroup root: not touched');
+        continue;
+      }
       let outcome: string;
       try {
         outcome = opts.dryRun ? 'dry run: left as is' : this.restore(e);
+        this.inherited.set(e.pod.uid, BigInt(e.sinceNs));
       } catch (err) {
         // Re-owned: the passes release it (pod gone, pressure over) or stop the pod at the bound.
         this.brakes.set(e.pod.uid, e);
@@ -152,7 +221,7 @@ export class MemoryBrakes {
   /** Brakes a pod: memory.high = its usage now plus the margin, unless its own value is lower already. */
   apply(a: BrakeApply, podCgroupPath: string, sinceNs: bigint = this.o.clock.now()): void {
     const o = this.o;
-    const p = this.plan(a, podCgroupPath, sinceNs);
+    const p = this.plan(a, podCgroupPath, this.startOf(a.pod.uid, sinceNs));
     if (!('entry' in p)) {
       if (p.skip !== null) o.logger.info(p.details, p.skip);
       return;
@@ -191,6 +260,21 @@ export class MemoryBrakes {
     this.o.logger.info(this.ended(e, why, outcome), 'memory brake off');
   }
 
+  /** When a brake set now on this pod started: now, or the start of the brake a restart just released. */
+  private startOf(uid: string, now: bigint): bigint {
+    const first = this.inherited.get(uid);
+    if (first === undefined || this.recoveredAt === null) return now;
+    this.inherited.delete(uid);
+    return msSince(this.o.clock, this.recoveredAt) <= INHERIT_MS ? first : now;
+  }
+
+  private insidePodRoot(dir: unknown): boolean {
+    if (typeof dir !== 'string') return false;
+    if (this.o.podRootDir === undefined) return true;
+    const rel = path.relative(this.o.podRootDir, dir);
+    return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+  }
+
   releaseAll(why: BrakeEnd): void {
     for (const uid of [...this.brakes.keys()]) this.release(uid, why);
   }
@@ -221,6 +305,7 @@ export class MemoryBrakes {
     const value = brakeValue(usage, o.marginBytes);
     if (original !== 'max' && Number(original) <= value) {
       const first = !this.alreadyHeld.has(a.pod.uid);
+      if (this.alreadyHeld.size >= ALREADY_HELD_MAX) this.alreadyHeld.clear();
       this.alreadyHeld.add(a.pod.uid);
       return { skip: first ? 'memory brake: the pod memory.high is already at or below the brake; left as is' : null, details: { ...podLog, memoryHigh: original, brakeValue: value } };
     }
@@ -260,7 +345,7 @@ export class MemoryBrakes {
     }
     fs.mkdirSync(this.o.stateDir, { recursive: true, mode: 0o700 });
     const tmp = `${this.recordPath}.${process.pid}.tmp`;
-    const rec: RecordFile = { version: 1, brakes: [...this.brakes.values()] };
+    const rec: RecordFile = { version: 1, bootId: this.bootId, brakes: [...this.brakes.values()] };
     fs.writeFileSync(tmp, JSON.stringify(rec, null, 1) + '\n', { mode: 0o600 });
     fs.renameSync(tmp, this.recordPath);
   }
