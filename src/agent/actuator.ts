@@ -26,10 +26,17 @@ import type { AgentMetrics } from './metrics';
 
 export type { EvictionRecord, PassStamps } from './effects/eviction';
 
+/** What an eviction effect that stops in the background tells (CriStop's graceful stops). */
+export interface BackgroundStops {
+  isInFlight(uid: string): boolean;
+  anyInFlight(): boolean;
+  settle(): Promise<void>;
+}
+
 /** The agent's effects, one per kind of action. */
 export interface Effects {
   fastKill: FastKill;
-  stop: Effect<EvictInput, EvictionRecord>;
+  stop: Effect<EvictInput, EvictionRecord> & Partial<BackgroundStops>;
   reclaim: Effect<ReclaimInput, boolean>;
   /** absent when the memory brake is off */
   brake?: Effect<BrakeOn, void>;
@@ -62,14 +69,17 @@ export class Actuator {
     this.fx = e.confirm ? { ...fx, confirm: o.dryRun ? dryRun(e.confirm, o.logger) : e.confirm } : fx;
   }
 
-  /** True while a fast-killed pod's StopPodSandbox is still running: passes leave it out. */
+  /**
+   * True while a fast-killed pod's StopPodSandbox is still running, or a graceful stop within
+   * its bound: passes leave the pod out.
+   */
   isInFlight(uid: string): boolean {
-    return this.o.effects.fastKill.isInFlight(uid);
+    return this.o.effects.fastKill.isInFlight(uid) || (this.o.effects.stop.isInFlight?.(uid) ?? false);
   }
 
-  /** Waits for every background stop. */
-  settle(): Promise<void> {
-    return this.o.effects.fastKill.settle();
+  /** Waits for every background stop (graceful ones a few seconds at most). */
+  async settle(): Promise<void> {
+    await Promise.all([this.o.effects.fastKill.settle(), this.o.effects.stop.settle?.()]);
   }
 
   /** Carries out the actions in order; the pass ends where an action says so. */
@@ -148,11 +158,21 @@ export class Actuator {
       o.logger.warn({ signal: a.signal, threshold: a.threshold }, 'threshold met but no pod can be evicted (none, or only critical pods)');
       return undefined;
     }
+    // One soft eviction at a time, as the kubelet's loop waits for an evicted pod's cleanup:
+    // the next look is when the graceful stop ends (or its bound passes). A hard threshold is
+    // acted on meanwhile.
+    if (!a.hard && !o.dryRun && this.o.effects.stop.anyInFlight?.()) {
+      o.logger.debug({ signal: a.signal }, 'soft eviction waits for the graceful stop in flight');
+      return undefined;
+    }
     const fast = o.fastKill && a.hard && isMemorySignal(a.signal as Signal);
     for (const c of a.candidates) {
       const j = byUid.get(c.pod.uid);
       if (!j) continue;
-      if ((await this.evict(j, c, a.threshold, fast, stamps)).ok) return { again: !o.dryRun };
+      const rec = await this.evict(j, c, a.threshold, fast, stamps);
+      // A graceful stop runs on in the background; its end wakes the next look.
+      if (rec.pending) return undefined;
+      if (rec.ok) return { again: !o.dryRun };
     }
     o.logger.error({ signal: a.signal, candidates: a.candidates.length }, 'no candidate could be evicted this pass');
     return undefined;
@@ -162,7 +182,8 @@ export class Actuator {
     // A fast kill needs the pod's cgroup; without one the runtime's stop is the only way.
     const effect = fast && pod.cgroup ? this.fx.fastKill : this.fx.stop;
     const rec = await effect.run({ pod, eviction, threshold, stamps });
-    this.o.record(rec);
+    // A pending stop's record comes when it ends (the effect's onFinished).
+    if (!rec.pending) this.o.record(rec);
     return rec;
   }
 }

@@ -22,7 +22,7 @@ import { Arming } from './arming';
 import { msSince, systemClock } from './clock';
 import { Controller, type PassTrigger } from './controller';
 import { CriStop } from './effects/cri-stop';
-import type { EvictionDeps } from './effects/eviction';
+import type { EvictionDeps, EvictionRecord } from './effects/eviction';
 import { FastKill } from './effects/fast-kill';
 import { MemoryBrakes } from './effects/memory-brake';
 import { NodeReclaim } from './effects/node-reclaim';
@@ -164,7 +164,11 @@ export class Agent extends EventEmitter {
     this.actuator = new Actuator({
       effects: {
         fastKill: new FastKill(deps, (rec) => this.emit('stopped', rec)),
-        stop: new CriStop(deps),
+        stop: new CriStop(deps, (rec) => {
+          this.recordEviction(rec);
+          // The graceful stop ended: its pod's memory is back (or the stop failed); look again.
+          if (!this.stopping) this.wake({ source: 'stop-done' });
+        }),
         reclaim: new NodeReclaim({ policy: o.policy, runtime: o.runtime, observe: () => node.observe(), logger: o.logger, metrics: o.metrics }),
         ...(braking ? { brake: braking.braking, releaseBrake: braking.releasing } : {}),
         ...(this.confirmOrder ? { confirm: this.confirmOrder } : {}),
@@ -173,10 +177,7 @@ export class Agent extends EventEmitter {
       metrics: o.metrics,
       dryRun: o.dryRun,
       fastKill: o.fastKill,
-      record: (rec) => {
-        this.orders?.recorded(rec);
-        this.emit('eviction', rec);
-      },
+      record: (rec) => this.recordEviction(rec),
     });
     this.passes = new PassRunner({
       policy: o.policy,
@@ -268,6 +269,11 @@ export class Agent extends EventEmitter {
     await this.actuator.settle();
     await this.confirmOrder?.settle();
     await this.volumes?.close();
+  }
+
+  private recordEviction(rec: EvictionRecord): void {
+    this.orders?.recorded(rec);
+    this.emit('eviction', rec);
   }
 
   /**

@@ -17,8 +17,11 @@ import type { NodeReclaimFunction, PodSpec } from '../../src/policy/types';
 
 export const MiB = 2 ** 20;
 
-/** How a pod's stop goes: done, refused with its memory kept, or refused after the memory came back. */
-export type StopOutcome = 'ok' | 'fail' | 'fail-freed';
+/**
+ * How a pod's stop goes: done, refused with its memory kept, refused after the memory came back,
+ * or under way until the test ends it (finishStop: a SIGTERM handler taking its grace period).
+ */
+export type StopOutcome = 'ok' | 'fail' | 'fail-freed' | 'held';
 
 export interface FakePodInit {
   name: string;
@@ -67,6 +70,7 @@ export class FakeNode {
   /** every cgroup file write: [pod name, file, text] */
   readonly writes: [string, string, string][] = [];
   readonly reclaims: NodeReclaimFunction[] = [];
+  private readonly held = new Map<string, () => void>();
   /** what node-level reclaim frees, per call */
   reclaimFreesBytes = 0;
   /** node memory outside the pods (system, page cache), and the node's capacity */
@@ -93,6 +97,14 @@ export class FakeNode {
       containers: [{ name: 'c', requests: p.requestMi ? { memory: Quantity.fromNumber(p.requestMi * MiB, 'BinarySI') } : {}, limits: {} }],
     };
     this.pods.set(uid, { spec, workingSetBytes: p.workingSetMi * MiB, stop: p.stop ?? 'ok', memoryHigh: p.memoryHigh ?? 'max', ready: true, cgroup: true, processes: true });
+  }
+
+  /** Ends a held stop: the pod's handler is done, its memory back, its sandbox stopped. */
+  finishStop(name: string): void {
+    const end = this.held.get(name);
+    if (!end) throw new Error(`no stop of ${name} is held`);
+    this.held.delete(name);
+    end();
   }
 
   pod(name: string): FakePod {
@@ -158,6 +170,15 @@ export class FakeNode {
       const p = this.pods.get(pod.uid)!;
       this.stops.push([p.spec.name, grace]);
       if (p.stop === 'fail') return Promise.reject(new Error('rpc error: code = DeadlineExceeded'));
+      if (p.stop === 'held') {
+        return new Promise<StopTimings>((resolve) =>
+          this.held.set(p.spec.name, () => {
+            this.release(p);
+            p.ready = false;
+            resolve({ totalMs: 1 });
+          }),
+        );
+      }
       this.release(p);
       if (p.stop === 'fail-freed') return Promise.reject(new Error('rpc error: code = DeadlineExceeded (sandbox stop)'));
       p.ready = false;

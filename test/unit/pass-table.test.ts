@@ -15,6 +15,7 @@ import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
 import { AgentMetrics } from '../../src/agent/metrics';
 import { compileConfig, type EvictionConfig } from '../../src/policy/config';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
+import { waitFor } from '../support/wait';
 
 function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean; fastKill?: boolean } = {}) {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
@@ -83,6 +84,38 @@ test('pass: the first candidate\'s stop fails: the next one is evicted in the sa
       ['b', true],
     ],
   );
+});
+
+test("pass: a soft eviction's graceful stop runs in the background: the loop stays healthy, a hard line crossed meanwhile is acted on, the stop's end is recorded", async () => {
+  const node = new FakeNode(1000, [
+    { name: 'slow', workingSetMi: 400, requestMi: 50, stop: 'held' },
+    { name: 'hog', workingSetMi: 100, requestMi: 90 },
+  ]);
+  node.otherBytes = 420 * MiB; // 80Mi available: under the soft line, above the hard one
+  const a = start(node, { evictionHard: { 'memory.available': '10Mi' }, evictionSoft: { 'memory.available': '100Mi' }, evictionSoftGracePeriod: { 'memory.available': '1s' }, evictionMaxPodGracePeriod: 30 });
+  await a.agent.controller.idle();
+  node.clock.advance(1000);
+  await a.pass();
+  assert.deepEqual(node.stops, [['slow', 30]], 'the soft eviction began');
+  assert.equal(a.records.length, 0, 'its record comes when the stop ends');
+  assert.ok(node.logged('evicting pod: graceful stop running in the background').length === 1);
+  assert.equal(a.agent.health().ok, true, 'the pass ended: the loop is alive');
+  await a.pass();
+  assert.deepEqual(node.stops, [['slow', 30]], 'no second eviction while the graceful stop runs (one at a time, as the kubelet)');
+  // A hard line crossed while the stop runs is acted on at once, on another pod.
+  node.otherBytes = 495 * MiB; // 5Mi available
+  await a.pass();
+  assert.deepEqual(node.kills, ['hog']);
+  assert.deepEqual(a.records.map((r) => [r.pod.name, r.action]), [['hog', 'fast-kill']]);
+  // The slow pod's handler finishes: its eviction is recorded and reported.
+  const passes = a.agent.controller.stats.passes;
+  node.finishStop('slow');
+  await waitFor('the stop to be recorded', () => a.records.some((r) => r.pod.name === 'slow'), 2000);
+  const slow = a.records.find((r) => r.pod.name === 'slow')!;
+  assert.deepEqual([slow.ok, slow.action, slow.gracePeriodSeconds, slow.pending], [true, 'stop', 30, undefined]);
+  await waitFor('a look after the stop', () => a.agent.controller.stats.passes > passes, 2000);
+  await a.agent.controller.idle();
+  await a.agent.stop();
 });
 
 test('pass: dry run decides as a live run would, touches nothing, and does not spin', async () => {

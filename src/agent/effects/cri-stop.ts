@@ -1,12 +1,29 @@
 /**
  * Eviction by the runtime: StopPodSandbox (through RuntimePort.stopPod, which stops the
  * containers with the grace period first), then the wait for the pod's memory.
+ *
+ * A stop with a grace period (a soft threshold's) runs in the background: its pod's SIGTERM
+ * handler may take the whole grace period, and a pass waiting on it would act on no hard
+ * threshold meanwhile, nor finish for the health check. The pod is "in flight" until the stop
+ * is done or the kubelet's bound for it has passed (killPodNow's max(10 s, 1.5 x grace)),
+ * and passes leave it out; the outcome is recorded and reported when the stop ends.
  */
 import { isMemorySignal } from '../../policy/signals';
 import type { Signal } from '../../policy/types';
-import { msBetween } from '../clock';
-import { EvictionEffect, podLog, type EvictInput, type EvictionRecord } from './eviction';
+import { msBetween, msSince } from '../clock';
+import { EvictionEffect, podLog, type EvictInput, type EvictionDeps, type EvictionRecord } from './eviction';
 import { waitMemoryReleased } from './memory-release';
+
+/** killPodNow's bound on a pod's kill: 1.5 x its grace period, at least 10 s. */
+export function stopBoundMs(graceSeconds: number): number {
+  return Math.max(10_000, graceSeconds * 1500);
+}
+
+/** A graceful stop that ends this soon is the pass's own outcome (see inBackground). */
+const QUICK_MS = 250;
+
+/** How long an agent that stops waits for graceful stops in flight (their pods' grace runs on). */
+const SETTLE_CAP_MS = 5000;
 
 /** how long a failed stop's pod is watched for its memory coming back anyway */
 const STOPPED_ANYWAY_CHECK_MS = 200;
@@ -14,12 +31,78 @@ const STOPPED_ANYWAY_CHECK_MS = 200;
 const MIN_TELLING_BYTES = 8 * 1024 * 1024;
 
 export class CriStop extends EvictionEffect {
+  private readonly inFlight = new Map<string, { startedNs: bigint; boundMs: number; done: Promise<void> }>();
+
+  constructor(
+    d: EvictionDeps,
+    /** a graceful stop begun in the background has ended (its record, ok or not) */
+    private readonly onFinished: (rec: EvictionRecord) => void = () => undefined,
+  ) {
+    super(d);
+  }
+
+  /** A graceful stop of this pod is running and within its bound: passes leave the pod out. */
+  isInFlight(uid: string): boolean {
+    const f = this.inFlight.get(uid);
+    return f !== undefined && msSince(this.d.clock, f.startedNs) < f.boundMs;
+  }
+
+  /** Some graceful stop is running within its bound (a soft eviction waits for it, as the kubelet's loop does). */
+  anyInFlight(): boolean {
+    for (const uid of this.inFlight.keys()) if (this.isInFlight(uid)) return true;
+    return false;
+  }
+
+  /** Waits for the graceful stops in flight, a few seconds at most: their pods' grace runs on without us. */
+  async settle(): Promise<void> {
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const cap = new Promise<void>((resolve) => (timer = setTimeout(resolve, SETTLE_CAP_MS)));
+    await Promise.race([Promise.allSettled([...this.inFlight.values()].map((f) => f.done)), cap]);
+    clearTimeout(timer);
+  }
+
   async run(input: EvictInput): Promise<EvictionRecord> {
     const { d } = this;
     const { rec, done } = this.start(input);
     if (done) return rec;
     rec.action = 'stop';
     rec.at.stopSent = String(d.clock.now());
+    if (input.eviction.gracePeriodSeconds > 0) return this.inBackground(input, rec);
+    return this.stop(input, rec);
+  }
+
+  /**
+   * The graceful stop. A stop that ends within QUICK_MS (a runtime that refuses at once, a pod
+   * that exits on SIGTERM right away) is this pass's outcome, as before: a failure falls through
+   * to the next candidate. Otherwise the record says it is under way (pending), and its end is
+   * recorded by onFinished.
+   */
+  private async inBackground(input: EvictInput, rec: EvictionRecord): Promise<EvictionRecord> {
+    const uid = input.pod.runtime.uid;
+    const boundMs = stopBoundMs(input.eviction.gracePeriodSeconds);
+    let detached = false;
+    const finished = this.stop(input, rec).catch((err: unknown) => this.failed(input, rec, err));
+    const done = finished
+      .then((r) => {
+        if (detached) this.onFinished(r);
+      })
+      .finally(() => this.inFlight.delete(uid));
+    this.inFlight.set(uid, { startedNs: this.d.clock.now(), boundMs, done });
+    let timer: NodeJS.Timeout | undefined;
+    const quick = await Promise.race([finished, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), QUICK_MS)))]);
+    clearTimeout(timer);
+    if (quick !== null) {
+      await done;
+      return quick;
+    }
+    detached = true;
+    this.d.logger.info({ ...podLog(input), gracePeriodSeconds: input.eviction.gracePeriodSeconds, boundMs }, 'evicting pod: graceful stop running in the background');
+    return { ...rec, ok: true, pending: true, at: { ...rec.at } };
+  }
+
+  private async stop(input: EvictInput, rec: EvictionRecord): Promise<EvictionRecord> {
+    const { d } = this;
     try {
       await d.runtime.stopPod(input.pod.runtime, input.eviction.gracePeriodSeconds);
       rec.at.stopDone = String(d.clock.now());

@@ -35,6 +35,8 @@ export interface EvictionRecord {
   at: { event?: string; notified: string; observed: string; decision: string; killSent?: string; stopSent?: string; stopDone?: string; released?: string };
   releasedWithinBound?: boolean;
   note?: string;
+  /** a graceful stop begun in the background: its outcome comes as a record of its own when it ends */
+  pending?: boolean;
 }
 
 /** The stamps of the pass that decided, carried into each record. */
