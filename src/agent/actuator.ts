@@ -19,7 +19,8 @@ import type { PassResult } from './controller';
 import { dryRun, type Effect } from './effects/effect';
 import type { EvictInput, EvictionRecord, PassStamps } from './effects/eviction';
 import type { FastKill } from './effects/fast-kill';
-import type { BrakeOff, BrakeOn } from './effects/memory-brake';
+import type { BrakeEase, BrakeOff, BrakeOn } from './effects/memory-brake';
+import { MEMORY_BRAKE_STOP_HEADROOM_BYTES } from '../policy/config';
 import type { ConfirmInput } from './effects/order-confirm';
 import type { ReclaimInput } from './effects/node-reclaim';
 import type { AgentMetrics } from './metrics';
@@ -41,6 +42,7 @@ export interface Effects {
   /** absent when the memory brake is off */
   brake?: Effect<BrakeOn, void>;
   releaseBrake?: Effect<BrakeOff, void>;
+  easeBrake?: Effect<BrakeEase, void>;
   /** absent when standing orders are off (no order can be used, so none is confirmed) */
   confirm?: Effect<ConfirmInput, EvictionRecord | null>;
 }
@@ -62,9 +64,16 @@ export class Actuator {
   constructor(private readonly o: ActuatorOptions) {
     const e = o.effects;
     const none: Effect<unknown, void> = { run: () => Promise.resolve(), rehearse: () => ({ message: null, fields: {}, outcome: undefined }) };
-    const all = { fastKill: e.fastKill as Effect<EvictInput, EvictionRecord>, stop: e.stop, reclaim: e.reclaim, brake: e.brake ?? none, releaseBrake: e.releaseBrake ?? none };
+    const all = { fastKill: e.fastKill as Effect<EvictInput, EvictionRecord>, stop: e.stop, reclaim: e.reclaim, brake: e.brake ?? none, releaseBrake: e.releaseBrake ?? none, easeBrake: e.easeBrake ?? none };
     const fx = o.dryRun
-      ? { fastKill: dryRun(all.fastKill, o.logger), stop: dryRun(all.stop, o.logger), reclaim: dryRun(all.reclaim, o.logger), brake: dryRun(all.brake, o.logger), releaseBrake: dryRun(all.releaseBrake, o.logger) }
+      ? {
+          fastKill: dryRun(all.fastKill, o.logger),
+          stop: dryRun(all.stop, o.logger),
+          reclaim: dryRun(all.reclaim, o.logger),
+          brake: dryRun(all.brake, o.logger),
+          releaseBrake: dryRun(all.releaseBrake, o.logger),
+          easeBrake: dryRun(all.easeBrake, o.logger),
+        }
       : all;
     this.fx = e.confirm ? { ...fx, confirm: o.dryRun ? dryRun(e.confirm, o.logger) : e.confirm } : fx;
   }
@@ -181,6 +190,8 @@ export class Actuator {
   private async evict(pod: JoinedPod, eviction: Eviction, threshold: ThresholdStatus | null, fast: boolean, stamps: PassStamps): Promise<EvictionRecord> {
     // A fast kill needs the pod's cgroup; without one the runtime's stop is the only way.
     const effect = fast && pod.cgroup ? this.fx.fastKill : this.fx.stop;
+    // A braked pod stopped gracefully gets room for its SIGTERM handler first (its checkpoint).
+    if (eviction.gracePeriodSeconds > 0) await this.fx.easeBrake.run({ uid: pod.runtime.uid, headroomBytes: MEMORY_BRAKE_STOP_HEADROOM_BYTES });
     const rec = await effect.run({ pod, eviction, threshold, stamps });
     // A pending stop's record comes when it ends (the effect's onFinished).
     if (!rec.pending) this.o.record(rec);

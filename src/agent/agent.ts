@@ -170,7 +170,7 @@ export class Agent extends EventEmitter {
           if (!this.stopping) this.wake({ source: 'stop-done' });
         }),
         reclaim: new NodeReclaim({ policy: o.policy, runtime: o.runtime, observe: () => node.observe(), logger: o.logger, metrics: o.metrics }),
-        ...(braking ? { brake: braking.braking, releaseBrake: braking.releasing } : {}),
+        ...(braking ? { brake: braking.braking, releaseBrake: braking.releasing, easeBrake: braking.easing } : {}),
         ...(this.confirmOrder ? { confirm: this.confirmOrder } : {}),
       },
       logger: o.logger,

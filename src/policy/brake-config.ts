@@ -25,6 +25,15 @@ export const DEFAULT_MEMORY_BRAKE_MAX_DURATION = '2m';
  */
 export const MEMORY_BRAKE_MARGIN_BYTES = 8 * 1024 * 1024;
 
+/**
+ * At a braked pod's graceful stop (its SIGTERM), the brake is eased to usage + this: a handler
+ * that writes a checkpoint allocates while it runs, and at usage + 8 MiB memory.high would
+ * throttle it into its grace period's end (SIGKILL, the checkpoint lost). Bounded, so the pod
+ * cannot run away during the grace period either (KEP-5986's first stage relaxes memory.high
+ * the same way at termination).
+ */
+export const MEMORY_BRAKE_STOP_HEADROOM_BYTES = 64 * 1024 * 1024;
+
 /** Node's longest timer (2^31-1 ms): the stuck bound arms one. */
 const MAX_TIMER_NS = (2 ** 31 - 1) * 1e6;
 

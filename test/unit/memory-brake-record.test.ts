@@ -188,3 +188,29 @@ test('stateDirProblem: a state dir others can write, a link, or another owner is
   assert.match(stateDirProblem(path.join(root, 'link'), euid)!, /symbolic link/);
   assert.equal(stateDirProblem(ok, euid + 1), `owned by uid ${euid}, not by evictd's ${euid + 1}`);
 });
+
+test("a braked pod's graceful stop eases the brake to usage + headroom (record first), never above what the brake replaced", () => {
+  const e = setup();
+  const b = e.make();
+  b.apply(apply, e.podPath, 1n);
+  fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(308)}\n`);
+  fs.writeFileSync(path.join(e.dir, 'memory.current'), `${mi(310)}\n`);
+  b.ease('abc', mi(64));
+  assert.equal(e.high(), String(mi(374)));
+  assert.equal(e.record().brakes[0].value, String(mi(374)), 'the record names the value now in force');
+  assert.ok(e.lines.some((l) => l.msg === 'memory brake eased for the graceful stop' && l.was === String(mi(308))));
+  // The release still knows its value: the original comes back.
+  fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(374)}\n`);
+  b.release('abc', 'pod-gone');
+  assert.equal(e.high(), 'max');
+  // A pod whose own memory.high was a number: eased up to it, not past it.
+  const own = setup(String(mi(340)));
+  const ob = own.make();
+  ob.apply(apply, own.podPath, 1n);
+  ob.ease('abc', mi(64));
+  assert.equal(own.high(), String(mi(340)));
+  // Not braked: nothing written.
+  const none = setup();
+  none.make().ease('abc', mi(64));
+  assert.equal(none.high(), 'max\n');
+});

@@ -117,6 +117,12 @@ export interface BrakeOff {
   why: BrakeEnd;
 }
 
+export interface BrakeEase {
+  uid: string;
+  /** memory.high becomes usage + this (never above what the brake replaced) */
+  headroomBytes: number;
+}
+
 /** What a brake would be, read now: the entry to set, or why there is none. */
 type Plan = { entry: BrakeEntry; details: Record<string, unknown> } | { skip: string | null; details: Record<string, unknown> };
 
@@ -138,6 +144,15 @@ export class MemoryBrakes {
   readonly braking: Effect<BrakeOn, void> = {
     run: (input) => Promise.resolve(this.apply(input.brake, input.podPath)),
     rehearse: (input) => this.rehearseApply(input),
+  };
+
+  /** The easing as an action: at a graceful stop, room for the SIGTERM handler. */
+  readonly easing: Effect<BrakeEase, void> = {
+    run: (input) => Promise.resolve(this.ease(input.uid, input.headroomBytes)),
+    rehearse: (input) => {
+      const e = this.brakes.get(input.uid);
+      return { message: e ? 'would ease memory brake for the graceful stop (dry run)' : null, fields: e ? { pod: `${e.pod.namespace}/${e.pod.name}`, uid: input.uid, headroomBytes: input.headroomBytes } : {}, outcome: undefined };
+    },
   };
 
   /** The release as an action: the original memory.high back, then the record. */
@@ -273,6 +288,33 @@ export class MemoryBrakes {
     if (this.o.podRootDir === undefined) return true;
     const rel = path.relative(this.o.podRootDir, dir);
     return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+  }
+
+  /**
+   * A braked pod is being stopped with a grace period: memory.high = its usage + headroom, page
+   * aligned, never above the value the brake replaced (the pod's own limit stays its own). The
+   * record first, as for the brake itself; a pod not braked is left alone.
+   */
+  ease(uid: string, headroomBytes: number): void {
+    const e = this.brakes.get(uid);
+    if (!e) return;
+    const usage = readNumber(this.o.cgroups.read(e.dir, 'memory.current'));
+    if (usage === null) return;
+    let value = brakeValue(usage, headroomBytes);
+    if (e.original !== 'max') value = Math.min(value, Number(e.original));
+    if (value <= Number(e.value)) return;
+    const before = e.value;
+    e.value = String(value);
+    try {
+      this.persist();
+      this.o.cgroups.write(e.dir, 'memory.high', e.value);
+    } catch (err) {
+      e.value = before;
+      this.persistQuietly();
+      this.o.logger.warn({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, err }, 'memory brake could not be eased for the graceful stop');
+      return;
+    }
+    this.o.logger.info({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, memoryHigh: e.value, was: before, usageBytes: usage, headroomBytes }, 'memory brake eased for the graceful stop');
   }
 
   releaseAll(why: BrakeEnd): void {
