@@ -18,6 +18,7 @@
 #include "errors.h"
 #include "eventfd_orders.h"
 #include "fd.h"
+#include "sd_notify.h"
 #include "tripwire.h"
 #include "watcher.h"
 
@@ -216,6 +217,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("liveSources", Napi::Function::New(env, LiveSources, "liveSources"));
   exports.Set("setRealtimePriority", Napi::Function::New(env, SetRealtimePriority, "setRealtimePriority"));
   exports.Set("flushOrderUses", Napi::Function::New(env, FlushOrderUses, "flushOrderUses"));
+  exports.Set("sdNotify", Napi::Function::New(env, SdNotify, "sdNotify"));
   Tripwire::Init(env, exports, data);
   return exports;
 }

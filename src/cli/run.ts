@@ -16,6 +16,7 @@ import type { EvictionReporter, PodSpecSource } from '../agent/ports';
 import { cgroupDir, detectCgroups } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
 import { setRealtimePriority } from '../kernel/scheduling';
+import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
 import { formatDuration } from '../policy/duration';
 import { badValue } from '../errors';
 import { parseFlags, runUsage, type ParsedFlags } from './run-flags';
@@ -178,7 +179,20 @@ export async function run(argv: string[]): Promise<number> {
     'evictd starting',
   );
   agent.start();
+  // Under a unit of Type=notify: ready now; with WatchdogSec=, alive while the loop completes
+  // passes (not while the runtime is down: restarting evictd would not bring it back).
+  sdNotify(`READY=1\nSTATUS=watching ${s.policy.thresholds.length} thresholds`);
+  const watchdogMs = watchdogIntervalMs();
+  const watchdog =
+    watchdogMs === null
+      ? null
+      : setInterval(() => {
+          if (agent.conditionsStale() === null) sdNotify('WATCHDOG=1');
+        }, watchdogMs / 2);
+  watchdog?.unref();
   await stopped;
+  if (watchdog) clearInterval(watchdog);
+  sdNotify('STOPPING=1');
   await agent.stop();
   await server.close();
   await closeAdmission();

@@ -62,6 +62,8 @@ export interface NativeAddon {
   setRealtimePriority(priority: number): void;
   /** Delivers now the standing orders' uses written on their threads (absent from older builds). */
   flushOrderUses?(): void;
+  /** One sd_notify(3) datagram to $NOTIFY_SOCKET; false when it is not set. */
+  sdNotify(state: string): boolean;
   /** The memcg tripwire (native/tripwire.h): always present; `built` false without libbpf at build time. */
   tripwireStatus(): TripwireStatus;
   /** Loads and attaches the BPF program in this environment now; throws the load error (with `stage`). Tripwire builds only. */

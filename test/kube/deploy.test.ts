@@ -95,6 +95,9 @@ describe('deploy/', () => {
     assert.match(unit, /^RuntimeDirectory=evictd$/m);
     assert.match(unit, /^RuntimeDirectoryPreserve=yes$/m);
     assert.match(unit, /^ProtectSystem=strict$/m);
+    // evictd says READY=1 and pings the watchdog while its loop is alive (src/cli/run.ts).
+    assert.match(unit, /^Type=notify$/m);
+    assert.match(unit, /^WatchdogSec=\d+s$/m);
     let analyze: string | undefined;
     try {
       analyze = execFileSync('sh', ['-c', 'command -v systemd-analyze'], { encoding: 'utf8' }).trim();

@@ -9,6 +9,7 @@ import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { waitFor } from '../support/wait';
 
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bad-'));
@@ -197,4 +198,28 @@ test('run: SIGHUP, and a second SIGTERM while stopping, end in the same clean st
   const twice = await stopWith(['SIGTERM', 'SIGTERM']);
   assert.equal(twice.status, 0, twice.stdout);
   assert.match(twice.stdout, /"msg":"stopped"/);
+});
+
+test('run under systemd (Type=notify): READY=1 once running, WATCHDOG=1 while the loop is alive, STOPPING=1 at stop', async () => {
+  const sock = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-notify-')), 'notify.sock');
+  // Node has no AF_UNIX datagram socket: Python (a stated prerequisite) plays systemd's side.
+  const listener = spawn('python3', ['-u', '-c', `import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\nprint('bound',flush=True)\nwhile True:\n  print(repr(s.recv(4096).decode()),flush=True)`, sock], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let got = '';
+  listener.stdout.on('data', (d: Buffer) => (got += d.toString()));
+  try {
+    await waitFor('the listener', () => got.includes('bound'), 10_000);
+    const state = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-sig-'));
+    const child = spawn(process.execPath, [bin, 'run', '--dry-run', '--pod-source=runtime', '--notifications=none', '--housekeeping-interval=100ms', '--metrics-address=127.0.0.1:0', '--container-runtime-endpoint=unix:///nonexistent/evictd.sock', `--state-dir=${state}`], {
+      stdio: ['ignore', 'ignore', 'ignore'],
+      env: { ...process.env, NOTIFY_SOCKET: sock, WATCHDOG_USEC: '400000' },
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
+    await waitFor('READY=1 and a watchdog ping', () => got.includes('READY=1') && got.includes("'WATCHDOG=1'"), 15_000);
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
+    await waitFor('STOPPING=1', () => got.includes("'STOPPING=1'"), 5000);
+    assert.match(got, /'READY=1\\nSTATUS=watching \d+ thresholds'/);
+  } finally {
+    listener.kill();
+  }
 });
