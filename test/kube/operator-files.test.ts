@@ -1,0 +1,91 @@
+/**
+ * The operators' files in deploy/ (the Prometheus alert rules, the Grafana dashboard) name only
+ * metrics that a real `evictd run` serves: its /metrics is scraped with the Kubernetes pod source
+ * on (against the local API server), so the kube metrics are there too; not a dry run (the
+ * eviction writer's metrics exist only then), on a pod cgroup root that holds no pod.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { FakeApiServer } from './fake-api-server';
+import { deployDir, docs, type Doc } from './manifests';
+import { waitFor } from '../support/wait';
+
+const bin = path.resolve(__dirname, '../../../bin/evictd.js');
+
+function get(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
+  });
+}
+
+/** The metric families a PromQL expression reads (histogram series named by their family). */
+function metricsIn(expr: string): string[] {
+  return [...expr.matchAll(/\bevictd_[a-z0-9_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''));
+}
+
+describe('deploy/ operator files against a real /metrics', () => {
+  let api: FakeApiServer;
+  let child: ChildProcess;
+  let families: Set<string>;
+
+  before(async () => {
+    api = new FakeApiServer();
+    api.token = 't0k3n';
+    const url = await api.start();
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-operator-'));
+    const kubeconfig = path.join(tmp, 'kubeconfig');
+    fs.writeFileSync(kubeconfig, ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'));
+    const state = path.join(tmp, 'state');
+    child = spawn(process.execPath, [bin, 'run', '--pod-source=api', '--pod-cgroup-root=/evictd-operator-test-no-pods', '--eviction-hard=memory.available<1Ki', `--kubeconfig=${kubeconfig}`, '--node-name=node-a', '--notifications=none', '--metrics-address=127.0.0.1:0', '--container-runtime-endpoint=unix:///nonexistent/evictd.sock', `--state-dir=${state}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const starting = await waitFor('evictd starting', () => out.split('\n').find((l) => l.includes('"evictd starting"')), 20_000);
+    const address = (JSON.parse(starting) as { metricsAddress: string }).metricsAddress;
+    const text = await get(`http://${address}/metrics`);
+    families = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    assert.ok(families.has('evictd_kube_pod_source_healthy'), 'the scrape has the Kubernetes metrics');
+  });
+
+  after(async () => {
+    child?.kill('SIGTERM');
+    await api?.stop();
+  });
+
+  test('the alert rules: each alert well formed, every metric it reads served', () => {
+    const [file] = docs('prometheus-rules.yaml') as Doc[];
+    const rules: Doc[] = file.groups.flatMap((g: Doc) => g.rules);
+    assert.ok(rules.length >= 8);
+    assert.equal(new Set(rules.map((r) => r.alert)).size, rules.length, 'alert names are unique');
+    for (const r of rules) {
+      assert.match(r.alert, /^Evictd[A-Za-z]+$/);
+      assert.ok(['critical', 'warning', 'info'].includes(r.labels?.severity), `${r.alert}: severity`);
+      assert.ok(r.annotations?.summary && r.annotations?.description, `${r.alert}: summary and description`);
+      const used = metricsIn(r.expr);
+      assert.ok(used.length > 0, `${r.alert}: reads an evictd metric`);
+      for (const m of used) assert.ok(families.has(m), `${r.alert}: ${m} is not served by evictd run`);
+    }
+  });
+
+  test('the Grafana dashboard: valid JSON, every panel queries metrics evictd serves', () => {
+    const dash = JSON.parse(fs.readFileSync(path.join(deployDir, 'grafana-dashboard.json'), 'utf8')) as Doc;
+    assert.equal(dash.uid, 'evictd');
+    const exprs: string[] = [dash.templating.list.find((v: Doc) => v.name === 'instance').query, ...dash.panels.flatMap((p: Doc) => p.targets.map((t: Doc) => t.expr))];
+    assert.ok(dash.panels.length >= 8);
+    for (const e of exprs) {
+      const used = metricsIn(e);
+      assert.ok(used.length > 0, `reads an evictd metric: ${e}`);
+      for (const m of used) assert.ok(families.has(m), `${m} is not served by evictd run (${e})`);
+    }
+  });
+});
