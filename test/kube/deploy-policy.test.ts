@@ -11,7 +11,8 @@ import { isCelError, run } from '@bufbuild/cel';
 import { deployDir, docs, type Doc } from './manifests';
 
 
-const manifests = () => fs.readdirSync(deployDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+/** The Kubernetes manifests (the Prometheus rules file is for Prometheus, not the API server). */
+const manifests = () => fs.readdirSync(deployDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && f !== 'prometheus-rules.yaml');
 const all = () => manifests().flatMap((f) => docs(f).map((d) => ({ file: f, doc: d })));
 
 /** CEL maps are Maps: plain objects in, recursively (numbers as CEL ints). */
