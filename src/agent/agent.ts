@@ -22,7 +22,8 @@ import { Arming } from './arming';
 import { msSince, systemClock } from './clock';
 import { Controller, type PassTrigger } from './controller';
 import { CriStop } from './effects/cri-stop';
-import type { EvictionDeps, EvictionRecord } from './effects/eviction';
+import { reportAndEnd, type EvictionDeps, type EvictionRecord } from './effects/eviction';
+import { EvictionJournal, type JournalEntry } from './eviction-journal';
 import { FastKill } from './effects/fast-kill';
 import { MemoryBrakes } from './effects/memory-brake';
 import { NodeReclaim } from './effects/node-reclaim';
@@ -110,6 +111,7 @@ export class Agent extends EventEmitter {
   private deadlineTimer: NodeJS.Timeout | null = null;
   private readonly brakes: MemoryBrakes | null;
   private readonly lastKnown: LastKnownPriorities | null;
+  private readonly journal: EvictionJournal | null;
   private driftTimer: NodeJS.Timeout | null = null;
   private readonly clock: Clock;
   /** monotonic ns of the last pass that ended without an error; null before the first */
@@ -150,7 +152,9 @@ export class Agent extends EventEmitter {
     const braking = o.policy.memoryBrake ? this.brakes : null;
     // With a pod source, what it last said of priorities outlives a restart (in the state dir).
     this.lastKnown = o.pods && stateDir !== undefined ? new LastKnownPriorities({ stateDir, logger: o.logger }) : null;
-    const deps: EvictionDeps = { runtime: o.runtime, cgroups, clock, logger: o.logger, metrics: o.metrics, reporter: o.reporter, releaseTimeoutMs: o.releaseTimeoutMs ?? 5000 };
+    // Evictions in progress are kept until reported, so that a crash loses none (a dry run has none).
+    this.journal = stateDir !== undefined && !o.dryRun ? new EvictionJournal({ stateDir, logger: o.logger }) : null;
+    const deps: EvictionDeps = { runtime: o.runtime, cgroups, clock, logger: o.logger, metrics: o.metrics, reporter: o.reporter, releaseTimeoutMs: o.releaseTimeoutMs ?? 5000, ...(this.journal ? { journal: this.journal } : {}) };
     // An order kills through the pod's cgroup, as a fast kill does: off with it unless asked for.
     const so = o.standingOrders ?? o.fastKill;
     this.orderTtlMs = (typeof so === 'object' ? so.ttlMs : undefined) ?? DEFAULT_ORDER_TTL_MS;
@@ -218,6 +222,8 @@ export class Agent extends EventEmitter {
     this.brakes?.recover({ dryRun: o.dryRun });
     // Before the first pass too: a source that does not answer yet leaves these priorities.
     this.lastKnown?.load();
+    // An eviction a crashed run began is finished, in the background: its stop, then its report.
+    for (const e of this.journal?.takeUnfinished() ?? []) void this.finishEviction(e);
     if (o.notifications) {
       o.metrics.mechanism.set({ mechanism: o.notifications.mechanism }, 1);
       const unified = o.layout.unifiedMount ? `${o.layout.unifiedMount}${o.observer.opts.podCgroupRoot === '/' ? '' : o.observer.opts.podCgroupRoot}` : null;
@@ -269,6 +275,21 @@ export class Agent extends EventEmitter {
     await this.actuator.settle();
     await this.confirmOrder?.settle();
     await this.volumes?.close();
+  }
+
+  private async finishEviction(e: JournalEntry): Promise<void> {
+    const o = this.o;
+    this.journal!.begin(e);
+    const pod = `${e.pod.namespace}/${e.pod.name}`;
+    o.logger.warn({ pod, uid: e.pod.uid, signal: e.signal, began: new Date(e.atMs).toISOString() }, 'eviction from a previous run: finishing it (stop, then report)');
+    try {
+      // Idempotent in the runtime: a sandbox already stopped, or gone, is a success.
+      await o.runtime.stopPod({ sandboxId: e.sandboxId, uid: e.pod.uid, name: e.pod.name, namespace: e.pod.namespace, labels: {}, annotations: {}, ready: true }, e.gracePeriodSeconds);
+    } catch (err) {
+      o.logger.error({ pod, uid: e.pod.uid, err }, 'eviction from a previous run: its sandbox stop failed; kept for the next start');
+      return;
+    }
+    reportAndEnd({ reporter: o.reporter, journal: this.journal!, logger: o.logger }, { pod: e.pod, signal: e.signal, gracePeriodSeconds: e.gracePeriodSeconds, message: e.message, annotations: e.annotations, recovered: true });
   }
 
   private recordEviction(rec: EvictionRecord): void {

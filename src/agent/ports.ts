@@ -157,7 +157,22 @@ export interface PodSpecSource {
 
 /** Where an eviction is reported once done (the Kubernetes status writer), if anywhere. */
 export interface EvictionReporter {
-  report(eviction: { pod: { namespace: string; name: string; uid: string }; signal: string; gracePeriodSeconds: number; message: string; annotations: Record<string, string> }): Promise<void>;
+  /**
+   * `at` and `podEventName` fix the report's time and its Evicted event's name (the eviction
+   * journal keeps them, so a report repeated after a crash is the same report); `recovered`
+   * says it may have landed before: the status is read back before it is written, and no node
+   * event is sent again.
+   */
+  report(eviction: {
+    pod: { namespace: string; name: string; uid: string };
+    signal: string;
+    gracePeriodSeconds: number;
+    message: string;
+    annotations: Record<string, string>;
+    at?: Date;
+    podEventName?: string;
+    recovered?: boolean;
+  }): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------

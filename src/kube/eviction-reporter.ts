@@ -23,10 +23,18 @@ import { backoffMs, type Logger, silentLogger, sleep } from './pod-source';
 import type { Eviction as PolicyEviction } from '../policy/evaluate';
 import { SIGNAL_TABLE, isSignal } from '../policy/signals';
 
-/** An eviction as the policy reports it (the ranking reasons are for logs, not the API). */
-export type Eviction = Omit<PolicyEviction, 'reasons'>;
+/**
+ * An eviction as the policy reports it (the ranking reasons are for logs, not the API), with
+ * what the eviction journal fixes for a report repeated after a crash (see agent/ports.ts).
+ */
+export type Eviction = Omit<PolicyEviction, 'reasons'> & { at?: Date; podEventName?: string; recovered?: boolean };
 
 export const EVICTED_REASON = 'Evicted';
+
+/** The kubelet's event naming: <object>.<hex UnixNano>. */
+export function eventNameAt(object: string, unixNanos: bigint): string {
+  return `${object}.${unixNanos.toString(16)}`;
+}
 export const THRESHOLD_MET_REASON = 'EvictionThresholdMet';
 export const DISRUPTION_TARGET = 'DisruptionTarget';
 export const TERMINATION_BY_KUBELET = 'TerminationByKubelet';
@@ -95,10 +103,10 @@ export class EvictionReporter {
     const known = this.seen.get(e.pod.uid);
     if (known) return known;
     this.stats.reported++;
-    const at = this.now();
-    const podEventName = this.eventName(e.pod.name, at);
+    const at = e.at ?? this.now();
+    const podEventName = e.podEventName ?? this.eventName(e.pod.name, at);
     const resource = resourceOfSignal(e.signal);
-    const nodeEventName = resource && this.takeNodeEventSlot(resource, at) ? this.eventName(this.opts.nodeName, at) : undefined;
+    const nodeEventName = resource && !e.recovered && this.takeNodeEventSlot(resource, at) ? this.eventName(this.opts.nodeName, at) : undefined;
     const uid = e.pod.uid;
     const task: Promise<void> = this.run(e, at, podEventName, resource, nodeEventName).then((status) => {
       if (status === 'failed' && this.seen.get(uid) === task) this.seen.delete(uid);
@@ -156,14 +164,14 @@ export class EvictionReporter {
     let nanos = BigInt(at.getTime()) * 1_000_000n;
     if (nanos <= this.lastNanos) nanos = this.lastNanos + 1n;
     this.lastNanos = nanos;
-    return `${object}.${nanos.toString(16)}`;
+    return eventNameAt(object, nanos);
   }
 
   /** The report's writes; resolves to how the status write ended. */
   private async run(e: Eviction, at: Date, podEventName: string, resource: string | undefined, nodeEventName: string | undefined): Promise<Outcome> {
     const pod = `${e.pod.namespace}/${e.pod.name}`;
     try {
-      const status = await this.write(`status of ${pod}`, (retry) => this.patchStatus(e, at, retry));
+      const status = await this.write(`status of ${pod}`, (retry) => this.patchStatus(e, at, retry || e.recovered === true));
       if (status === 'done') this.log.info({ pod, uid: e.pod.uid, signal: e.signal }, 'kube: pod status set to Failed/Evicted');
       await this.write(`Evicted event on ${pod}`, () => this.postPodEvent(e, podEventName, at));
       if (resource && nodeEventName) await this.write(`node event ${nodeEventName}`, () => this.postNodeEvent(nodeEventName, resource, at));

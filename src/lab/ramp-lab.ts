@@ -34,6 +34,8 @@ export interface AgentProcessOptions {
   cgroupRoot?: string;
   /** the pod cgroup root, when it is not <cgroup-root>/kubepods */
   podCgroupRoot?: string;
+  /** more environment for the process (e.g. EVICTD_CRASH_AT for the crash-point tests) */
+  env?: Record<string, string>;
 }
 
 /** One JSON log line of the agent. */
@@ -88,7 +90,7 @@ export class AgentProcess {
       '--trust-sandbox-annotations',
       ...(o.extraArgs ?? []),
     ];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(o.env ? { env: { ...process.env, ...o.env } } : {}) });
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const p = new AgentProcess(child);

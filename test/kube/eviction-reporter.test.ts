@@ -199,6 +199,28 @@ describe('EvictionReporter against a local API server', () => {
     assert.equal(reporter.stats.reported, 2);
   });
 
+  test('a report repeated after a crash (recovered, the same event name) writes nothing twice', async () => {
+    api.addPod(makePod('victim'));
+    const first = { ...eviction('victim'), at, podEventName: 'victim.18796a2b3c4d5e6f' };
+    await reporter.report(first);
+    assert.equal(api.statusWrites.length, 1);
+    assert.equal(nodeEvents().length, 1);
+    // The next process (a new reporter) repeats it from the journal: the status is read back and
+    // found written, the event meets 409 under its name, no node event is sent again.
+    const next = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 10, maxBackoffMs: 50, maxAttempts: 6, now: () => new Date(at.getTime() + 60_000) });
+    await next.report({ ...first, recovered: true });
+    assert.equal(api.statusWrites.length, 1, 'no second status write');
+    assert.equal(podEvents('victim').length, 1, 'no second Evicted event');
+    assert.equal(podEvents('victim')[0]!.metadata.name, 'victim.18796a2b3c4d5e6f');
+    assert.equal(nodeEvents().length, 1, 'no second node event');
+    assert.equal(next.stats.failures, 0);
+    // A report the first process never sent is written in full when repeated.
+    api.addPod(makePod('lost'));
+    await next.report({ ...eviction('lost'), at, podEventName: 'lost.18796a2b3c4d5e70', recovered: true });
+    assert.equal(api.pod('default', 'lost')!.status?.reason, 'Evicted');
+    assert.equal(podEvents('lost').length, 1);
+  });
+
   test('EvictionThresholdMet is sent once per resource per window', async () => {
     for (const n of ['a', 'b', 'c']) api.addPod(makePod(n));
     await Promise.all(['a', 'b'].map((n) => reporter.report(eviction(n))));

@@ -12,13 +12,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, type EvictionRecord } from '../../src/agent/agent';
 import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
+import { EVICTION_JOURNAL_FILE } from '../../src/agent/eviction-journal';
 import { AgentMetrics } from '../../src/agent/metrics';
+import type { EvictionReporter } from '../../src/agent/ports';
 import { compileConfig, type EvictionConfig } from '../../src/policy/config';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 import { waitFor } from '../support/wait';
 
-function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean; fastKill?: boolean } = {}) {
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
+function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean; fastKill?: boolean; stateDir?: string; reporter?: EvictionReporter } = {}) {
+  const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
   const agent = new Agent({
     policy: compileConfig(config),
     layout: node.observer.opts.layout,
@@ -35,6 +37,7 @@ function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean;
     stateDir,
     cgroups: node.cgroups,
     clock: node.clock,
+    ...(opts.reporter ? { reporter: opts.reporter } : {}),
   });
   const records: EvictionRecord[] = [];
   agent.on('eviction', (r: EvictionRecord) => records.push(r));
@@ -68,6 +71,32 @@ test('pass: a hard memory line crossed: the pod furthest over its request is kil
   assert.match(a.records[0]!.message, /^The node was low on resource: memory\. Threshold quantity: 100Mi, available: 40Mi\./);
   assert.ok(a.agent.controller.stats.passes >= 2, 'the eviction asked for a second look');
   assert.deepEqual(a.agent.lastEvaluation?.thresholdsMet, [], 'the second look found the node below no line');
+});
+
+test('pass: an eviction is journaled until reported; a run that died before the report has the next start stop the sandbox again and repeat the same report', async () => {
+  const node = new FakeNode(1000, pods);
+  node.otherBytes = 60 * MiB;
+  // The first run's report never ends: the process "dies" with the eviction unreported.
+  const stuck: Parameters<EvictionReporter['report']>[0][] = [];
+  const first = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { reporter: { report: (e) => (stuck.push(e), new Promise<void>(() => undefined)) } });
+  await first.agent.controller.idle();
+  assert.deepEqual(node.kills, ['grower']);
+  const journal = path.join(first.stateDir, EVICTION_JOURNAL_FILE);
+  const entry = JSON.parse(fs.readFileSync(journal, 'utf8')).evictions[0];
+  assert.equal(entry.pod.name, 'grower');
+  assert.equal(entry.podEventName, stuck[0]!.podEventName, 'the report carries the journal\'s event name');
+  // The next start on the same state dir: the sandbox is stopped again (idempotent) and the same
+  // report repeated, as one that may have landed; then the journal is empty.
+  node.stops.length = 0;
+  const again: Parameters<EvictionReporter['report']>[0][] = [];
+  const next = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir: first.stateDir, reporter: { report: (e) => (again.push(e), Promise.resolve()) } });
+  await waitFor('the report repeated', () => again.length === 1, 2000);
+  assert.deepEqual(node.stops, [['grower', 0]]);
+  assert.deepEqual([again[0]!.pod.uid, again[0]!.podEventName, again[0]!.recovered, again[0]!.at?.getTime()], [entry.pod.uid, entry.podEventName, true, entry.atMs]);
+  await waitFor('the journal emptied', () => !fs.existsSync(journal), 2000);
+  assert.ok(node.logged('eviction from a previous run: finishing it (stop, then report)').length === 1);
+  await next.agent.stop();
+  await first.agent.stop();
 });
 
 test('pass: the first candidate\'s stop fails: the next one is evicted in the same pass', async () => {

@@ -67,6 +67,7 @@ export class CriStop extends EvictionEffect {
     const { rec, done } = this.start(input);
     if (done) return rec;
     rec.action = 'stop';
+    this.journaled(input);
     rec.at.stopSent = String(d.clock.now());
     if (input.eviction.gracePeriodSeconds > 0) return this.inBackground(input, rec);
     return this.stop(input, rec);

@@ -13,6 +13,9 @@ import { msBetween } from '../clock';
 import type { PassTrigger } from '../controller';
 import type { AgentMetrics } from '../metrics';
 import type { Clock, EvictionReporter, RuntimePort } from '../ports';
+import { eventNameAt } from '../../kube/eviction-reporter';
+import { crashPoint } from '../crash-point';
+import type { EvictionJournal } from '../eviction-journal';
 import type { Effect, Rehearsal } from './effect';
 import { waitMemoryReleased } from './memory-release';
 
@@ -63,6 +66,8 @@ export interface EvictionDeps {
   reporter?: EvictionReporter;
   /** bound on waiting for an evicted pod's memory to come back */
   releaseTimeoutMs: number;
+  /** the evictions in progress, kept until reported (absent: no state dir) */
+  journal?: EvictionJournal;
 }
 
 export function newRecord(input: EvictInput, dryRun: boolean): EvictionRecord {
@@ -118,6 +123,19 @@ export abstract class EvictionEffect implements Effect<EvictInput, EvictionRecor
     return { rec, done: false };
   }
 
+  /**
+   * On record before the pod is killed or stopped: a crash from here on leaves the eviction for
+   * the next start to finish (agent.ts, finishEviction), with this report's identity.
+   */
+  protected journaled(input: EvictInput): void {
+    const j = this.d.journal;
+    if (!j) return;
+    const e = input.eviction;
+    const atMs = Date.now();
+    j.begin({ pod: e.pod, sandboxId: input.pod.runtime.sandboxId, signal: e.signal, message: e.message, gracePeriodSeconds: e.gracePeriodSeconds, annotations: e.annotations, atMs, podEventName: eventNameAt(e.pod.name, BigInt(atMs) * 1_000_000n) });
+    crashPoint('eviction:journaled');
+  }
+
   /** Waits for the pod's memory to come back, and notes whether it did within the bound. */
   protected async waitReleased(input: EvictInput, rec: EvictionRecord): Promise<void> {
     const c = input.pod.cgroup;
@@ -130,6 +148,8 @@ export abstract class EvictionEffect implements Effect<EvictInput, EvictionRecor
   }
 
   protected failed(input: EvictInput, rec: EvictionRecord, err: unknown): EvictionRecord {
+    // Not evicted: nothing for a next start to finish (the next pass decides again).
+    this.d.journal?.end(input.eviction.pod.uid);
     this.d.metrics.evictionFailures.inc({ signal: input.eviction.signal, step: 'stop' });
     this.d.logger.warn({ ...podLog(input), err }, 'eviction failed; trying the next candidate');
     return rec;
@@ -153,7 +173,29 @@ export abstract class EvictionEffect implements Effect<EvictInput, EvictionRecor
       },
       'evicted pod',
     );
-    d.reporter?.report({ pod: e.pod, signal: e.signal, gracePeriodSeconds: e.gracePeriodSeconds, message: e.message, annotations: e.annotations }).catch((err: unknown) => d.logger.warn({ err }, 'eviction report failed'));
+    crashPoint('eviction:stopped');
+    reportAndEnd(d, { pod: e.pod, signal: e.signal, gracePeriodSeconds: e.gracePeriodSeconds, message: e.message, annotations: e.annotations });
     return rec;
   }
+}
+
+/**
+ * The report to Kubernetes, with the identity the journal fixed for it; the journal entry ends
+ * when the report has (written, or given up after its retries), so a crash before that repeats
+ * the same report at the next start.
+ */
+export function reportAndEnd(d: Pick<EvictionDeps, 'reporter' | 'journal' | 'logger'>, e: Parameters<EvictionReporter['report']>[0]): void {
+  const entry = d.journal?.entry(e.pod.uid);
+  const report = d.reporter?.report(entry ? { ...e, at: new Date(entry.atMs), podEventName: entry.podEventName } : e);
+  if (!report) {
+    d.journal?.end(e.pod.uid);
+    return;
+  }
+  report.then(
+    () => {
+      crashPoint('eviction:reported');
+      d.journal?.end(e.pod.uid);
+    },
+    (err: unknown) => d.logger.warn({ err }, 'eviction report failed'),
+  );
 }

@@ -34,6 +34,7 @@ export class FastKill extends EvictionEffect {
     const { rec, done } = this.start(input);
     if (done) return rec;
     rec.action = 'fast-kill';
+    this.journaled(input);
     rec.at.killSent = String(d.clock.now());
     try {
       rec.kill = d.cgroups.kill(input.pod.cgroup!.path);

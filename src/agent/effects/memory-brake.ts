@@ -21,6 +21,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { currentBootId } from '../../node/boot-id';
 import type { CgroupPort } from '../../node/cgroup-port';
 import { brakeValue, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
 import type { PodRef, Signal } from '../../policy/types';
@@ -36,14 +37,6 @@ const INHERIT_MS = 60_000;
 /** The pods said once to be held lower already: bounded, a long-lived agent sees many pods. */
 const ALREADY_HELD_MAX = 10_000;
 
-/** This boot's id: a record of another boot names cgroups that are gone, and clocks that restarted. */
-export function currentBootId(): string {
-  try {
-    return fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  } catch {
-    return 'unknown';
-  }
-}
 
 /**
  * Why the state dir cannot be trusted with the brakes' record, or null: anyone else able to

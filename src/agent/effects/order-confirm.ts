@@ -58,6 +58,8 @@ export class ConfirmOrder implements Effect<ConfirmInput, EvictionRecord | null>
     // The crossing is the event this eviction answers, and the kill was sent from the kernel side.
     rec.at.event = String(c.crossedNs);
     rec.at.killSent = String(c.killedNs);
+    // The kill is done (the order's thread wrote it): from here a crash must still see it reported.
+    if (!c.reported) this.base.journal(input);
     rec.at.stopSent = String(d.clock.now());
     const stop = this.stopInBackground(input, rec);
     if (c.reported) return null;
@@ -116,5 +118,8 @@ class Reporting extends EvictionEffect {
   }
   reported(input: EvictInput, rec: EvictionRecord): EvictionRecord {
     return this.succeeded(input, rec);
+  }
+  journal(input: EvictInput): void {
+    this.journaled(input);
   }
 }

@@ -1,0 +1,11 @@
+/**
+ * A seam for the crash-point tests (test/agent/crash-points.test.ts): with EVICTD_CRASH_AT set to
+ * a point's name, the process SIGKILLs itself there, as an OOM kill or a node failure would stop
+ * it, so a test can show what the next start makes of each half-done step. Unset (always, but in
+ * those tests) it is one string comparison.
+ */
+export type CrashPoint = 'eviction:journaled' | 'eviction:stopped' | 'eviction:reported' | 'brake:recorded' | 'brake:set';
+
+export function crashPoint(name: CrashPoint): void {
+  if (process.env.EVICTD_CRASH_AT === name) process.kill(process.pid, 'SIGKILL');
+}

@@ -1,0 +1,69 @@
+/**
+ * Crash points of an eviction, on real parts (containerd, cgroups, `evictd run` as a process, the
+ * local API server): evictd is SIGKILLed at each step (src/agent/crash-point.ts), started again,
+ * and the end state must be what one uninterrupted run leaves: the hog's sandbox stopped, its
+ * status Failed/Evicted with exactly one Evicted event, the other pod untouched. The brake's
+ * crash (SIGKILL with a brake on) is test/agent/brake.test.ts's.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { skipped, slow } from '../support/environment';
+import type { NodeLab } from '../../src/lab/node-lab';
+import { AgentProcess } from '../../src/lab/ramp-lab';
+import type { CrashPoint } from '../../src/agent/crash-point';
+import { FakeApiServer, makePod } from '../kube/fake-api-server';
+import { MiB, criClient, hog, missingE2e, newLab, releaseHarness, sleeper } from './agent-harness';
+import { waitFor } from '../support/wait';
+
+const labs: NodeLab[] = [];
+const procs: AgentProcess[] = [];
+const apis: FakeApiServer[] = [];
+after(async () => {
+  for (const p of procs) await p.stop().catch(() => undefined);
+  for (const a of apis) await a.stop().catch(() => undefined);
+  for (const l of labs) await l.destroy().catch(() => undefined);
+  await releaseHarness();
+});
+
+const POINTS: CrashPoint[] = ['eviction:journaled', 'eviction:stopped', 'eviction:reported'];
+
+for (const point of POINTS) {
+  test(`SIGKILLed at ${point}: the next start finishes the eviction (stopped, reported once), nothing else evicted`, async (t) => {
+    if (skipped(t, missingE2e())) return;
+    const { endpoint } = await criClient();
+    const lab = await newLab(`crash-${point.replace(':', '-')}`, { memoryLimitBytes: 384 * MiB });
+    labs.push(lab);
+    const kept = await lab.runPod({ name: 'kept', namespace: 'shop', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
+    const api = new FakeApiServer();
+    apis.push(api);
+    const url = await api.start();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-crash-'));
+    const kubeconfig = path.join(dir, 'kubeconfig');
+    fs.writeFileSync(kubeconfig, ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'));
+    const stateDir = path.join(dir, 'state');
+    const args = ['--pod-source=api', `--kubeconfig=${kubeconfig}`, '--node-name=node-a', `--state-dir=${stateDir}`];
+    api.addPod(makePod('kept', { namespace: 'shop', uid: kept.uid, memRequest: '32Mi', memLimit: '32Mi', priority: 1000 }));
+    const crashing = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<128Mi', extraArgs: args, env: { EVICTD_CRASH_AT: point }, startTimeoutMs: slow(30_000) });
+    procs.push(crashing);
+    await crashing.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('memory line '), slow(30_000)).catch(() => undefined);
+    const hogPod = await lab.runPod({ name: 'hog', namespace: 'shop', qos: 'BestEffort', containers: [hog(100, 300)] });
+    api.addPod(makePod('hog', { namespace: 'shop', uid: hogPod.uid }));
+    const code = await Promise.race([crashing.exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running'), slow(60_000)))]);
+    assert.equal(code, null, `evictd was to SIGKILL itself at ${point}; log: ${JSON.stringify(crashing.lines.slice(-5))}`);
+
+    const next = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<128Mi', extraArgs: args, startTimeoutMs: slow(30_000) });
+    procs.push(next);
+    await waitFor('the hog reported Evicted', () => api.pod('shop', 'hog')?.status?.reason === 'Evicted', slow(30_000));
+    await waitFor("the hog's sandbox stopped", async () => !(await lab.sandboxReady(hogPod)), slow(30_000));
+    await waitFor('the journal emptied', () => !fs.existsSync(path.join(stateDir, 'evictions.json')), slow(30_000));
+    const evictedEvents = api.events.filter((e) => e.reason === 'Evicted' && (e.involvedObject as { name?: string }).name === 'hog');
+    assert.equal(evictedEvents.length, 1, `one Evicted event for the hog: ${JSON.stringify(evictedEvents.map((e) => e.metadata))}`);
+    assert.equal(await lab.sandboxReady(kept), true, 'the kept pod runs');
+    assert.notEqual(api.pod('shop', 'kept')?.status?.phase, 'Failed');
+    assert.ok(next.lines.some((l) => l.msg === 'eviction from a previous run: finishing it (stop, then report)'), 'the next start finished the eviction the journal held');
+    assert.equal(await next.stop(), 0);
+  });
+}
