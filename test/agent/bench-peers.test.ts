@@ -37,6 +37,9 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (ki
   type Cell = { contender: string; trials: number; stopped: number; protectedLost: number; via: string; notRun?: string; reachedRateMiBs: number | null; realRateMiBs: number | null; senders: string; ownLine: string; own: { median: number | string } | null };
   const summary = lines[lines.length - 1] as { bench: string; evictdLineMiB: number; cells: Cell[]; configs: Record<string, string>; ran: Record<string, string>; ratios: { text: string }[] };
   assert.equal(summary.bench, 'protect-peers');
+  // A header and each trial as it ended, before the cells: what renders a run cut short.
+  assert.ok('run' in lines[0]!, 'the run header comes first');
+  assert.equal(lines.filter((l) => 'trial' in l).length, summary.cells.filter((c) => !c.notRun).length);
   assert.deepEqual(summary.cells.map((c) => c.contender), ['evictd', 'earlyoom']);
   for (const c of summary.cells) {
     assert.ok(summary.configs[c.contender], `${c.contender}: configuration printed`);

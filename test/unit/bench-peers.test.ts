@@ -136,8 +136,21 @@ test('--from: a saved --json summary prints the same tables and writes the pictu
   assert.match(out.join('\n'), /kubelet +\| .*\| none \[none, none\] \/ none/);
   assert.match(fs.readFileSync(file, 'utf8'), /^<svg /);
   fs.rmSync(file);
-  assert.throws(() => readSummary('not json'), /not JSON/);
-  assert.throws(() => readSummary('{"bench":"protect"}'), /not the summary/);
+  assert.throws(() => readSummary('not json'), /neither the summary/);
+  assert.throws(() => readSummary('{"bench":"protect"}'), /neither the summary/);
+});
+
+test('--from: a run cut short (header and trial lines, no summary) is summed up by the same cellOf, and says so', () => {
+  const header = { environment: 'lab', lineMiB: 32, evictdLineMiB: 97, oomdFreeLineMiB: 63, calibration: 'x', realMarginMiB: 100, rates: [50, 200], trials: 10, contenders: ['evictd', 'earlyoom'], configs: { evictd: 'a', earlyoom: 'c' }, ownLines: { evictd: 'memory.available < 97 MiB', earlyoom: 'MemAvailable < 32 MiB' } };
+  const ts = [...many(10, (i) => ({ ...trial('evictd', 'stopped', i + 1, i + 3, 'CRI'), rateMiBs: 50 })), ...many(10, (i) => ({ ...trial('earlyoom', 'stopped', 10 * (i + 1), Infinity, 'bare kill'), rateMiBs: 50 })), { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200 }];
+  const text = [toJson({ run: header }), 'a progress line', ...ts.map((t) => toJson({ trial: t }))].join('\n');
+  const back = readSummary(text);
+  assert.match(back.environment, /cut short: 21 of 40 trials$/);
+  const cell = (c: string, r: number) => back.cells.find((x) => x.contender === c && x.rateMiBs === r)!;
+  assert.deepEqual(cell('evictd', 50), { ...cellOf('evictd', 50, ts.slice(0, 10), 3.125), ownLine: 'memory.available < 97 MiB' });
+  assert.equal(cell('earlyoom', 50).common!.median, Infinity, 'the infinities revived');
+  assert.equal(cell('evictd', 200).trials, 1);
+  assert.equal(cell('earlyoom', 200).trials, 0);
 });
 
 test('bench protect --peers --from: a missing file is one line naming the flag and the value, exit 2', () => {

@@ -64,8 +64,9 @@ export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] 
   --line-mib N        the MemAvailable line every contender gets (default 32)
   --real-margin-mib N the real node's margin the rows are scaled to (default 100, the kubelet's line)
   --svg FILE          the chart (default ./evictd-bench-peers.svg)
-  --json              one JSON line per cell, then the summary
-  --from FILE         run nothing: print the tables of a saved --json run and write its chart`;
+  --json              a header line, one JSON line per trial as it ends, one per cell, then the summary
+  --from FILE         run nothing: print the tables of a saved --json run and write its chart (a run
+                      cut short, with no summary, is rendered from its header and trials)`;
 
 interface Options {
   contenders: Contender[];
@@ -116,17 +117,43 @@ export function printReport(s: Summary, log: (line: string) => void, svgPath: st
   return r;
 }
 
-/** The summary line of a saved --json run, with the infinities toJson spelled out made numbers again. */
+/** What a --json run says before its first trial: enough to render it if it is cut short. */
+export type RunHeader = Omit<Summary, 'bench' | 'cells' | 'ran' | 'errors' | 'seconds'> & { ownLines: Record<string, string> };
+
+const revive = (_k: string, v: unknown) => (v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v);
+
+/**
+ * The summary of a saved --json run, with the infinities toJson spelled out made numbers again.
+ * A run cut short (no summary line) is summed up from its header and the trials it finished,
+ * by the same cellOf as a whole run, and says how many trials it holds.
+ */
 export function readSummary(text: string): Summary {
-  const last = text.trim().split('\n').pop() ?? '';
-  let s: Summary;
-  try {
-    s = JSON.parse(last, (_k, v: unknown) => (v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v)) as Summary;
-  } catch {
-    throw new Error('its last line is not JSON');
-  }
-  if (s?.bench !== 'protect-peers' || !Array.isArray(s.cells) || !Array.isArray(s.contenders)) throw new Error('its last line is not the summary of bench protect --peers --json');
-  return s;
+  const lines = text
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => {
+      try {
+        return JSON.parse(l, revive) as Record<string, unknown>;
+      } catch {
+        return null;
+      }
+    });
+  const last = lines[lines.length - 1] as Summary | null | undefined;
+  if (last?.bench === 'protect-peers' && Array.isArray(last.cells) && Array.isArray(last.contenders)) return last;
+  const header = lines.find((l) => l && 'run' in l)?.run as RunHeader | undefined;
+  if (!header) throw new Error('it holds neither the summary of bench protect --peers --json nor a run header');
+  const trials = lines.flatMap((l) => (l && 'trial' in l ? [l.trial as Trial] : []));
+  const scale = header.realMarginMiB / header.lineMiB;
+  const cells = header.rates.flatMap((rate) =>
+    header.contenders.map((name) => {
+      const cell = cellOf(name, rate, trials.filter((t) => t.contender === name && t.rateMiBs === rate), scale);
+      cell.ownLine = header.ownLines[name] ?? '';
+      return cell;
+    }),
+  );
+  const { ownLines: _o, ...rest } = header;
+  return { bench: 'protect-peers', ...rest, environment: `${header.environment}; cut short: ${trials.length} of ${header.rates.length * header.trials * header.contenders.length} trials`, cells, ran: {}, errors: [], seconds: 0 };
 }
 
 export function parse(argv: string[]): Options {
@@ -243,6 +270,22 @@ export async function run(argv: string[]): Promise<number> {
         log(`  ${c.name}: ${configs[c.name]}`);
       }
     }
+    if (o.json) {
+      const header: RunHeader = {
+        environment: env,
+        lineMiB: o.lineMiB,
+        evictdLineMiB: ctx.evictdLineMiB,
+        oomdFreeLineMiB: ctx.oomdFreeLineMiB,
+        calibration: cal.note,
+        realMarginMiB: o.realMarginMiB,
+        rates: o.rates,
+        trials: o.trials,
+        contenders: runnable.map((c) => c.name),
+        configs,
+        ownLines: Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))])),
+      };
+      process.stdout.write(toJson({ run: header }) + '\n');
+    }
     const startFailures = new Map<string, string[]>();
     for (const [ri, rate] of o.rates.entries()) {
       for (let i = 0; i < o.trials; i++) {
@@ -264,6 +307,8 @@ export async function run(argv: string[]): Promise<number> {
           try {
             const { raw: _raw, ...t } = await runTrial(lab, c, pods, rate, i, { own: c.ownLine(ctx), common }, trace, { contenderPid: running.pid });
             trials.push(t);
+            // Each trial as it ends: a run cut short still renders (--from).
+            if (o.json) process.stdout.write(toJson({ trial: t }) + '\n');
             log(
               `    ${c.name} ${rate} MiB/s #${i + 1}: ${t.outcome} via ${t.via}, first kill ${t.kill ? `${t.kill.by === t.kill.sender.replace(/-\d+$/, '') ? t.kill.sender : `${t.kill.by} [${t.kill.sender}]`} sig ${t.kill.sig}` : '-'}, reaction own ${formatMs(t.ownReactionMs)}${t.ownInferred ? ' (inferred)' : ''} / common ${formatMs(t.commonReactionMs)} ms, left ${t.availableAtKillMiB ?? '-'} / ${t.kubeletAtKillMiB ?? '-'} MiB, reached ${round(t.reachedRateMiBs, 0) ?? '-'} MiB/s${t.protectedLost.length ? `, LOST ${t.protectedLost.join(' ')} (recreated)` : ''}`,
             );
