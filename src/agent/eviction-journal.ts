@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PodRef } from '../policy/types';
 import { currentBootId } from '../node/boot-id';
+import { writeStateFile } from '../node/state-file';
 
 export const EVICTION_JOURNAL_FILE = 'evictions.json';
 
@@ -95,11 +96,8 @@ export class EvictionJournal {
         fs.rmSync(this.file, { force: true });
         return;
       }
-      fs.mkdirSync(this.o.stateDir, { recursive: true, mode: 0o700 });
-      const tmp = `${this.file}.${process.pid}.tmp`;
       const rec: FileShape = { version: 1, bootId: this.bootId, evictions: [...this.entries.values()] };
-      fs.writeFileSync(tmp, JSON.stringify(rec) + '\n', { mode: 0o600 });
-      fs.renameSync(tmp, this.file);
+      writeStateFile(this.file, JSON.stringify(rec) + '\n');
     } catch (err) {
       // The eviction goes on: losing its crash-safety is better than not evicting.
       this.o.logger.error({ file: this.file, err }, 'eviction journal could not be written');

@@ -12,6 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { writeStateFile } from '../node/state-file';
 
 export const LAST_KNOWN_FILE = 'pod-priorities.json';
 
@@ -97,11 +98,8 @@ export class LastKnownPriorities {
     if (!this.dirty) return;
     this.dirty = false;
     try {
-      fs.mkdirSync(this.o.stateDir, { recursive: true, mode: 0o700 });
-      const tmp = `${this.file}.${process.pid}.tmp`;
       const rec: FileShape = { version: 1, pods: Object.fromEntries(this.pods) };
-      fs.writeFileSync(tmp, JSON.stringify(rec) + '\n', { mode: 0o600 });
-      fs.renameSync(tmp, this.file);
+      writeStateFile(this.file, JSON.stringify(rec) + '\n');
     } catch (err) {
       this.o.logger.error({ file: this.file, err }, 'last known pod priorities could not be written');
     }

@@ -23,6 +23,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { currentBootId } from '../../node/boot-id';
 import type { CgroupPort } from '../../node/cgroup-port';
+import { writeStateFile } from '../../node/state-file';
 import { brakeValue, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
 import type { PodRef, Signal } from '../../policy/types';
 import { msSince } from '../clock';
@@ -378,11 +379,8 @@ export class MemoryBrakes {
       fs.rmSync(this.recordPath, { force: true });
       return;
     }
-    fs.mkdirSync(this.o.stateDir, { recursive: true, mode: 0o700 });
-    const tmp = `${this.recordPath}.${process.pid}.tmp`;
     const rec: RecordFile = { version: 1, bootId: this.bootId, brakes: [...this.brakes.values()] };
-    fs.writeFileSync(tmp, JSON.stringify(rec, null, 1) + '\n', { mode: 0o600 });
-    fs.renameSync(tmp, this.recordPath);
+    writeStateFile(this.recordPath, JSON.stringify(rec, null, 1) + '\n');
   }
 
   private persistQuietly(): void {
