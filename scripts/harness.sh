@@ -7,11 +7,14 @@
 #                               cgroups and the harness directory (nothing is left behind)
 #   scripts/harness.sh status   exit 0 and print the endpoint when containerd answers, else exit 3
 #   scripts/harness.sh env      print the shell variables the tests and the demo read
+#   scripts/harness.sh build    build the images into the cache only (no containerd)
 #   scripts/harness.sh import [NAME...]   (re)import built images (pause busybox hog filler)
 #
 # Everything lives under $EVICTD_HARNESS_DIR (default /run/evictd-harness); the CRI endpoint is
 # unix://$EVICTD_HARNESS_DIR/containerd.sock. Pods should use a cgroup_parent under
-# $EVICTD_HARNESS_CGROUP (default /kubepods), which `down` empties and removes.
+# $EVICTD_HARNESS_CGROUP (default /kubepods), which `down` empties and removes. The built image
+# tarballs are kept in $EVICTD_HARNESS_IMAGES (default ~/.cache/evictd-harness), keyed by their
+# sources; delete it at will.
 # Measured pitfalls this follows are listed in shared/DESIGN.md ("containerd facts").
 set -euo pipefail
 
@@ -22,6 +25,7 @@ ENDPOINT="unix://$SOCK"
 PIDFILE="$DIR/containerd.pid"
 LOG="$DIR/containerd.log"
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/images"
+IMAGE_CACHE=${EVICTD_HARNESS_IMAGES:-${XDG_CACHE_HOME:-$HOME/.cache}/evictd-harness}
 NS=k8s.io
 IMAGES=(pause busybox hog)
 
@@ -63,7 +67,7 @@ install_packages() {
 # Fixed mtimes and owners make the digests reproducible, so `up` is idempotent.
 oci_tarball() {
   local name=$1 rootfs=$2 entry=$3 out=$4 work
-  work=$(mktemp -d "$DIR/build/oci.XXXXXX")
+  work=$(mktemp -d "$IMAGE_CACHE/oci.XXXXXX")
   mkdir -p "$work/blobs/sha256"
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$rootfs" -cf "$work/layer.tar" .
   local layer lsize config csize manifest msize
@@ -88,47 +92,61 @@ oci_tarball() {
   rm -rf "$work"
 }
 
+# Built images live in a cache shared by every harness directory and kept by `down`: they are
+# keyed by what goes into them, so a changed source gets a new file and a stale one is never
+# imported. Building them costs about a minute under the pure cgroup v2 lab's emulated CPU, per
+# harness brought up; scripts/v2vm/suites builds them on the host before the VM boots.
+image_key() {
+  case $1 in
+    pause) sha256sum "$SRC/pause.c" | cut -c1-16 ;;
+    hog) sha256sum "$SRC/hog.c" | cut -c1-16 ;;
+    busybox) sha256sum /bin/busybox | cut -c1-16 ;;
+    filler) echo 16m ;;
+    *) die "no image $1 (one of pause busybox hog filler)" ;;
+  esac
+}
+
+image_tar() { echo "$IMAGE_CACHE/$1-$(image_key "$1").tar"; }
+
+# Builds one image's tarball unless the cache has it; written aside, then renamed into place, so
+# a concurrent harness never imports half a file.
+build_image() {
+  local n=$1 out r a
+  out=$(image_tar "$n")
+  [ -f "$out" ] && return 0
+  mkdir -p "$IMAGE_CACHE"
+  r=$(mktemp -d "$IMAGE_CACHE/rootfs-$n.XXXXXX")
+  case $n in
+    pause) gcc -static -O2 -o "$r/pause" "$SRC/pause.c" ;;
+    hog) gcc -static -O2 -o "$r/hog" "$SRC/hog.c" ;;
+    busybox)
+      mkdir -p "$r/bin" "$r/tmp" "$r/etc"
+      cp /bin/busybox "$r/bin/busybox"
+      for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "$r/bin/$a"; done
+      echo 'root:x:0:0:root:/:/bin/sh' >"$r/etc/passwd"
+      echo 'root:x:0:' >"$r/etc/group"
+      ;;
+    # An image no pod uses, with 16 MiB of incompressible data, for image-reclaim tests.
+    filler) head -c $((16 * 1024 * 1024)) /dev/urandom >"$r/filler.bin" ;;
+  esac
+  local entry
+  case $n in pause) entry='["/pause"]' ;; hog) entry='["/hog"]' ;; busybox) entry='["/bin/sh"]' ;; filler) entry='["/filler.bin"]' ;; esac
+  oci_tarball "localhost/evictd/$n:1" "$r" "$entry" "$out.$$"
+  mv -f "$out.$$" "$out"
+  rm -rf "$r"
+}
+
 build_images() {
-  local b="$DIR/build" r
-  mkdir -p "$b"
-  if [ ! -f "$b/pause.tar" ]; then
-    r="$b/rootfs-pause"; rm -rf "$r"; mkdir -p "$r"
-    gcc -static -O2 -o "$r/pause" "$SRC/pause.c"
-    oci_tarball localhost/evictd/pause:1 "$r" '["/pause"]' "$b/pause.tar"
-    rm -rf "$r"
-  fi
-  # Rebuilt when its source changed since: a harness left up keeps its build directory.
-  if [ ! -f "$b/hog.tar" ] || [ "$SRC/hog.c" -nt "$b/hog.tar" ]; then
-    r="$b/rootfs-hog"; rm -rf "$r"; mkdir -p "$r"
-    gcc -static -O2 -o "$r/hog" "$SRC/hog.c"
-    oci_tarball localhost/evictd/hog:1 "$r" '["/hog"]' "$b/hog.tar"
-    rm -rf "$r"
-  fi
-  if [ ! -f "$b/busybox.tar" ]; then
-    r="$b/rootfs-busybox"; rm -rf "$r"; mkdir -p "$r/bin" "$r/tmp" "$r/etc"
-    cp /bin/busybox "$r/bin/busybox"
-    local a
-    for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "$r/bin/$a"; done
-    echo 'root:x:0:0:root:/:/bin/sh' >"$r/etc/passwd"
-    echo 'root:x:0:' >"$r/etc/group"
-    oci_tarball localhost/evictd/busybox:1 "$r" '["/bin/sh"]' "$b/busybox.tar"
-    rm -rf "$r"
-  fi
-  # An image no pod uses, with 16 MiB of incompressible data, for image-reclaim tests.
-  if [ ! -f "$b/filler.tar" ]; then
-    r="$b/rootfs-filler"; rm -rf "$r"; mkdir -p "$r"
-    head -c $((16 * 1024 * 1024)) /dev/urandom >"$r/filler.bin"
-    oci_tarball localhost/evictd/filler:1 "$r" '["/filler.bin"]' "$b/filler.tar"
-    rm -rf "$r"
-  fi
+  local n
+  for n in pause hog busybox filler; do build_image "$n"; done
 }
 
 import_images() {
   local names=("$@") n
   [ ${#names[@]} -gt 0 ] || names=("${IMAGES[@]}")
   for n in "${names[@]}"; do
-    [ -f "$DIR/build/$n.tar" ] || die "import: no built image $n (one of pause busybox hog filler)"
-    ctr_ images import "$DIR/build/$n.tar" >/dev/null
+    build_image "$n"
+    ctr_ images import "$(image_tar "$n")" >/dev/null
   done
 }
 
@@ -329,5 +347,6 @@ case "${1:-}" in
   status) cmd_status ;;
   env) cmd_env ;;
   import) shift; import_images "$@" ;;
-  *) echo "usage: $0 up|down|status|env|import [pause|busybox|hog|filler]..." >&2; exit 2 ;;
+  build) install_packages; build_images ;;
+  *) echo "usage: $0 up|down|status|env|build|import [pause|busybox|hog|filler]..." >&2; exit 2 ;;
 esac
