@@ -1,8 +1,8 @@
 {
   "variables": {
-    # 1 when clang (BPF target), bpftool, libbpf-dev and a BTF are here (native/bpf/detect.sh,
-    # which says once, on stderr, what is missing otherwise).
-    "evictd_tripwire%": "<!(sh native/bpf/detect.sh)",
+    # The memcg tripwire (eBPF) is built in on Linux from the committed CO-RE object: no clang,
+    # bpftool or libbpf-dev here, libbpf.so.1 opened at run time. EVICTD_TRIPWIRE=0 leaves it out.
+    "evictd_tripwire%": "<!(node -p \"process.platform === 'linux' && process.env.EVICTD_TRIPWIRE !== '0' ? 1 : 0\")",
     # 1 in a source checkout: the memhog workload of the kernel tests and benches is left out of
     # the published package (package.json "files"), and so is its target there.
     "evictd_memhog%": "<!(node -p \"require('fs').existsSync('native/tools/memhog.c') ? 1 : 0\")"
@@ -10,7 +10,7 @@
   "targets": [
     {
       "target_name": "evictd_kernel",
-      "sources": ["native/addon.cc", "native/addon_data.cc", "native/watcher.cc", "native/watcher_methods.cc", "native/eventfd_orders.cc", "native/errors.cc", "native/js_call.cc", "native/off_loop.cc", "native/tripwire.cc", "native/tripwire_line.cc", "native/tripwire_methods.cc", "native/tripwire_orders.cc", "native/sd_notify.cc"],
+      "sources": ["native/addon.cc", "native/addon_data.cc", "native/watcher.cc", "native/watcher_methods.cc", "native/eventfd_orders.cc", "native/errors.cc", "native/js_call.cc", "native/off_loop.cc", "native/tripwire.cc", "native/tripwire_line.cc", "native/tripwire_methods.cc", "native/tripwire_orders.cc", "native/sd_notify.cc", "native/libbpf_api.cc", "native/tripwire_program.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
       "cflags!": ["-fno-exceptions"],
@@ -19,25 +19,16 @@
       "conditions": [
         ["OS!='linux'", {"type": "none"}],
         ["evictd_tripwire==1", {
-          "dependencies": ["evictd_tripwire_skeleton"],
           "defines": ["EVICTD_TRIPWIRE=1"],
-          "include_dirs": ["<(SHARED_INTERMEDIATE_DIR)/bpf"],
-          "libraries": ["-lbpf"]
-        }]
-      ]
-    },
-    {
-      # The BPF object and its skeleton header, generated at build time (never committed).
-      "target_name": "evictd_tripwire_skeleton",
-      "type": "none",
-      "conditions": [
-        ["evictd_tripwire==1", {
+          "libraries": ["-ldl"],
+          # The committed object, as bytes in a generated source (native/bpf/embed.js).
           "actions": [{
-            "action_name": "memcg_tripwire_skeleton",
-            "inputs": ["native/bpf/memcg_tripwire.bpf.c", "native/bpf/memcg_tripwire.h", "native/bpf/build.sh"],
-            "outputs": ["<(SHARED_INTERMEDIATE_DIR)/bpf/memcg_tripwire.skel.h"],
-            "action": ["sh", "native/bpf/build.sh", "<(SHARED_INTERMEDIATE_DIR)/bpf"],
-            "message": "BPF memcg_tripwire: clang -target bpf, bpftool gen skeleton"
+            "action_name": "memcg_tripwire_object",
+            "inputs": ["native/bpf/memcg_tripwire.bpf.o", "native/bpf/embed.js"],
+            "outputs": ["<(INTERMEDIATE_DIR)/memcg_tripwire_object.cc"],
+            "action": ["node", "native/bpf/embed.js", "native/bpf/memcg_tripwire.bpf.o", "<(INTERMEDIATE_DIR)/memcg_tripwire_object.cc"],
+            "process_outputs_as_sources": 1,
+            "message": "BPF memcg_tripwire: embedding the committed CO-RE object"
           }]
         }]
       ]

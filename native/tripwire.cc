@@ -48,14 +48,6 @@ namespace {
 
 double NowMs() { return static_cast<double>(MonotonicNs()) / 1e6; }
 
-// libbpf logs to stderr by default (verifier logs included): keep the agent's output clean and
-// report failures as errors; EVICTD_TRIPWIRE_DEBUG=1 shows libbpf's own lines.
-int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
-  static const bool debug = getenv("EVICTD_TRIPWIRE_DEBUG") != nullptr;
-  if (!debug || level == LIBBPF_DEBUG) return 0;
-  return vfprintf(stderr, format, args);
-}
-
 }  // namespace
 
 // Runs inside ring_buffer__consume, from OnPoll. The path every crossing takes to JS: keep it
@@ -90,7 +82,7 @@ void TripwireRing::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
     ring->owner->FailLines(status);
     return;
   }
-  ring_buffer__consume(ring->rb);
+  ring->program.bpf->ring_buffer_consume(ring->rb);
 }
 
 void TripwireRing::OnLater(uv_idle_t* handle) {
@@ -124,42 +116,32 @@ uint64_t NodePollNs() {
 }
 
 TripwireRing* Tripwire::LoadRing() {
-  static bool print_set = false;
-  if (!print_set) libbpf_set_print(LibbpfPrint);
-  print_set = true;
-  auto fail = [this](int err, const char* stage) -> TripwireRing* {
-    error_ = err > 0 ? err : (err < 0 ? -err : EINVAL);
-    error_stage_ = stage;
-    return nullptr;
-  };
-  double t0 = NowMs();
-  memcg_tripwire* skel = memcg_tripwire__open();
-  if (skel == nullptr) return fail(errno, "open");
-  int err = memcg_tripwire__load(skel);
-  if (err != 0) {
-    memcg_tripwire__destroy(skel);
-    return fail(err, "load");
-  }
-  double t1 = NowMs();
-  skel->bss->node_poll_ns = NodePollNs();
-  err = memcg_tripwire__attach(skel);
-  if (err != 0) {
-    memcg_tripwire__destroy(skel);
-    return fail(err, "attach");
-  }
-  double t2 = NowMs();
   auto* ring = new TripwireRing();
   ring->owner = this;
-  ring->skel = skel;
-  ring->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), &TripwireRing::OnRecord, ring, nullptr);
-  if (ring->rb == nullptr) {
-    int e = errno;
-    memcg_tripwire__destroy(skel);
+  TripwireProgram& program = ring->program;
+  auto fail = [this, ring](int err, const std::string& stage, const std::string& detail) -> TripwireRing* {
+    ring->program.Destroy();
     delete ring;
-    return fail(e, "ring_buffer");
-  }
+    error_ = err;
+    error_stage_ = stage;
+    error_detail_ = detail;
+    return nullptr;
+  };
+  std::string stage;
+  std::string detail;
+  double t0 = NowMs();
+  int err = program.Load(&stage, &detail);
+  if (err != 0) return fail(err, stage, detail);
+  double t1 = NowMs();
+  program.globals->node_poll_ns = NodePollNs();
+  err = program.Attach(&stage);
+  if (err != 0) return fail(err, stage, "");
+  double t2 = NowMs();
+  ring->rb = program.bpf->ring_buffer_new(program.events_fd, &TripwireRing::OnRecord, ring, nullptr);
+  if (ring->rb == nullptr) return fail(errno, "ring_buffer", "");
   error_ = 0;
   error_stage_.clear();
+  error_detail_.clear();
   load_ms_ = t1 - t0;
   attach_ms_ = t2 - t1;
   return ring;
@@ -169,9 +151,7 @@ void Tripwire::Load(Napi::Env env) {
   if (ring_ != nullptr) return;
   TripwireRing* ring = LoadRing();
   if (ring == nullptr) {
-    Napi::Error error = SystemError(env, error_, "bpf", "");
-    error.Value().Set("stage", error_stage_);
-    throw error;
+    throw LoadError(env);
   }
   ring_ = ring;
   uv_loop_t* loop = nullptr;
@@ -181,7 +161,7 @@ void Tripwire::Load(Napi::Env env) {
     ring->later.data = ring;
     ring->later_open = true;
     ring->open_handles++;
-    err = uv_poll_init(loop, &ring->poll, ring_buffer__epoll_fd(ring->rb));
+    err = uv_poll_init(loop, &ring->poll, ring->program.bpf->ring_buffer_epoll_fd(ring->rb));
   }
   if (err == 0) {
     ring->poll.data = ring;
@@ -287,8 +267,8 @@ void Tripwire::Destroy(TripwireRing* ring) {
   Tripwire* self = ring->owner;
   AddonData* data = self->data_;
   auto destroy = [ring]() {
-    ring_buffer__free(ring->rb);
-    memcg_tripwire__destroy(ring->skel);
+    ring->program.bpf->ring_buffer_free(ring->rb);
+    ring->program.Destroy();
   };
   auto done = [ring, self, data]() {
     delete ring->orders;

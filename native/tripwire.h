@@ -45,6 +45,8 @@ class Tripwire {
                    uint32_t victim_level = 0);
   // { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull, error? }
   Napi::Object Status(Napi::Env env) const;
+  // The last load's failure as a JS error (code, errno, syscall 'bpf', stage).
+  Napi::Error LoadError(Napi::Env env) const;
   // Delivers the standing orders' uses written so far, now (TripwireOrders::Flush).
   void FlushOrders();
 
@@ -82,6 +84,7 @@ class Tripwire {
   // stage), or the verification and attach times.
   int error_ = 0;
   std::string error_stage_;
+  std::string error_detail_;  // for stage "libbpf": what is missing, in one line
   int orders_error_ = 0;  // why the last load has no order thread (errno), 0 when it has one
   double load_ms_ = 0;
   double attach_ms_ = 0;

@@ -3,7 +3,6 @@
 // its cgroup's entry in the `watched` map. The program's life and its ring buffer are in
 // tripwire.cc. Loop thread only.
 #ifdef EVICTD_TRIPWIRE
-#include <bpf/bpf.h>
 #include <errno.h>
 
 #include <string>
@@ -18,6 +17,9 @@
 namespace evictd {
 
 namespace {
+
+// BPF_ANY: create or replace (include/uapi/linux/bpf.h).
+constexpr uint64_t kBpfAny = 0;
 
 // A line in bytes is met when usage (whole pages) reaches it: rounded up.
 uint64_t BytesToPages(double bytes) { return static_cast<uint64_t>((bytes + kPageSize - 1) / kPageSize); }
@@ -42,8 +44,8 @@ void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint32_t measure,
   } else if (l->cgroup_id == cgroup_id && l->measure == measure && l->usage_pages != 0) {
     known = __atomic_load_n(&l->usage_pages, __ATOMIC_RELAXED);
     have = true;
-  } else if (cgroup_id == 1 && measure == TRIPWIRE_COUNTER && ring->skel->bss->root_usage_pages != 0) {
-    known = __atomic_load_n(&ring->skel->bss->root_usage_pages, __ATOMIC_RELAXED);
+  } else if (cgroup_id == 1 && measure == TRIPWIRE_COUNTER && ring->program.globals->root_usage_pages != 0) {
+    known = __atomic_load_n(&ring->program.globals->root_usage_pages, __ATOMIC_RELAXED);
     have = true;
   }
   if (l->measure != measure) __atomic_store_n(&l->usage_pages, 0ull, __ATOMIC_SEQ_CST);
@@ -63,8 +65,9 @@ void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint32_t measure,
 // 64 pages before the page counters are touched; tasks in the root cgroup are never charged):
 // running tripwire_start_node_poll through BPF_PROG_TEST_RUN starts it now.
 void StartNodePoll(TripwireRing* ring) {
-  LIBBPF_OPTS(bpf_test_run_opts, opts);
-  if (bpf_prog_test_run_opts(bpf_program__fd(ring->skel->progs.tripwire_start_node_poll), &opts) != 0) {
+  bpf_test_run_opts opts = {};
+  opts.sz = sizeof(opts);
+  if (ring->program.bpf->prog_test_run_opts(ring->program.start_node_poll_fd, &opts) != 0) {
     // Then the node's next charge starts it.
   }
 }
@@ -83,9 +86,10 @@ Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgro
     UnloadWhenIdle();
     throw SystemError(env, ENOSPC, "bpf", dir);
   }
-  int map_fd = bpf_map__fd(ring->skel->maps.watched);
+  const Libbpf* bpf = ring->program.bpf;
+  int map_fd = ring->program.watched_fd;
   tripwire_cgroup entry = {};
-  if (bpf_map_lookup_elem(map_fd, &cgroup_id, &entry) != 0) entry = {};
+  if (bpf->map_lookup_elem(map_fd, &cgroup_id, &entry) != 0) entry = {};
   if (entry.count >= TRIPWIRE_LINES_PER_CGROUP) {
     UnloadWhenIdle();
     throw SystemError(env, E2BIG, "bpf", dir);
@@ -103,7 +107,7 @@ Napi::Object Tripwire::Open(Napi::Env env, const std::string& dir, uint64_t cgro
   }
   ArmSlot(ring, slot, cgroup_id, measure, BytesToPages(line_bytes), UsagePages(usage_bytes));
   entry.slots[entry.count++] = static_cast<__u32>(slot);
-  if (bpf_map_update_elem(map_fd, &cgroup_id, &entry, BPF_ANY) != 0) {
+  if (bpf->map_update_elem(map_fd, &cgroup_id, &entry, kBpfAny) != 0) {
     int err = errno;
     __atomic_store_n(&ring->Line(slot)->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
     UnloadWhenIdle();
@@ -142,17 +146,18 @@ void Tripwire::Release(TripwireLine* line) {
   tripwire_line* l = ring->Line(slot);
   __atomic_store_n(&l->direction, static_cast<__u32>(TRIPWIRE_OFF), __ATOMIC_SEQ_CST);
   uint64_t cgroup_id = l->cgroup_id;
-  int map_fd = bpf_map__fd(ring->skel->maps.watched);
+  const Libbpf* bpf = ring->program.bpf;
+  int map_fd = ring->program.watched_fd;
   tripwire_cgroup entry = {};
-  if (bpf_map_lookup_elem(map_fd, &cgroup_id, &entry) == 0) {
+  if (bpf->map_lookup_elem(map_fd, &cgroup_id, &entry) == 0) {
     tripwire_cgroup kept = {};
     for (__u32 i = 0; i < entry.count && i < TRIPWIRE_LINES_PER_CGROUP; i++) {
       if (entry.slots[i] != static_cast<__u32>(slot)) kept.slots[kept.count++] = entry.slots[i];
     }
     if (kept.count == 0)
-      bpf_map_delete_elem(map_fd, &cgroup_id);
+      bpf->map_delete_elem(map_fd, &cgroup_id);
     else
-      bpf_map_update_elem(map_fd, &cgroup_id, &kept, BPF_ANY);
+      bpf->map_update_elem(map_fd, &cgroup_id, &kept, kBpfAny);
   }
   __atomic_store_n(&l->cgroup_id, 0ull, __ATOMIC_SEQ_CST);
   ring->slots[slot] = nullptr;
@@ -163,6 +168,14 @@ void Tripwire::FlushOrders() {
   if (ring_ != nullptr && ring_->orders != nullptr) ring_->orders->Flush();
 }
 
+Napi::Error Tripwire::LoadError(Napi::Env env) const {
+  Napi::Error error = SystemError(env, error_, "bpf", "");
+  error.Value().Set("stage", error_stage_);
+  // libbpf.so.1 missing or too old: the one line that names what to install.
+  if (!error_detail_.empty()) error.Value().Set("message", error_detail_);
+  return error;
+}
+
 Napi::Object Tripwire::Status(Napi::Env env) const {
   Napi::Object status = Napi::Object::New(env);
   status.Set("built", true);
@@ -171,7 +184,7 @@ Napi::Object Tripwire::Status(Napi::Env env) const {
   status.Set("loadMs", load_ms_);
   status.Set("attachMs", attach_ms_);
   if (ring_ != nullptr) {
-    auto* bss = ring_->skel->bss;
+    auto* bss = ring_->program.globals;
     uint64_t root = __atomic_load_n(&bss->root_usage_pages, __ATOMIC_RELAXED);
     status.Set("rootUsageBytes",
                root == 0 ? env.Null() : Napi::Number::New(env, static_cast<double>(root * kPageSize)));
@@ -185,11 +198,7 @@ Napi::Object Tripwire::Status(Napi::Env env) const {
     status.Set("nodePollError", static_cast<double>(bss->node_poll_error));
   }
   if (orders_error_ != 0) status.Set("ordersError", SystemError(env, orders_error_, "epoll", "").Value());
-  if (error_ != 0) {
-    Napi::Error error = SystemError(env, error_, "bpf", "");
-    error.Value().Set("stage", error_stage_);
-    status.Set("error", error.Value());
-  }
+  if (error_ != 0) status.Set("error", LoadError(env).Value());
   return status;
 }
 

@@ -19,13 +19,13 @@ TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* 
   auto* self = new TripwireOrders(ring);
   auto fail = [&](int e) -> TripwireOrders* {
     *err = e;
-    if (self->rb_ != nullptr) ring_buffer__free(self->rb_);
+    if (self->rb_ != nullptr) ring->program.bpf->ring_buffer_free(self->rb_);
     if (self->epoll_fd_ >= 0) close(self->epoll_fd_);
     if (self->stop_fd_ >= 0) close(self->stop_fd_);
     delete self;
     return nullptr;
   };
-  self->rb_ = ring_buffer__new(bpf_map__fd(ring->skel->maps.orders), &TripwireOrders::OnRecord, self, nullptr);
+  self->rb_ = ring->program.bpf->ring_buffer_new(ring->program.orders_fd, &TripwireOrders::OnRecord, self, nullptr);
   if (self->rb_ == nullptr) return fail(errno);
   self->stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (self->stop_fd_ < 0) return fail(errno);
@@ -36,7 +36,7 @@ TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* 
   if (self->epoll_fd_ < 0) return fail(errno);
   struct epoll_event ev = {};
   ev.events = EPOLLIN;
-  ev.data.fd = ring_buffer__epoll_fd(self->rb_);
+  ev.data.fd = ring->program.bpf->ring_buffer_epoll_fd(self->rb_);
   if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) return fail(errno);
   ev.data.fd = self->stop_fd_;
   if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, self->stop_fd_, &ev) != 0) return fail(errno);
@@ -99,7 +99,7 @@ void TripwireOrders::Stop() {
     }
     outcomes_.clear();
   }
-  ring_buffer__free(rb_);
+  ring_->program.bpf->ring_buffer_free(rb_);
   rb_ = nullptr;
   close(epoll_fd_);
   close(stop_fd_);
@@ -122,7 +122,7 @@ void TripwireOrders::Run() {
     for (int i = 0; i < n; i++) {
       if (events[i].data.fd == stop_fd_) return;
     }
-    ring_buffer__consume(rb_);
+    ring_->program.bpf->ring_buffer_consume(rb_);
   }
 }
 

@@ -12,7 +12,7 @@
 #pragma once
 
 #ifdef EVICTD_TRIPWIRE
-#include <bpf/libbpf.h>
+#include "libbpf_api.h"
 #include <linux/types.h>
 #include <uv.h>
 

@@ -4,7 +4,6 @@
 #pragma once
 
 #ifdef EVICTD_TRIPWIRE
-#include <bpf/libbpf.h>
 #include <linux/types.h>
 #include <uv.h>
 
@@ -12,19 +11,19 @@
 #include <vector>
 
 #include "bpf/memcg_tripwire.h"
-#include "memcg_tripwire.skel.h"
 #include "tripwire.h"
 #include "tripwire_orders.h"
+#include "tripwire_program.h"
 
 namespace evictd {
 
 constexpr uint64_t kPageSize = 4096;
 
-// The skeleton, its ring buffer and the two uv handles, which close asynchronously: a ring
+// The program, its ring buffer and the two uv handles, which close asynchronously: a ring
 // outlives its unload until both close callbacks ran, then its BPF side is freed off the loop.
 struct TripwireRing {
   Tripwire* owner = nullptr;
-  memcg_tripwire* skel = nullptr;
+  TripwireProgram program;
   ring_buffer* rb = nullptr;
   // The ring buffer's epoll fd (libbpf owns it). Ref'd only while some line holds the loop.
   uv_poll_t poll;
@@ -43,7 +42,7 @@ struct TripwireRing {
   std::vector<TripwireLine*> queue;
   uint64_t now_ns = 0;  // when the ring buffer poll woke (CLOCK_MONOTONIC)
 
-  tripwire_line* Line(int slot) { return &skel->bss->lines[slot]; }
+  tripwire_line* Line(int slot) { return &program.globals->lines[slot]; }
 
   static int OnRecord(void* ctx, void* record, size_t size);
   static void OnPoll(uv_poll_t* handle, int status, int events);

@@ -1,26 +1,44 @@
 #!/bin/sh
-# Builds the tripwire's BPF object and libbpf skeleton into $1 (node-gyp's intermediate dir):
-#   vmlinux.h from this machine's BTF (CO-RE: the object relocates itself to the running
-#   kernel's layout at load time), clang -target bpf, then `bpftool gen skeleton`.
-# Nothing it writes is committed. Called by binding.gyp only when detect.sh said yes.
+# Compiles the tripwire's CO-RE object, which is committed and shipped: nothing on a node or in
+# `npm install` compiles BPF. Run it after changing anything under native/bpf/ (the package
+# suite fails while the object and its sources disagree):
+#
+#   sh native/bpf/build.sh            rebuild native/bpf/memcg_tripwire.bpf.o and its manifest
+#   sh native/bpf/build.sh DIR        build into DIR only (the package suite's reproducibility check)
+#
+# Needs clang with the BPF target, llvm-strip and libbpf's BPF headers (Debian: clang llvm
+# libbpf-dev). The kernel types come from kernel_types.h, not the build machine's BTF, so the
+# same clang gives the same bytes anywhere; libbpf relocates the object to the running kernel
+# at load time.
 set -eu
-out=$1
-here=$(dirname "$0")
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$here}
 mkdir -p "$out"
-btf=${EVICTD_BTF:-/sys/kernel/btf/vmlinux}
-bpftool btf dump file "$btf" format c > "$out/vmlinux.h.tmp"
-mv "$out/vmlinux.h.tmp" "$out/vmlinux.h"
-arch=$(uname -m)
-case $arch in
-  x86_64) target=x86 ;;
-  aarch64) target=arm64 ;;
-  *) target=$arch ;;
-esac
-# -mcpu=v3: 32-bit atomics (the pending flag's compare-and-swap). -g: BTF, which CO-RE and the
-# skeleton need.
-clang -g -O2 -Wall -target bpf -mcpu=v3 "-D__TARGET_ARCH_$target" -I "$out" -I "$here" \
-  -c "$here/memcg_tripwire.bpf.c" -o "$out/memcg_tripwire.bpf.o"
-# DWARF is only for humans: keep the .BTF sections, drop the rest (a 2 MB skeleton otherwise).
-if command -v llvm-strip > /dev/null 2>&1; then llvm-strip -g "$out/memcg_tripwire.bpf.o"; fi
-bpftool gen skeleton "$out/memcg_tripwire.bpf.o" name memcg_tripwire > "$out/memcg_tripwire.skel.h.tmp"
-mv "$out/memcg_tripwire.skel.h.tmp" "$out/memcg_tripwire.skel.h"
+out=$(cd "$out" && pwd)
+obj=$out/memcg_tripwire.bpf.o
+# -mcpu=v3: 32-bit atomics (the pending flag's compare-and-swap). -g: BTF, which CO-RE needs.
+# Little-endian BPF: the object loads on x86_64 and arm64 alike (no pt_regs are read).
+# Compiled from its own directory with -fdebug-compilation-dir: no build path in the object.
+(cd "$here" && clang -g -O2 -Wall -Werror -target bpfel -mcpu=v3 -D__TARGET_ARCH_x86 -fdebug-compilation-dir=. \
+  -I . -c memcg_tripwire.bpf.c -o "$obj.tmp")
+# DWARF is for humans: keep the .BTF sections, drop the rest.
+llvm-strip -g "$obj.tmp"
+mv "$obj.tmp" "$obj"
+
+# The manifest says what the object was built from, for the package suite's check.
+sum() { sha256sum "$1" | cut -d' ' -f1; }
+libbpf=$(dpkg-query -W -f '${Version}' libbpf-dev 2>/dev/null || echo unknown)
+{
+  echo '{'
+  printf '  "object": "%s",\n' "$(sum "$obj")"
+  printf '  "clang": "%s",\n' "$(clang --version | head -1)"
+  printf '  "libbpfHeaders": "%s",\n' "$libbpf"
+  echo '  "sources": {'
+  printf '    "build.sh": "%s",\n' "$(sum "$here/build.sh")"
+  printf '    "kernel_types.h": "%s",\n' "$(sum "$here/kernel_types.h")"
+  printf '    "memcg_tripwire.bpf.c": "%s",\n' "$(sum "$here/memcg_tripwire.bpf.c")"
+  printf '    "memcg_tripwire.h": "%s"\n' "$(sum "$here/memcg_tripwire.h")"
+  echo '  }'
+  echo '}'
+} >"$out/memcg_tripwire.bpf.json"
+echo "built $obj ($(stat -c %s "$obj") bytes)"

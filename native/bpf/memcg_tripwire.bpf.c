@@ -16,7 +16,7 @@
 // where usage stays flat while page cache turns into anonymous memory.
 //
 // GPL: the program calls GPL-only helpers (bpf_probe_read_kernel via BPF_CORE_READ).
-#include "vmlinux.h"
+#include "kernel_types.h"
 
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -26,15 +26,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-// Written by the addon through the mmap'd .bss (see memcg_tripwire.h for who owns which field).
-struct tripwire_line lines[TRIPWIRE_MAX_LINES];
-// The root memcg's counter as last seen by any charge or uncharge: the addon reads it to arm a
-// line on the root on the right side, since user space has no file that shows this counter.
-__u64 root_usage_pages;
-// Events emitted (the storm test counts them).
-__u64 events_emitted;
-// Events dropped because the ring buffer was full (the line is retried on the next charge).
-__u64 ringbuf_full;
+// The program's only global: the line table and counters the addon maps (memcg_tripwire.h).
+struct tripwire_globals tw;
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -55,8 +48,6 @@ struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 4096 * 4);
 } orders SEC(".maps");
-// Order events dropped because `orders` was full (the order stays unfired: the next charge retries).
-__u64 orders_full;
 
 // When the charge running on a task began (fentry), so an event can say when the crossing
 // charge started as well as when the program saw it: the counter is updated inside the charge,
@@ -159,7 +150,7 @@ __noinline __u64 measure(__u32 kind, __u64 usage, __u64 vmstats_addr) {
 // while JS is busy), so the kill never waits for the loop.
 __noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns, __u32 may_signal) {
   if (slot >= TRIPWIRE_MAX_LINES) return 0;
-  struct tripwire_line *l = &lines[slot];
+  struct tripwire_line *l = &tw.lines[slot];
   __u64 now = bpf_ktime_get_ns();
   if (now >= l->order_expires_ns) return 0;
   __u32 generation = l->order_generation;
@@ -175,7 +166,7 @@ __noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns, __
     signalled = bpf_send_signal(9 /* SIGKILL */) == 0;
   struct tripwire_order_event *e = bpf_ringbuf_reserve(&orders, sizeof(*e), 0);
   if (!e) {
-    __sync_fetch_and_add(&orders_full, 1);
+    __sync_fetch_and_add(&tw.orders_full, 1);
     l->order_fired = 0;
     return 0;
   }
@@ -205,7 +196,7 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
     if (i >= cg->count) break;
     __u32 slot = cg->slots[i];
     if (slot >= TRIPWIRE_MAX_LINES) continue;
-    struct tripwire_line *l = &lines[slot];
+    struct tripwire_line *l = &tw.lines[slot];
     if (l->cgroup_id != cgroup_id) continue;  // slot being re-armed for another cgroup
     if ((flags & CHECK_NODE_ONLY) && l->measure != TRIPWIRE_NODE_WORKING_SET) continue;
     __u64 value = measure(l->measure, usage, vmstats_addr);
@@ -218,7 +209,7 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
     if (__sync_val_compare_and_swap(&l->pending, 0, 1) != 0) continue;
     struct tripwire_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
     if (!e) {
-      __sync_fetch_and_add(&ringbuf_full, 1);
+      __sync_fetch_and_add(&tw.ringbuf_full, 1);
       l->pending = 0;
       continue;
     }
@@ -232,7 +223,7 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
     e->direction = dir;
     e->pad = 0;
     bpf_ringbuf_submit(e, 0);
-    __sync_fetch_and_add(&events_emitted, 1);
+    __sync_fetch_and_add(&tw.events_emitted, 1);
   }
   return 0;
 }
@@ -256,39 +247,32 @@ struct {
   __type(value, struct node_poll);
 } node_poll_timer SEC(".maps");
 
-// Written by the addon before attaching (0: no poll).
-__u64 node_poll_ns;
-// 1 while the timer runs (or is being started); the polls it made; the last error starting it.
-__u32 node_poll_running;
-__u64 node_polls;
-__s64 node_poll_error;
-
 static int node_poll_fire(void *map, __u32 *key, struct node_poll *p) {
   __u64 root = 1;  // the cgroup2 root's id
-  __u64 period = node_poll_ns;
+  __u64 period = tw.node_poll_ns;
   if (period == 0 || !bpf_map_lookup_elem(&watched, &root)) {
-    node_poll_running = 0;
+    tw.node_poll_running = 0;
     return 0;
   }
-  check_lines(root, root_usage_pages, 0, 0, CHECK_NODE_ONLY | CHECK_MAY_SIGNAL);
-  __sync_fetch_and_add(&node_polls, 1);
+  check_lines(root, tw.root_usage_pages, 0, 0, CHECK_NODE_ONLY | CHECK_MAY_SIGNAL);
+  __sync_fetch_and_add(&tw.node_polls, 1);
   bpf_timer_start(&p->timer, period, 0);
   return 0;
 }
 
 static __always_inline void node_poll_ensure(void) {
-  if (node_poll_ns == 0 || node_poll_running) return;
-  if (__sync_val_compare_and_swap(&node_poll_running, 0, 1) != 0) return;
+  if (tw.node_poll_ns == 0 || tw.node_poll_running) return;
+  if (__sync_val_compare_and_swap(&tw.node_poll_running, 0, 1) != 0) return;
   __u32 key = 0;
   struct node_poll *p = bpf_map_lookup_elem(&node_poll_timer, &key);
   if (!p) return;
   long err = bpf_timer_init(&p->timer, &node_poll_timer, CLOCK_MONOTONIC);
   if (err == -16 /* EBUSY: initialised already */) err = 0;
   if (!err) err = bpf_timer_set_callback(&p->timer, node_poll_fire);
-  if (!err) err = bpf_timer_start(&p->timer, node_poll_ns, 0);
+  if (!err) err = bpf_timer_start(&p->timer, tw.node_poll_ns, 0);
   if (err) {
-    node_poll_error = err;
-    node_poll_running = 0;  // the next charge tries again
+    tw.node_poll_error = err;
+    tw.node_poll_running = 0;  // the next charge tries again
   }
 }
 
@@ -329,7 +313,7 @@ static __always_inline void counter_changed(struct page_counter *counter, __u64 
     if (!c) break;
     __u64 usage = BPF_CORE_READ(c, usage.counter);
     struct page_counter *parent = BPF_CORE_READ(c, parent);
-    if (!parent) root_usage_pages = usage;
+    if (!parent) tw.root_usage_pages = usage;
     memcg = (struct mem_cgroup *)((__u64)c - memory_off);
     __u64 id = BPF_CORE_READ(memcg, css.cgroup, kn, id);
     // Only a watched cgroup costs the read of its statistics' address.

@@ -70,6 +70,31 @@ struct tripwire_line {
 };
 
 // The slots of the lines on one cgroup, keyed by cgroup id (the cgroup2 directory's inode).
+// The program's globals, one struct so that the program and the addon agree on the layout: it is
+// the program's only global, its .bss, which the addon maps read-write after the load.
+struct tripwire_globals {
+  // The addon writes the lines (tripwire_methods.cc); the program reads them and writes
+  // usage_pages, pending and order_fired.
+  struct tripwire_line lines[TRIPWIRE_MAX_LINES];
+  // The root memcg's counter as last seen by any charge or uncharge: the addon reads it to arm a
+  // line on the root on the right side, since user space has no file that shows this counter.
+  __u64 root_usage_pages;
+  // Events emitted (the storm test counts them).
+  __u64 events_emitted;
+  // Events dropped because the ring buffer was full (the line is retried on the next charge).
+  __u64 ringbuf_full;
+  // Order events dropped because `orders` was full (the order stays unfired: the next charge retries).
+  __u64 orders_full;
+  // The node poll's period, written by the addon before attaching (0: no poll).
+  __u64 node_poll_ns;
+  // The polls the node poll made, and the last error starting it.
+  __u64 node_polls;
+  __s64 node_poll_error;
+  // 1 while the node poll's timer runs (or is being started).
+  __u32 node_poll_running;
+  __u32 pad;
+};
+
 struct tripwire_cgroup {
   __u32 count;
   __u32 slots[TRIPWIRE_LINES_PER_CGROUP];

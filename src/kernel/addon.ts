@@ -64,7 +64,7 @@ export interface NativeAddon {
   flushOrderUses?(): void;
   /** One sd_notify(3) datagram to $NOTIFY_SOCKET; false when it is not set. */
   sdNotify(state: string): boolean;
-  /** The memcg tripwire (native/tripwire.h): always present; `built` false without libbpf at build time. */
+  /** The memcg tripwire (native/tripwire.h): always present; `built` false when built with EVICTD_TRIPWIRE=0. */
   tripwireStatus(): TripwireStatus;
   /** Loads and attaches the BPF program in this environment now; throws the load error (with `stage`). Tripwire builds only. */
   tripwireLoad?(): TripwireStatus;
@@ -79,7 +79,7 @@ export interface NativeAddon {
 }
 
 export interface TripwireStatus {
-  /** false: the addon was built without clang/bpftool/libbpf-dev */
+  /** false: the addon was built with EVICTD_TRIPWIRE=0 (or not on Linux) */
   built: boolean;
   loaded: boolean;
   lines?: number;

@@ -25,23 +25,24 @@ const ROOT_CALIBRATION_MS = 1000;
 let availability: string | null | undefined;
 
 /**
- * Null when the tripwire works here, else why not: addon missing, built without libbpf
- * ("tripwire not built"), or the kernel refused the program (no BTF, no CAP_BPF/CAP_PERFMON,
- * EPERM for fexit as on this host's 6.18). Loads the program on first call (once per thread).
+ * Null when the tripwire works here, else why not, in one line: addon missing, left out of the
+ * build (EVICTD_TRIPWIRE=0), libbpf.so.1 missing or too old, or the kernel refused the program
+ * (no BTF, no CAP_BPF/CAP_PERFMON, kernel symbols it cannot resolve, as on this host's 6.18).
+ * Loads the program on first call (once per thread).
  */
 export function tripwireUnavailable(): string | null {
   if (availability !== undefined) return availability;
   if (!nativeAvailable()) return (availability = `native addon unavailable: ${nativeLoadError()?.message}`);
   const a = addon();
   if (!a.tripwireStatus().built || a.tripwireLoad === undefined) {
-    return (availability = 'tripwire not built (the addon was built without clang, bpftool or libbpf-dev)');
+    return (availability = 'tripwire left out of this build (the addon was built with EVICTD_TRIPWIRE=0)');
   }
   try {
     a.tripwireLoad();
     availability = null;
   } catch (err) {
     const e = err as Error & { stage?: string };
-    availability = `BPF program refused at ${e.stage ?? 'load'}: ${e.message}`;
+    availability = e.stage === 'libbpf' ? e.message : `BPF program refused at ${e.stage ?? 'load'}: ${e.message}`;
   }
   return availability;
 }
