@@ -18,9 +18,9 @@
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "conditions": [
         ["OS!='linux'", {"type": "none"}],
+        ["OS=='linux'", {"libraries": ["-ldl"]}],
         ["evictd_tripwire==1", {
           "defines": ["EVICTD_TRIPWIRE=1"],
-          "libraries": ["-ldl"],
           # The committed object, as bytes in a generated source (native/bpf/embed.js).
           "actions": [{
             "action_name": "memcg_tripwire_object",

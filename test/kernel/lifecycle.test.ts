@@ -56,7 +56,7 @@ test('removing a watched cgroup ends each watcher with one ENODEV error and leav
   assert.equal(addon().liveSources(), live);
 });
 
-test('10,000 open/close cycles leave /proc/self/fd as it was', async (t) => {
+test('3,000 open/close cycles on 64 lanes leave /proc/self/fd as it was', async (t) => {
   if (skipped(t, missingKernel({ memory: true, cgroup2: true }))) return;
   // Pure cgroup v2 has no v1 memory controller: memory.events stands in for its three kinds.
   const hasV1 = memcgV1Root() !== null;
@@ -86,7 +86,7 @@ test('10,000 open/close cycles leave /proc/self/fd as it was', async (t) => {
     const before = fds();
     let next = 0;
     async function lane(j) {
-      while (next < 10000) {
+      while (next < 3000) {
         const i = next++;
         const w = open[i % open.length](j);
         if (i % 3 === 0) w.stop();
@@ -103,7 +103,7 @@ test('10,000 open/close cycles leave /proc/self/fd as it was', async (t) => {
   const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: slow(120_000), env: { ...process.env, UV_THREADPOOL_SIZE: '64' } });
   assert.equal(r.status, 0, `exit ${r.status} ${r.signal}: ${r.stderr}`);
   const result = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
-  assert.equal(result.cycles, 10_000);
+  assert.equal(result.cycles, 3000);
   assert.equal(result.after, result.before, 'same fds before and after');
   assert.equal(result.live, 0, 'every native source released');
 });
