@@ -56,7 +56,11 @@ for (const point of POINTS) {
     await crashing.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('memory line '), slow(30_000)).catch(() => undefined);
     const hogPod = await lab.runPod({ name: 'hog', namespace: 'shop', qos: 'BestEffort', containers: [hog(100, 300)] });
     api.addPod(makePod('hog', { namespace: 'shop', uid: hogPod.uid }));
-    const code = await Promise.race([crashing.exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running'), slow(60_000)))]);
+    // The timer is cleared: left pending it would hold this file's process for its whole span
+    // after the last test (10 minutes in the lab).
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([crashing.exited, new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still running'), slow(60_000))))]);
+    clearTimeout(timer);
     assert.equal(code, null, `evictd was to SIGKILL itself at ${point}; log: ${JSON.stringify(crashing.lines.slice(-5))}`);
 
     const next = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<128Mi', extraArgs: args, startTimeoutMs: slow(30_000) });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { skipped } from '../support/environment';
+import { skipped, slow } from '../support/environment';
 import { AGENT_HARNESS_DIR, missingE2e } from './agent-harness';
 
 /** The JSON line the demo prints per ramp (src/lab/ramp-lab.ts RampResult, without labPod). */
@@ -29,7 +29,18 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // Bounded: a demo that never ends fails here with what it printed, instead of holding the suite.
+  const code = await new Promise<number | null | 'timeout'>((resolve) => {
+    const timer = setTimeout(() => resolve('timeout'), slow(60_000));
+    child.once('exit', (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  if (code === 'timeout') {
+    child.kill('SIGKILL');
+    assert.fail(`evictd demo did not end within ${slow(60_000) / 1000} s; stdout tail: ${out.slice(-1500)}\nstderr tail: ${err.slice(-3000)}`);
+  }
   const lines = out.trim().split('\n');
   const events = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
   const last = events[events.length - 1] as { summary?: Record<string, unknown> };

@@ -91,6 +91,7 @@ export async function startDaemon(ctx: ContenderContext, name: string, cmd: stri
   if (child.pid) setOomScoreAdj(child.pid, -999);
   let seen = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let timer: NodeJS.Timeout | undefined;
   const isReady = new Promise<boolean>((resolve) => {
     const on = (d: Buffer): void => {
       fs.writeSync(log, d);
@@ -99,10 +100,11 @@ export async function startDaemon(ctx: ContenderContext, name: string, cmd: stri
     };
     child.stdout!.on('data', on);
     child.stderr!.on('data', on);
-    setTimeout(() => resolve(false), readyTimeoutMs);
+    timer = setTimeout(() => resolve(false), readyTimeoutMs);
     void exited.then(() => resolve(false));
   });
   await isReady;
+  clearTimeout(timer);
   if (child.exitCode !== null || child.signalCode !== null) {
     fs.closeSync(log);
     throw new Error(`${name} exited at start: ${seen.trim().split('\n').slice(-3).join(' | ')}`);
