@@ -1,6 +1,7 @@
 /**
- * Crash points of an eviction, on real parts (containerd, cgroups, `evictd run` as a process, the
- * local API server): evictd is SIGKILLed at each step (src/agent/crash-point.ts), started again,
+ * Crash points of an eviction, on real parts (containerd, cgroups, `evictd run` as a process) and
+ * the in-repo fake API server (test/kube/fake-api-server.ts): evictd is SIGKILLed at each step
+ * (src/agent/crash-point.ts), started again,
  * and the end state must be what one uninterrupted run leaves: the hog's sandbox stopped, its
  * status Failed/Evicted with exactly one Evicted event, the other pod untouched. The brake's
  * crash (SIGKILL with a brake on) is test/agent/brake.test.ts's.

@@ -45,10 +45,12 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   const events = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
   const last = events[events.length - 1] as { summary?: Record<string, unknown> };
   assert.ok(last.summary, `last line: ${lines[lines.length - 1]}\nstderr: ${err}`);
-  const s = last.summary as { evicted: string[]; oomKills: number; reactionP50Ms: number; reactionP99Ms: number; freedP99Ms: number; protectedPodsSurvived: boolean; ramps: number };
+  const s = last.summary as { evicted: string[]; oomKills: number; machineOomKills: number; reactionP50Ms: number; reactionP99Ms: number; freedP99Ms: number; protectedPodsSurvived: boolean; ramps: number };
   // The promise: every hog evicted, no kernel OOM kill, the Guaranteed and Burstable pods alive.
   assert.deepEqual(s.evicted, ['hog-1', 'hog-2']);
   assert.equal(s.oomKills, 0);
+  // The pods' own counts read 0 once their cgroups are gone: the machine's count says it.
+  assert.equal(s.machineOomKills, 0, 'no kernel OOM kill on the machine during the demo');
   assert.equal(s.ramps, 2);
   assert.equal(s.protectedPodsSurvived, true);
   assert.ok(s.reactionP99Ms >= s.reactionP50Ms);

@@ -1,3 +1,5 @@
+import os from 'node:os';
+import path from 'node:path';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -64,7 +66,7 @@ test('pod cgroup names and QoS, both cgroup drivers', () => {
   assert.equal(qosFromCgroupPath('/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podx.slice'), 'BestEffort');
 });
 
-test('memory.available of a limited cgroup follows a real allocation (working set = usage - inactive_file)', async (t) => {
+test('memory.available of a limited cgroup follows a real allocation: working set = usage - inactive_file, with page cache in the cgroup', async (t) => {
   if (skipped(t, missingCgroups())) return;
   const f = new CgroupFixture();
   fixtures.push(f);
@@ -73,12 +75,31 @@ test('memory.available of a limited cgroup follows a real allocation (working se
   const before = readCgroupMemory(f.memDir(), f.layout.memoryVersion)!;
   assert.equal(before.capacityBytes, 256 * MiB);
   assert.equal(before.limited, true);
-  const child = f.spawnIn('', "const b = Buffer.alloc(96*1024*1024, 1); console.log('ready'); setInterval(() => b[0]++, 1000);");
+  // 96 MiB of anonymous memory and 64 MiB of page cache (a file on disk, written once: it sits
+  // on the inactive file list), so a reading that confused the counters would be off by tens
+  // of MiB.
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-ws-')), 'cache');
+  t.after(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
+  const child = f.spawnIn(
+    '',
+    `const fs = require('node:fs'); const b = Buffer.alloc(96*1024*1024, 1); const fd = fs.openSync(${JSON.stringify(file)}, 'w'); ` +
+      `const chunk = Buffer.alloc(1024*1024, 7); for (let i = 0; i < 64; i++) fs.writeSync(fd, chunk); fs.fsyncSync(fd); fs.closeSync(fd); ` +
+      `console.log('ready'); setInterval(() => b[0]++, 1000);`,
+  );
   await CgroupFixture.waitLine(child, /ready/);
   const during = readCgroupMemory(f.memDir(), f.layout.memoryVersion)!;
-  assert.ok(during.workingSetBytes >= 96 * MiB, `working set ${during.workingSetBytes}`);
-  assert.ok(during.workingSetBytes <= during.usageBytes);
+  // The kernel's own files, read here apart from the code under test.
+  const v1 = f.layout.memoryVersion === 1;
+  const usage = Number(fs.readFileSync(path.join(f.memDir(), v1 ? 'memory.usage_in_bytes' : 'memory.current'), 'utf8'));
+  const stat = fs.readFileSync(path.join(f.memDir(), 'memory.stat'), 'utf8');
+  const inactiveFile = Number(new RegExp(`^${v1 ? 'total_inactive_file' : 'inactive_file'} (\\d+)$`, 'm').exec(stat)?.[1]);
+  assert.ok(inactiveFile >= 32 * MiB, `the file's page cache is on the inactive list: ${inactiveFile / MiB} MiB`);
+  assert.ok(Math.abs(during.inactiveFileBytes - inactiveFile) < 2 * MiB, `inactive_file ${during.inactiveFileBytes} against ${inactiveFile}`);
+  assert.ok(Math.abs(during.usageBytes - usage) < 4 * MiB, `usage ${during.usageBytes} against ${usage}`);
   assert.equal(during.workingSetBytes, Math.max(0, during.usageBytes - during.inactiveFileBytes));
+  // The working set holds the anonymous memory and not the page cache.
+  assert.ok(during.workingSetBytes >= 96 * MiB, `working set ${during.workingSetBytes / MiB} MiB`);
+  assert.ok(during.workingSetBytes <= during.usageBytes - 32 * MiB, `working set ${during.workingSetBytes / MiB} MiB of usage ${during.usageBytes / MiB} MiB`);
   assert.equal(during.availableBytes, 256 * MiB - during.workingSetBytes);
   assert.ok(during.availableBytes < before.availableBytes - 90 * MiB);
   child.kill('SIGKILL');

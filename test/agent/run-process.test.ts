@@ -2,7 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { skipped, slow } from '../support/environment';
-import type { NodeLab } from '../../src/lab/node-lab';
+import { NodeLab } from '../../src/lab/node-lab';
 import { AgentProcess, runRamp } from '../../src/lab/ramp-lab';
 import { MiB, criClient, missingE2e, newLab, releaseHarness, sleeper } from './agent-harness';
 
@@ -44,10 +44,14 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   const kept = await lab.runPod({ name: 'kept', namespace: 'demo', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
   const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi', extraArgs: ['--admission-address', '127.0.0.1:0'], startTimeoutMs: slow(15_000) });
   procs.push(agent);
+  const machineOom0 = NodeLab.oomKills();
   assert.ok(agent.metricsAddress, 'the starting line names the metrics address');
   const r = await runRamp(lab, agent, { name: 'hog', rateMiBs: 500, targetMiB: 448 });
   assert.equal(r.outcome, 'evicted', JSON.stringify({ ...r, labPod: undefined }));
   assert.equal(r.oomKills, 0);
+  // The hog's own count reads 0 once its cgroup is gone: the machine-wide count (/proc/vmstat
+  // oom_kill) is what shows the kernel never killed anything during the ramp.
+  assert.equal(NodeLab.oomKills() - machineOom0, 0, 'no kernel OOM kill on the machine');
   // The node's line or the pod cgroup root's, whichever the ramp crossed first (a standing order
   // acts at that crossing; their inactive_file differ, so either may come first).
   assert.match(r.signal ?? '', /^(memory|allocatableMemory)\.available$/);

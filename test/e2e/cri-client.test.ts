@@ -198,39 +198,96 @@ test('creating a sandbox is not retried when the runtime is unavailable (a lost 
   }
 });
 
-test('requests reach the runtime with upstream field numbers (timeout, filters, resources)', async () => {
+/**
+ * The protobuf wire format read by hand: field number -> values (varints as bigint, length-
+ * delimited fields as bytes). The field-number test decodes with this, not with proto/, so a
+ * wrong number in proto/ cannot agree with itself.
+ */
+function wireFields(buf: Buffer): Map<number, (bigint | Buffer)[]> {
+  const out = new Map<number, (bigint | Buffer)[]>();
+  let i = 0;
+  const varint = (): bigint => {
+    let v = 0n;
+    for (let shift = 0n; ; shift += 7n) {
+      const b = buf[i++]!;
+      v |= BigInt(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  while (i < buf.length) {
+    const key = Number(varint());
+    const [field, wire] = [key >> 3, key & 7];
+    let value: bigint | Buffer;
+    if (wire === 0) value = varint();
+    else if (wire === 2) {
+      const n = Number(varint());
+      value = buf.subarray(i, i + n);
+      i += n;
+    } else throw new Error(`wire type ${wire} at field ${field}: not used by these requests`);
+    out.set(field, [...(out.get(field) ?? []), value]);
+  }
+  return out;
+}
+const one = (m: Map<number, (bigint | Buffer)[]>, field: number) => m.get(field)?.[0];
+const text = (m: Map<number, (bigint | Buffer)[]>, field: number) => (one(m, field) as Buffer | undefined)?.toString('utf8');
+const sub = (m: Map<number, (bigint | Buffer)[]>, field: number) => wireFields((one(m, field) as Buffer | undefined) ?? Buffer.alloc(0));
+
+test('requests reach the runtime with upstream field numbers (timeout, filters, resources), read off the wire without proto/', async () => {
   const sock = path.join(dir, 'wire.sock');
-  const seen: Record<string, Record<string, unknown>> = {};
-  const record =
-    (name: string, reply: unknown = {}): Handler =>
-    (call, cb) => {
-      seen[name] = call.request;
-      cb(null, reply);
-    };
-  const server = await serve(sock, {
-    StopContainer: record('StopContainer'),
-    ListContainers: record('ListContainers', { containers: [] }),
-    CreateContainer: record('CreateContainer', { containerId: 'c1' }),
-    RemoveImage: record('RemoveImage'),
-  });
+  // The server keeps each request's bytes as they came: its deserializer is the identity.
+  const raw: Record<string, Buffer> = {};
+  const pkg = runtimeV1();
+  const server = new grpc.Server();
+  const replies: Record<string, unknown> = { StopContainer: {}, ListContainers: { containers: [] }, CreateContainer: { containerId: 'c1' }, RemoveImage: {} };
+  for (const svc of [pkg.RuntimeService, pkg.ImageService] as grpc.ServiceClientConstructor[]) {
+    const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+    const impl: grpc.UntypedServiceImplementation = {};
+    for (const [name, method] of Object.entries(svc.service)) {
+      definition[name] = { ...(method as grpc.MethodDefinition<unknown, unknown>), requestDeserialize: (b: Buffer) => b };
+      impl[name] = ((call: grpc.ServerUnaryCall<Buffer, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        raw[name] = call.request;
+        if (name in replies) cb(null, replies[name]);
+        else cb({ code: grpc.status.UNIMPLEMENTED, details: 'not here' });
+      }) as grpc.UntypedHandleCall;
+    }
+    server.addService(definition as grpc.ServiceDefinition, impl);
+  }
+  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
   const client = CriClient.connect(`unix://${sock}`);
   try {
+    // StopContainerRequest: container_id = 1, timeout = 2.
     await client.stopContainer('abc', 7);
-    assert.equal(seen.StopContainer?.containerId, 'abc');
-    assert.equal(seen.StopContainer?.timeout, 7);
+    const stopReq = wireFields(raw.StopContainer!);
+    assert.equal(text(stopReq, 1), 'abc');
+    assert.equal(one(stopReq, 2), 7n);
+    // ListContainersRequest: filter = 1; ContainerFilter: state = 2 (ContainerStateValue: state = 1,
+    // CONTAINER_EXITED = 2), pod_sandbox_id = 3.
     await client.listContainers({ podSandboxId: 'p', state: 'CONTAINER_EXITED' });
-    assert.deepEqual(seen.ListContainers?.filter, { id: '', podSandboxId: 'p', state: { state: 'CONTAINER_EXITED' }, labelSelector: {} });
+    const filter = sub(wireFields(raw.ListContainers!), 1);
+    assert.equal(text(filter, 3), 'p');
+    assert.equal(one(sub(filter, 2), 1), 2n);
+    // CreateContainerRequest: pod_sandbox_id = 1, config = 2, sandbox_config = 3; ContainerConfig:
+    // metadata = 1, image = 2, args = 4, linux = 15; LinuxContainerConfig: resources = 1;
+    // LinuxContainerResources: memory_limit_in_bytes = 4.
     const id = await client.createContainer(
       'p',
       { metadata: { name: 'm' }, image: { image: 'img' }, args: ['1'], linux: { resources: { memoryLimitInBytes: 64 << 20 } } },
       { metadata: { name: 'p', uid: 'u', namespace: 'n', attempt: 0 } },
     );
     assert.equal(id, 'c1');
-    const cfg = seen.CreateContainer?.config as { linux: { resources: { memoryLimitInBytes: number } }; args: string[] };
-    assert.equal(cfg.linux.resources.memoryLimitInBytes, 64 << 20);
-    assert.deepEqual(cfg.args, ['1']);
+    const create = wireFields(raw.CreateContainer!);
+    assert.equal(text(create, 1), 'p');
+    const config = sub(create, 2);
+    assert.equal(text(sub(config, 1), 1), 'm');
+    assert.equal(text(sub(config, 2), 1), 'img');
+    assert.deepEqual(config.get(4)?.map((b) => (b as Buffer).toString()), ['1']);
+    assert.equal(one(sub(sub(config, 15), 1), 4), BigInt(64 << 20));
+    // PodSandboxConfig: metadata = 1 (PodSandboxMetadata: name = 1, uid = 2, namespace = 3).
+    const sandboxMeta = sub(sub(create, 3), 1);
+    assert.deepEqual([text(sandboxMeta, 1), text(sandboxMeta, 2), text(sandboxMeta, 3)], ['p', 'u', 'n']);
+    // RemoveImageRequest: image = 1 (ImageSpec: image = 1).
     await client.removeImage('sha256:1');
-    assert.deepEqual((seen.RemoveImage?.image as { image: string }).image, 'sha256:1');
+    assert.equal(text(sub(wireFields(raw.RemoveImage!), 1), 1), 'sha256:1');
   } finally {
     client.close();
     stop(server);

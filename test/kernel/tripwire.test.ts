@@ -147,7 +147,8 @@ test('rearm moves the line in place, at once: no kernel registration, no grace p
   await Promise.resolve();
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   assert.ok(resolved, 'resolved in the same turn');
-  assert.ok(ms < 20, `rearm took ${ms} ms`);
+  // No kernel registration or grace period (a v1 eventfd threshold waits 10-30 ms for one).
+  assert.ok(ms < slow(20), `rearm took ${ms} ms`);
   assert.equal(w.thresholdBytes, base + 96 * MiB);
   await hog.alloc(48 * MiB);
   await sleep(300);

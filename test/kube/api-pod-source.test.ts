@@ -6,7 +6,7 @@ import { FakeApiServer, makePod } from './fake-api-server';
 import { client, MemoryLogger } from './helpers';
 import { waitFor } from '../support/wait';
 
-describe('ApiPodSource against a local API server', () => {
+describe('ApiPodSource against the in-repo fake API server (real HTTP and watch streams)', () => {
   let api: FakeApiServer;
   let kc: KubeClient;
   let source: ApiPodSource;

@@ -1,6 +1,6 @@
 /**
- * deploy/ as one whole: every object parses, `kubectl apply -k deploy/` applies every manifest
- * (the node confinement included), the DaemonSet refers only to objects deploy/ defines, and the
+ * deploy/ as one whole: every object parses, the kustomization lists every manifest, the node
+ * confinement included (what `kubectl apply -k deploy/` would apply; no kubectl runs here), the DaemonSet refers only to objects deploy/ defines, and the
  * node confinement policy's CEL, parsed and evaluated with a CEL implementation, lets evictd
  * write about its own node and nothing else.
  */
@@ -61,7 +61,7 @@ describe('deploy/ as a whole', () => {
     for (const { file, doc } of objs) assert.ok(doc.apiVersion && doc.kind && doc.metadata?.name, `${file}: ${JSON.stringify(doc).slice(0, 80)}`);
   });
 
-  test('kubectl apply -k deploy/ applies every manifest, the node confinement included', () => {
+  test('deploy/kustomization.yaml lists every manifest of deploy/ (what kubectl apply -k applies), the node confinement included', () => {
     const [k] = docs('kustomization.yaml');
     assert.equal(k.kind, 'Kustomization');
     assert.deepEqual([...k.resources].sort(), manifests().sort());

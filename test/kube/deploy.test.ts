@@ -2,7 +2,7 @@
  * The deploy/ manifests hold together: the DaemonSet's flags and the ConfigMap's eviction
  * config go through evictd's own parsers, the DaemonSet asks for what the issue lists and no
  * more, and the ClusterRole grants exactly the API calls the Kubernetes side makes (recorded
- * from a run against the local API server).
+ * from a run against the in-repo fake API server).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

@@ -27,7 +27,7 @@ type AnyEvent = {
   count: number;
 };
 
-describe('EvictionReporter against a local API server', () => {
+describe('EvictionReporter against the in-repo fake API server (real HTTP)', () => {
   let api: FakeApiServer;
   let kc: KubeClient;
   let reporter: EvictionReporter;

@@ -1,5 +1,5 @@
 /**
- * Figures for the Kubernetes side, against the local API server on loopback (so they measure
+ * Figures for the Kubernetes side, against the in-repo fake API server on loopback (so they measure
  * evictd's own overhead, not a network): how fast a pod change reaches the cache by watch,
  * against polling the same server (the kubelet /pods source's method) in the same run; how long
  * an eviction report takes to land; what a cache lookup costs at 10,000 pods. Printed as test

@@ -1,7 +1,7 @@
 /**
  * The operators' files in deploy/ (the Prometheus alert rules, the Grafana dashboard) name only
  * metrics that a real `evictd run` serves: its /metrics is scraped with the Kubernetes pod source
- * on (against the local API server), so the kube metrics are there too; not a dry run (the
+ * on (against the in-repo fake API server), so the kube metrics are there too; not a dry run (the
  * eviction writer's metrics exist only then), on a pod cgroup root that holds no pod.
  */
 import assert from 'node:assert/strict';

@@ -57,6 +57,22 @@ describe('KubeClient over TLS', () => {
     }
   });
 
+  test("refuses the server when given another cluster's CA, with a token or a client certificate", async () => {
+    const wrongCa = read('other-ca.crt');
+    const withToken = new KubeClient({ server: url, ca: wrongCa, token: 'first' });
+    const withCert = new KubeClient({ server: url, ca: wrongCa, cert: read('client.crt'), key: read('client.key') });
+    const before = seen.length;
+    try {
+      for (const c of [withToken, withCert]) {
+        await assert.rejects(c.request('GET', '/api/v1/pods'), (e: ApiError) => e.status === 0 && /certificate|self.signed|issuer/i.test(e.message));
+      }
+      assert.equal(seen.length, before, 'no request reached the server');
+    } finally {
+      withToken.close();
+      withCert.close();
+    }
+  });
+
   test('a rotated token file is read again after a 401', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-token-'));
     const tokenFile = path.join(dir, 'token');
