@@ -4,7 +4,16 @@
  * it, so a test can show what the next start makes of each half-done step. Unset (always, but in
  * those tests) it is one string comparison.
  */
-export type CrashPoint = 'eviction:journaled' | 'eviction:stopped' | 'eviction:reported';
+export type CrashPoint =
+  | 'eviction:journaled'
+  | 'eviction:stopped'
+  | 'eviction:reported'
+  // the memory brake: before and after each write (record, memory.high)
+  | 'brake:recorded'
+  | 'brake:set'
+  | 'brake:ease-recorded'
+  | 'brake:eased'
+  | 'brake:restored';
 
 export function crashPoint(name: CrashPoint): void {
   if (process.env.EVICTD_CRASH_AT === name) process.kill(process.pid, 'SIGKILL');

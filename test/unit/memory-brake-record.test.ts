@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -214,3 +215,52 @@ test("a braked pod's graceful stop eases the brake to usage + headroom (record f
   none.make().ease('abc', mi(64));
   assert.equal(none.high(), 'max\n');
 });
+
+/**
+ * Crash points of a brake (src/agent/crash-point.ts): a child process brakes the stand-in pod,
+ * and eases or releases it, with EVICTD_CRASH_AT set, and SIGKILLs itself there, between a
+ * write of the record and a write of memory.high. The next start's recovery must leave
+ * memory.high exactly as it was before any brake and no record. (On real cgroups, in the pure
+ * v2 lab: test/agent/brake.test.ts.)
+ */
+const brakeModule = path.resolve(__dirname, '..', '..', 'src', 'agent', 'effects', 'memory-brake.js');
+const childScript = `
+  const pino = require('pino');
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const { MemoryBrakes } = require(${JSON.stringify(brakeModule)});
+  const { systemClock } = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'src', 'agent', 'clock.js'))});
+  const { hostCgroups } = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'src', 'node', 'cgroup-port.js'))});
+  const { AgentMetrics } = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'src', 'agent', 'metrics.js'))});
+  const o = JSON.parse(process.env.BRAKE_TEST);
+  const b = new MemoryBrakes({ stateDir: o.stateDir, cgroups: hostCgroups({ memoryMount: o.mount, memoryVersion: 2, unifiedMount: null }), clock: systemClock, marginBytes: 8 << 20, logger: pino({ level: 'silent' }), metrics: new AgentMetrics() });
+  b.apply(o.apply, o.podPath, 1n);
+  if (o.then === 'ease') {
+    fs.writeFileSync(path.join(o.dir, 'memory.current'), String(310 << 20));
+    b.ease('abc', 64 << 20);
+  }
+  if (o.then === 'release') b.release('abc', 'pod-gone');
+  process.stdout.write('no crash\\n');
+`;
+
+for (const [point, then] of [
+  ['brake:recorded', 'none'],
+  ['brake:set', 'none'],
+  ['brake:ease-recorded', 'ease'],
+  ['brake:eased', 'ease'],
+  ['brake:restored', 'release'],
+] as const) {
+  test(`SIGKILLed at ${point}: the next start leaves memory.high exactly as before the brake, and no record`, async () => {
+    const original = '1073741824';
+    const e = setup(original);
+    const r = spawnSync(process.execPath, ['-e', childScript], {
+      encoding: 'utf8',
+      env: { ...process.env, EVICTD_CRASH_AT: point, BRAKE_TEST: JSON.stringify({ stateDir: e.stateDir, mount: e.mount, podPath: e.podPath, dir: e.dir, apply, then }) },
+    });
+    assert.equal(r.signal, 'SIGKILL', `the child was to die at ${point}: ${r.stdout}${r.stderr}`);
+    assert.notEqual(e.record(), null, 'the dead run left its record');
+    e.make().recover();
+    assert.equal(e.high().trim(), original, `memory.high after the restart (outcome: ${JSON.stringify(e.lines.at(-1))})`);
+    assert.equal(e.record(), null);
+  });
+}

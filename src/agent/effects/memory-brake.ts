@@ -30,6 +30,7 @@ import { msSince } from '../clock';
 import type { AgentMetrics } from '../metrics';
 import type { Clock } from '../ports';
 import type { Effect, Rehearsal } from './effect';
+import { crashPoint } from '../crash-point';
 
 export const BRAKE_RECORD_FILE = 'memory-brakes.json';
 
@@ -67,6 +68,12 @@ export interface BrakeEntry {
   original: string;
   /** memory.high the brake set */
   value: string;
+  /**
+   * While `value` is being changed (the graceful stop's ease): the value memory.high holds until
+   * the write lands. A crash between the record and the write leaves this one in the cgroup, and
+   * it is still the brake's, so a restore accepts either.
+   */
+  previous?: string;
   /** the threshold signal that called for it */
   signal: string;
   /** CLOCK_MONOTONIC ns (decimal): the record lives on tmpfs, so it never outlives the boot whose clock it is */
@@ -239,7 +246,9 @@ export class MemoryBrakes {
     this.brakes.set(a.pod.uid, e);
     try {
       this.persist();
+      crashPoint('brake:recorded');
       o.cgroups.write(e.dir, 'memory.high', e.value);
+      crashPoint('brake:set');
     } catch (err) {
       this.brakes.delete(a.pod.uid);
       this.persistQuietly();
@@ -259,6 +268,7 @@ export class MemoryBrakes {
     let outcome: string;
     try {
       outcome = this.restore(e);
+      crashPoint('brake:restored');
     } catch (err) {
       // Kept in the record: the next pass (or the next start) tries again.
       this.o.logger.error({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, why, err }, 'memory brake could not be released; will retry');
@@ -299,15 +309,21 @@ export class MemoryBrakes {
     if (value <= Number(e.value)) return;
     const before = e.value;
     e.value = String(value);
+    e.previous = before;
     try {
       this.persist();
+      crashPoint('brake:ease-recorded');
       this.o.cgroups.write(e.dir, 'memory.high', e.value);
+      crashPoint('brake:eased');
     } catch (err) {
       e.value = before;
+      delete e.previous;
       this.persistQuietly();
       this.o.logger.warn({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, err }, 'memory brake could not be eased for the graceful stop');
       return;
     }
+    // Landed: the record drops `previous` at its next write.
+    delete e.previous;
     this.o.logger.info({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, memoryHigh: e.value, was: before, usageBytes: usage, headroomBytes }, 'memory brake eased for the graceful stop');
   }
 
@@ -362,7 +378,7 @@ export class MemoryBrakes {
   private restore(e: BrakeEntry): 'restored' | 'pod cgroup gone' | 'not the brake value: left as is' {
     const now = this.o.cgroups.read(e.dir, 'memory.high')?.trim() ?? null;
     if (now === null) return 'pod cgroup gone';
-    if (now !== e.value) return 'not the brake value: left as is';
+    if (now !== e.value && (e.previous === undefined || now !== e.previous)) return 'not the brake value: left as is';
     try {
       this.o.cgroups.write(e.dir, 'memory.high', e.original);
     } catch (err) {
