@@ -13,7 +13,9 @@
  * With $HOG_CHECKPOINT set, SIGTERM first writes a checkpoint there, as a workload that saves
  * its state on a graceful stop does: "checkpoint <ns> <MiB held>\n", fsync'd, then exits 0.
  * A checkpoint file with that line proves the handler ran to its end; a kernel OOM kill (or
- * SIGKILL) leaves none.
+ * SIGKILL) leaves none. $HOG_CHECKPOINT_ALLOC_MIB=<N> makes the handler allocate and touch N MiB
+ * of anonymous memory first, as a workload that serializes its state into buffers does; the line
+ * is then "checkpoint <ns> <MiB held> <N> <ns when the N MiB were touched>".
  *
  * With $HOG_METER set, the hog stamps the node's memory itself, for a race where every contender
  * is timed alike (`bench protect --peers`): it prints "<ns> start" before its first MiB, and
@@ -48,6 +50,7 @@ static int out_fd = -1;
 /* /proc/meminfo, kept open and pread from offset 0 (HOG_METER); -1 when off. */
 static int meminfo_fd = -1;
 static const char *checkpoint_path;
+static long checkpoint_alloc_mib;
 /* MiB held so far, read by the signal handler. */
 static volatile sig_atomic_t held_mib;
 
@@ -84,6 +87,16 @@ static int write_checkpoint(long long ns) {
   put_number(line, &len, ns);
   line[len++] = ' ';
   put_number(line, &len, (long long)held_mib);
+  if (checkpoint_alloc_mib > 0) {
+    /* mmap and page touches: raw syscalls and faults, safe in a handler. */
+    char *buf = mmap(NULL, (size_t)checkpoint_alloc_mib * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) return 1;
+    for (size_t off = 0; off < (size_t)checkpoint_alloc_mib * MIB; off += 4096) buf[off] = 1;
+    line[len++] = ' ';
+    put_number(line, &len, checkpoint_alloc_mib);
+    line[len++] = ' ';
+    put_number(line, &len, now_ns());
+  }
   line[len++] = '\n';
   int fd = open(checkpoint_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return 1;
@@ -160,6 +173,8 @@ int main(int argc, char **argv) {
   if (path && *path) out_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   const char *cp = getenv("HOG_CHECKPOINT");
   if (cp && *cp) checkpoint_path = cp;
+  const char *cp_alloc = getenv("HOG_CHECKPOINT_ALLOC_MIB");
+  if (cp_alloc && *cp_alloc) checkpoint_alloc_mib = parse_arg("HOG_CHECKPOINT_ALLOC_MIB", cp_alloc);
   const char *meter = getenv("HOG_METER");
   if (meter && *meter) meminfo_fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
   /* HOG_METER_FINE="<KiB>:<MiB>": read every <KiB> once MemAvailable is below <MiB>. */

@@ -24,8 +24,11 @@ test.after(async () => {
   for (const p of procs) await p.stop().catch(() => undefined);
 });
 
-/** A BestEffort pod whose hog writes `<dir>/checkpoint` from its SIGTERM handler. */
-async function checkpointingHog(lab: NodeLab, rateMiBs: number, targetMiB: number): Promise<{ pod: LabPod; checkpoint: string }> {
+/**
+ * A BestEffort pod whose hog writes `<dir>/checkpoint` from its SIGTERM handler, after
+ * allocating `handlerMiB` MiB there (a workload serializing its state into buffers).
+ */
+async function checkpointingHog(lab: NodeLab, rateMiBs: number, targetMiB: number, handlerMiB = 0): Promise<{ pod: LabPod; checkpoint: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-ckpt-'));
   const pod = await lab.runPod({
     name: `hog-${rateMiBs}`,
@@ -35,7 +38,7 @@ async function checkpointingHog(lab: NodeLab, rateMiBs: number, targetMiB: numbe
         name: 'hog',
         image: 'localhost/evictd/hog:1',
         args: [String(rateMiBs), String(targetMiB)],
-        env: { HOG_CHECKPOINT: '/ckpt/checkpoint' },
+        env: { HOG_CHECKPOINT: '/ckpt/checkpoint', ...(handlerMiB > 0 ? { HOG_CHECKPOINT_ALLOC_MIB: String(handlerMiB) } : {}) },
         mounts: [{ containerPath: '/ckpt', hostPath: dir }],
       },
     ],
@@ -62,7 +65,7 @@ const highOf = (lab: NodeLab, pod: LabPod) => fs.readFileSync(path.join(lab.memo
 const SOFT = { evictionHard: 'memory.available<0%', evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=5s', evictionMaxPodGracePeriod: '30' };
 
 for (const rate of [200, 2000]) {
-  test(`soft threshold, 5 s grace, a ${rate} MiB/s ramp: braked, then stopped gracefully (checkpoint written, exit 0), no OOM kill; the other pod unharmed`, async (t) => {
+  test(`soft threshold, 5 s grace, a ${rate} MiB/s ramp: braked, then stopped gracefully (a checkpoint that allocates 64 MiB in its SIGTERM handler written, exit 0), no OOM kill; the other pod unharmed`, async (t) => {
     if (needsPureV2(t) || skipped(t, missingE2e())) return;
     const lab = await newLab(`brake-${rate}`, { memoryLimitBytes: 512 * MiB });
     labs.push(lab);
@@ -71,7 +74,7 @@ for (const rate of [200, 2000]) {
     const a = await startAgent(lab, { flags: { ...SOFT, memoryBrake: true }, stateDir });
     agents.push(a);
     await waitFor('the first pass', () => a.agent.controller.stats.passes > 0, 5000);
-    const { pod, checkpoint } = await checkpointingHog(lab, rate, 700);
+    const { pod, checkpoint } = await checkpointingHog(lab, rate, 700, 64);
     const fail = (err: Error) => {
       throw new Error(`${err.message}\n${logTail(a.logFile, 40)}`);
     };
@@ -89,7 +92,19 @@ for (const rate of [200, 2000]) {
     assert.equal(exit?.state, 'CONTAINER_EXITED', JSON.stringify(exit));
     assert.equal(exit.exitCode, 0, `the SIGTERM handler's exit: ${JSON.stringify(exit)}`);
     assert.notEqual(exit?.reason, 'OOMKilled');
-    assert.match(fs.readFileSync(checkpoint, 'utf8'), /^checkpoint \d+ \d+\n$/, 'the checkpoint was written');
+    // The handler allocated its 64 MiB under the eased brake (usage + 64 MiB at SIGTERM) and wrote
+    // the checkpoint: how long that took is the price of the brake for the pod's own stop.
+    const ckpt = /^checkpoint (\d+) (\d+) 64 (\d+)\n$/.exec(fs.readFileSync(checkpoint, 'utf8'));
+    assert.ok(ckpt, 'the checkpoint was written after the 64 MiB were allocated');
+    const eased = logTail(a.logFile, 100_000)
+      .split('\n')
+      .flatMap((l) => (l.startsWith('{') ? [JSON.parse(l) as { msg?: string; memoryHigh?: string; was?: string }] : []))
+      .find((l) => l.msg === 'memory brake eased for the graceful stop');
+    t.diagnostic(
+      `SIGTERM handler: 64 MiB allocated and the checkpoint written in ${((Number(ckpt[3]) - Number(ckpt[1])) / 1e6).toFixed(1)} ms, holding ${ckpt[2]} MiB; ` +
+        (eased ? `memory.high eased ${(Number(eased.was) / MiB).toFixed(0)} -> ${(Number(eased.memoryHigh) / MiB).toFixed(0)} MiB for the stop` : 'memory.high not eased'),
+    );
+    assert.ok(eased, 'the brake was eased for the graceful stop');
     const events = memoryEvents(lab, pod);
     assert.equal(events.oom_kill, 0, `memory.events: ${JSON.stringify(events)}`);
     assert.ok(events.high > 0, 'the kernel throttled the pod at memory.high');
