@@ -25,7 +25,7 @@ after(async () => {
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-test('with the Kubernetes pod source: API priorities and requests rank the pods, and the eviction is written back', async (t) => {
+test('with the Kubernetes pod source: API priorities and requests rank the pods, forged protection annotations count for nothing, and the eviction is written back', async (t) => {
   if (skipped(t, missingE2e())) return;
   const lab = await newLab('kube', { memoryLimitBytes: 512 * MiB });
   labs.push(lab);
@@ -39,7 +39,11 @@ test('with the Kubernetes pod source: API priorities and requests rank the pods,
   api = new FakeApiServer();
   const url = await api.start();
   api.addPod(makePod('big', { namespace: 'shop', uid: big.uid, memRequest: '300Mi', memLimit: '400Mi' }));
-  api.addPod(makePod('small', { namespace: 'shop', uid: small.uid }));
+  // "small"'s author claims every protection an annotation could give: a static pod's source, the
+  // old critical-pod mark, evictd's own priority and requests. None of it is the author's to
+  // give (docs/kubernetes.md): it is still the one evicted.
+  const forged = { 'kubernetes.io/config.source': 'file', 'scheduler.alpha.kubernetes.io/critical-pod': '', 'evictd.io/priority': '2000001000', 'evictd.io/requests': 'memory=1Gi' };
+  api.addPod(makePod('small', { namespace: 'shop', uid: small.uid, annotations: forged }));
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-kube-'));
   const kubeconfig = path.join(tmp, 'kubeconfig');
   fs.writeFileSync(
