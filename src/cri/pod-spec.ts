@@ -10,6 +10,8 @@ export interface PodSpec {
   annotations?: Labels;
   /** Host directory for container logs (ContainerSpec.logPath is relative to it). */
   logDirectory?: string;
+  /** The sandbox's attempt (0 first; the kubelet counts up when it makes a pod's sandbox again). */
+  attempt?: number;
 }
 
 /**
@@ -20,7 +22,7 @@ export interface PodSpec {
 export function sandboxConfig(spec: PodSpec): PodSandboxConfig {
   const namespace = spec.namespace ?? 'default';
   return {
-    metadata: { name: spec.name, uid: spec.uid, namespace, attempt: 0 },
+    metadata: { name: spec.name, uid: spec.uid, namespace, attempt: spec.attempt ?? 0 },
     hostname: '',
     logDirectory: spec.logDirectory ?? '',
     labels: { 'io.kubernetes.pod.name': spec.name, 'io.kubernetes.pod.namespace': namespace, 'io.kubernetes.pod.uid': spec.uid, ...spec.labels },
@@ -49,7 +51,7 @@ export interface ContainerSpec {
 
 export function containerConfig(pod: PodSpec, spec: ContainerSpec): ContainerConfig {
   return {
-    metadata: { name: spec.name, attempt: 0 },
+    metadata: { name: spec.name, attempt: pod.attempt ?? 0 },
     image: { image: spec.image },
     command: spec.command ?? [],
     args: spec.args ?? [],

@@ -34,6 +34,10 @@ export interface LabPodOptions {
   qos: QosClass;
   containers: ContainerSpec[];
   annotations?: Record<string, string>;
+  /** the pod's uid: absent, a fresh one; a uid given again is the pod restarted in place */
+  uid?: string;
+  /** the sandbox attempt (count up for a pod restarted in place) */
+  attempt?: number;
 }
 
 export interface NodeLabOptions {
@@ -122,7 +126,7 @@ export class NodeLab {
   }
 
   async runPod(p: LabPodOptions): Promise<LabPod> {
-    const uid = `${this.labId}-${p.name}-${randomUUID().slice(0, 8)}`;
+    const uid = p.uid ?? `${this.labId}-${p.name}-${randomUUID().slice(0, 8)}`;
     const namespace = p.namespace ?? 'evictd-lab';
     const logDirectory = path.join(this.opts.logRoot, uid);
     fs.mkdirSync(logDirectory, { recursive: true });
@@ -135,6 +139,7 @@ export class NodeLab {
       labels: { [LAB_LABEL]: this.labId },
       annotations: { 'kubernetes.io/config.source': 'api', ...p.annotations },
       logDirectory,
+      ...(p.attempt !== undefined ? { attempt: p.attempt } : {}),
     };
     const sandboxId = await this.client.runPodSandbox(sandboxConfig(spec));
     const pod: LabPod = { name: p.name, namespace, uid, qos: p.qos, sandboxId, containers: {}, cgroupPath, logDirectory };
