@@ -1,4 +1,4 @@
-import type { ContainerConfig, Labels, PodSandboxConfig } from './types';
+import type { ContainerConfig, Labels, LinuxContainerSecurityContext, Mount, PodSandboxConfig } from './types';
 
 export interface PodSpec {
   name: string;
@@ -12,6 +12,8 @@ export interface PodSpec {
   logDirectory?: string;
   /** The sandbox's attempt (0 first; the kubelet counts up when it makes a pod's sandbox again). */
   attempt?: number;
+  /** The node's PID namespace (a pod's hostPID), else the pod's own. */
+  hostPid?: boolean;
 }
 
 /**
@@ -29,7 +31,7 @@ export function sandboxConfig(spec: PodSpec): PodSandboxConfig {
     annotations: { ...spec.annotations },
     linux: {
       cgroupParent: spec.cgroupParent ?? '',
-      securityContext: { namespaceOptions: { network: 'NODE', pid: 'CONTAINER', ipc: 'POD' } },
+      securityContext: { namespaceOptions: { network: 'NODE', pid: spec.hostPid ? 'NODE' : 'CONTAINER', ipc: 'POD' } },
     },
   };
 }
@@ -46,7 +48,9 @@ export interface ContainerSpec {
   annotations?: Labels;
   /** Relative to the sandbox's logDirectory. */
   logPath?: string;
-  mounts?: { containerPath: string; hostPath: string; readonly?: boolean }[];
+  mounts?: Mount[];
+  /** as the kubelet passes a container's securityContext (namespaces come from the pod) */
+  securityContext?: Omit<LinuxContainerSecurityContext, 'namespaceOptions'>;
 }
 
 export function containerConfig(pod: PodSpec, spec: ContainerSpec): ContainerConfig {
@@ -66,6 +70,9 @@ export function containerConfig(pod: PodSpec, spec: ContainerSpec): ContainerCon
     },
     annotations: { ...spec.annotations },
     logPath: spec.logPath ?? '',
-    linux: { resources: { memoryLimitInBytes: spec.memoryLimitBytes ?? 0 } },
+    linux: {
+      resources: { memoryLimitInBytes: spec.memoryLimitBytes ?? 0 },
+      ...(spec.securityContext ? { securityContext: { ...spec.securityContext, namespaceOptions: { network: 'NODE', pid: pod.hostPid ? 'NODE' : 'CONTAINER', ipc: 'POD' } } } : {}),
+    },
   };
 }

@@ -86,19 +86,34 @@ export interface ContainerConfig {
   args?: string[];
   workingDir?: string;
   envs?: { key: string; value: string }[];
-  mounts?: { containerPath: string; hostPath: string; readonly?: boolean }[];
+  mounts?: Mount[];
   labels?: Labels;
   annotations?: Labels;
   logPath?: string;
   linux?: {
     resources?: LinuxContainerResources;
-    securityContext?: {
-      privileged?: boolean;
-      namespaceOptions?: NamespaceOption;
-      runAsUser?: { value: number };
-      readonlyRootfs?: boolean;
-    };
+    securityContext?: LinuxContainerSecurityContext;
   };
+}
+
+export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
+
+export interface Mount {
+  containerPath: string;
+  hostPath: string;
+  readonly?: boolean;
+  propagation?: MountPropagation;
+}
+
+export interface LinuxContainerSecurityContext {
+  capabilities?: { addCapabilities?: string[]; dropCapabilities?: string[] };
+  privileged?: boolean;
+  namespaceOptions?: NamespaceOption;
+  runAsUser?: { value: number };
+  runAsGroup?: { value: number };
+  readonlyRootfs?: boolean;
+  noNewPrivs?: boolean;
+  seccomp?: { profileType: 'RuntimeDefault' | 'Unconfined' | 'Localhost'; localhostRef?: string };
 }
 
 export interface PodSandbox {

@@ -271,7 +271,16 @@ test('requests reach the runtime with upstream field numbers (timeout, filters, 
     // LinuxContainerResources: memory_limit_in_bytes = 4.
     const id = await client.createContainer(
       'p',
-      { metadata: { name: 'm' }, image: { image: 'img' }, args: ['1'], linux: { resources: { memoryLimitInBytes: 64 << 20 } } },
+      {
+        metadata: { name: 'm' },
+        image: { image: 'img' },
+        args: ['1'],
+        mounts: [{ containerPath: '/c', hostPath: '/h', readonly: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' }],
+        linux: {
+          resources: { memoryLimitInBytes: 64 << 20 },
+          securityContext: { capabilities: { addCapabilities: ['KILL'], dropCapabilities: ['ALL'] }, readonlyRootfs: true, noNewPrivs: true, runAsGroup: { value: 7 }, seccomp: { profileType: 'Localhost', localhostRef: 'p.json' } },
+        },
+      },
       { metadata: { name: 'p', uid: 'u', namespace: 'n', attempt: 0 } },
     );
     assert.equal(id, 'c1');
@@ -282,6 +291,17 @@ test('requests reach the runtime with upstream field numbers (timeout, filters, 
     assert.equal(text(sub(config, 2), 1), 'img');
     assert.deepEqual(config.get(4)?.map((b) => (b as Buffer).toString()), ['1']);
     assert.equal(one(sub(sub(config, 15), 1), 4), BigInt(64 << 20));
+    // Mount (ContainerConfig.mounts = 7): container_path = 1, host_path = 2, readonly = 3,
+    // propagation = 5 (PROPAGATION_HOST_TO_CONTAINER = 1).
+    const mount = sub(config, 7);
+    assert.deepEqual([text(mount, 1), text(mount, 2), one(mount, 3), one(mount, 5)], ['/c', '/h', 1n, 1n]);
+    // LinuxContainerConfig.security_context = 2: capabilities = 1 (add_capabilities = 1,
+    // drop_capabilities = 2), readonly_rootfs = 7, no_new_privs = 11, run_as_group = 12,
+    // seccomp = 15 (profile_type = 1, Localhost = 2; localhost_ref = 2).
+    const security = sub(sub(config, 15), 2);
+    assert.deepEqual([text(sub(security, 1), 1), text(sub(security, 1), 2)], ['KILL', 'ALL']);
+    assert.deepEqual([one(security, 7), one(security, 11), one(sub(security, 12), 1)], [1n, 1n, 7n]);
+    assert.deepEqual([one(sub(security, 15), 1), text(sub(security, 15), 2)], [2n, 'p.json']);
     // PodSandboxConfig: metadata = 1 (PodSandboxMetadata: name = 1, uid = 2, namespace = 3).
     const sandboxMeta = sub(sub(create, 3), 1);
     assert.deepEqual([text(sandboxMeta, 1), text(sandboxMeta, 2), text(sandboxMeta, 3)], ['p', 'u', 'n']);

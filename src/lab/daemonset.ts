@@ -1,0 +1,103 @@
+/**
+ * deploy/daemonset.yaml's container turned into what the kubelet would ask the runtime for, so
+ * the lab can run the deployment as deployed (test/agent/deployment.test.ts): the pod's host
+ * namespaces, the container's mounts (read-only and propagation as written), its security
+ * context (capabilities, read-only root, no privilege escalation, user and group, seccomp), its
+ * memory limit, args and env. What a node has and the lab does not is supplied by the caller:
+ * a host directory per volume, and the image's content.
+ *
+ * Anything in the container spec this does not translate is refused by name: a field added to
+ * the DaemonSet later must be carried here (and so tested) or the test fails, instead of the
+ * lab quietly running something other than what is shipped.
+ */
+import type { ContainerSpec, PodSpec } from '../cri';
+import type { Mount } from '../cri/types';
+import { Quantity } from '../policy/quantity';
+
+/** The parts of a DaemonSet manifest read here (YAML as parsed). */
+export interface DaemonSetDoc {
+  spec: { template: { spec: Record<string, unknown> & { containers: Record<string, unknown>[]; volumes?: { name: string }[] } } };
+}
+
+export interface DaemonSetLabMapping {
+  /** the host directory (or file) standing for each volume of the pod, by volume name */
+  volumes: Record<string, string>;
+  /** the image to run, and what the shipped image would hold, mounted read-only from the host */
+  image: string;
+  imageMounts: Mount[];
+  /** the image's entrypoint (the DaemonSet gives args only) */
+  entrypoint: string[];
+  /** values for env entries the kubelet fills from the pod (fieldRef), by variable name */
+  fieldRefs: Record<string, string>;
+  /** replaces args by exact match (what differs in the lab, each said by the caller) */
+  replaceArgs?: Record<string, string>;
+  /** appended after the DaemonSet's args (flags win over the config file, as in the kubelet) */
+  extraArgs?: string[];
+}
+
+const CONTAINER_FIELDS = new Set(['name', 'image', 'args', 'env', 'resources', 'securityContext', 'livenessProbe', 'readinessProbe', 'volumeMounts']);
+const SECURITY_FIELDS = new Set(['runAsUser', 'runAsGroup', 'privileged', 'allowPrivilegeEscalation', 'readOnlyRootFilesystem', 'capabilities', 'seccompProfile']);
+const MOUNT_FIELDS = new Set(['name', 'mountPath', 'readOnly', 'mountPropagation']);
+
+function refuseUnknown(what: string, obj: Record<string, unknown>, known: Set<string>): void {
+  for (const k of Object.keys(obj)) if (!known.has(k)) throw new Error(`${what}.${k}: not translated for the lab`);
+}
+
+/** The pod's and its one container's CRI specs, named `name` in `namespace` with `uid`. */
+export function daemonSetToCri(ds: DaemonSetDoc, m: DaemonSetLabMapping, pod: { name: string; namespace: string; uid: string }): { pod: PodSpec; container: ContainerSpec } {
+  const spec = ds.spec.template.spec;
+  if (spec.containers.length !== 1) throw new Error(`containers: ${spec.containers.length}: the lab runs a one-container DaemonSet`);
+  if (spec.hostNetwork !== true) throw new Error('hostNetwork: the lab pods share the node network only');
+  const c = spec.containers[0]!;
+  refuseUnknown('containers[0]', c, CONTAINER_FIELDS);
+  const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
+
+  const mounts: Mount[] = [...m.imageMounts.map((x) => ({ ...x, readonly: true }))];
+  for (const vm of (c.volumeMounts as Record<string, unknown>[] | undefined) ?? []) {
+    refuseUnknown(`volumeMounts[${String(vm.name)}]`, vm, MOUNT_FIELDS);
+    const name = String(vm.name);
+    if (!volumes.has(name)) throw new Error(`volumeMounts[${name}]: no such volume`);
+    const host = m.volumes[name];
+    if (host === undefined) throw new Error(`volumes[${name}]: no host directory given for the lab`);
+    const propagation = vm.mountPropagation === undefined || vm.mountPropagation === 'None' ? 'PROPAGATION_PRIVATE' : vm.mountPropagation === 'HostToContainer' ? 'PROPAGATION_HOST_TO_CONTAINER' : 'PROPAGATION_BIDIRECTIONAL';
+    mounts.push({ containerPath: String(vm.mountPath), hostPath: host, readonly: vm.readOnly === true, propagation });
+  }
+
+  const sc = (c.securityContext ?? {}) as Record<string, unknown>;
+  refuseUnknown('securityContext', sc, SECURITY_FIELDS);
+  const caps = (sc.capabilities ?? {}) as { add?: string[]; drop?: string[] };
+  const seccomp = (sc.seccompProfile ?? { type: 'RuntimeDefault' }) as { type: string };
+  if (seccomp.type !== 'RuntimeDefault') throw new Error(`securityContext.seccompProfile.type: ${seccomp.type}: not translated for the lab`);
+
+  const env: Record<string, string> = {};
+  for (const e of (c.env as { name: string; value?: string; valueFrom?: unknown }[] | undefined) ?? []) {
+    if (e.value !== undefined) env[e.name] = e.value;
+    else if (m.fieldRefs[e.name] !== undefined) env[e.name] = m.fieldRefs[e.name]!;
+    else throw new Error(`env[${e.name}]: no value given for the lab`);
+  }
+  const limit = ((c.resources as { limits?: { memory?: string } } | undefined)?.limits?.memory);
+  const args = ((c.args as string[] | undefined) ?? []).map((a) => m.replaceArgs?.[a] ?? a);
+
+  return {
+    pod: { ...pod, hostPid: spec.hostPID === true },
+    container: {
+      name: String(c.name),
+      image: m.image,
+      command: m.entrypoint,
+      args: [...args, ...(m.extraArgs ?? [])],
+      env,
+      ...(limit !== undefined ? { memoryLimitBytes: Quantity.parse(limit).value() } : {}),
+      mounts,
+      securityContext: {
+        ...(caps.add || caps.drop ? { capabilities: { addCapabilities: caps.add ?? [], dropCapabilities: caps.drop ?? [] } } : {}),
+        privileged: sc.privileged === true,
+        ...(typeof sc.runAsUser === 'number' ? { runAsUser: { value: sc.runAsUser } } : {}),
+        ...(typeof sc.runAsGroup === 'number' ? { runAsGroup: { value: sc.runAsGroup } } : {}),
+        readonlyRootfs: sc.readOnlyRootFilesystem === true,
+        // The kubelet sets no_new_privs unless privilege escalation is allowed.
+        noNewPrivs: sc.allowPrivilegeEscalation === false,
+        seccomp: { profileType: 'RuntimeDefault' },
+      },
+    },
+  };
+}
