@@ -58,7 +58,7 @@ const FLAGS: FlagDef[] = [
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
   { name: 'notifications', arg: 'MODE', help: 'kernel (memory lines on the eBPF tripwire or v1 eventfd, the adaptive poller where missing), poll (memory lines on the adaptive poller, no BPF; PSI and cgroup event files still notify) or none (housekeeping only)', def: 'kernel' },
-  { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE)', def: '0' },
+  { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE; where the node refuses it, evictd says so and runs at normal priority)', def: '0' },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
   { name: 'log-level', arg: 'LEVEL', help: `one of ${LOG_LEVELS.join(', ')}`, def: 'info' },

@@ -81,7 +81,13 @@ export async function run(argv: string[]): Promise<number> {
     try {
       setRealtimePriority(s.realtimePriority);
     } catch (err) {
-      throw badValue('--realtime-priority', s.realtimePriority, `cannot set SCHED_FIFO: ${(err as Error).message}`);
+      // The node, not the flag, refuses it: evictd still does its job at normal priority, so it
+      // runs (a DaemonSet would crash-loop otherwise) and says why. Seen with cgroup v1 RT group
+      // scheduling, where a container's cpu cgroup has cpu.rt_runtime_us 0.
+      logger.warn(
+        { realtimePriority: s.realtimePriority, err: (err as Error).message },
+        'running without realtime priority: SCHED_FIFO refused (CAP_SYS_NICE missing, or a cpu cgroup with no realtime budget: cgroup v1 cpu.rt_runtime_us)',
+      );
     }
   }
 
