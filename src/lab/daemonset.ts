@@ -66,8 +66,9 @@ export function daemonSetToCri(ds: DaemonSetDoc, m: DaemonSetLabMapping, pod: { 
   const sc = (c.securityContext ?? {}) as Record<string, unknown>;
   refuseUnknown('securityContext', sc, SECURITY_FIELDS);
   const caps = (sc.capabilities ?? {}) as { add?: string[]; drop?: string[] };
-  const seccomp = (sc.seccompProfile ?? { type: 'RuntimeDefault' }) as { type: string };
-  if (seccomp.type !== 'RuntimeDefault') throw new Error(`securityContext.seccompProfile.type: ${seccomp.type}: not translated for the lab`);
+  // Unset, the kubelet asks for no profile (Unconfined) unless its SeccompDefault is on.
+  const seccomp = (sc.seccompProfile ?? { type: 'Unconfined' }) as { type: string };
+  if (seccomp.type !== 'RuntimeDefault' && seccomp.type !== 'Unconfined') throw new Error(`securityContext.seccompProfile.type: ${seccomp.type}: not translated for the lab`);
 
   const env: Record<string, string> = {};
   for (const e of (c.env as { name: string; value?: string; valueFrom?: unknown }[] | undefined) ?? []) {
@@ -96,7 +97,7 @@ export function daemonSetToCri(ds: DaemonSetDoc, m: DaemonSetLabMapping, pod: { 
         readonlyRootfs: sc.readOnlyRootFilesystem === true,
         // The kubelet sets no_new_privs unless privilege escalation is allowed.
         noNewPrivs: sc.allowPrivilegeEscalation === false,
-        seccomp: { profileType: 'RuntimeDefault' },
+        seccomp: { profileType: seccomp.type as 'RuntimeDefault' | 'Unconfined' },
       },
     },
   };
