@@ -92,7 +92,7 @@ for (const rate of [200, 2000]) {
     assert.equal(exit?.state, 'CONTAINER_EXITED', JSON.stringify(exit));
     assert.equal(exit.exitCode, 0, `the SIGTERM handler's exit: ${JSON.stringify(exit)}`);
     assert.notEqual(exit?.reason, 'OOMKilled');
-    // The handler allocated its 64 MiB under the eased brake (usage + 64 MiB at SIGTERM) and wrote
+    // The handler allocated its 64 MiB under the eased brake (usage + 128 MiB at SIGTERM) and wrote
     // the checkpoint: how long that took is the price of the brake for the pod's own stop.
     const ckpt = /^checkpoint (\d+) (\d+) 64 (\d+)\n$/.exec(fs.readFileSync(checkpoint, 'utf8'));
     assert.ok(ckpt, 'the checkpoint was written after the 64 MiB were allocated');

@@ -197,7 +197,7 @@ test('pass: the memory brake: on at the soft line (memory.high = usage + 8Mi), t
   assert.ok(!fs.readdirSync(a.stateDir).includes(BRAKE_RECORD_FILE), 'no brake left on record');
 });
 
-test("pass: a braked pod's soft eviction eases the brake to usage + 64Mi for its SIGTERM handler, then stops it with its grace period", async () => {
+test("pass: a braked pod's soft eviction eases the brake to usage + 128Mi for its SIGTERM handler, then stops it with its grace period", async () => {
   const node = new FakeNode(1000, pods);
   node.otherBytes = 60 * MiB;
   const a = start(node, { ...SOFT_BRAKE, evictionSoftGracePeriod: { 'memory.available': '1s' }, memoryBrakeMaxDuration: '2m' });
@@ -207,8 +207,8 @@ test("pass: a braked pod's soft eviction eases the brake to usage + 64Mi for its
   await a.pass();
   assert.deepEqual(node.writes.slice(0, 2), [
     ['grower', 'memory.high', String(258 * MiB)],
-    ['grower', 'memory.high', String(314 * MiB)],
-  ], 'eased to usage (250Mi) + 64Mi before the stop');
+    ['grower', 'memory.high', String(378 * MiB)],
+  ], 'eased to usage (250Mi) + 128Mi before the stop');
   assert.deepEqual(node.stops, [['grower', 30]]);
   await a.agent.controller.idle();
   await a.agent.stop();
