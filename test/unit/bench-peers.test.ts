@@ -10,6 +10,7 @@ import { parse, printReport, readSummary, trialOrder, type Summary } from '../..
 import { nohangConfig } from '../../src/lab/bench/peers/nohang';
 import { whatFavoursWhom } from '../../src/lab/bench/peers/fairness';
 import type { Trial } from '../../src/lab/bench/peers/trial';
+import { ContenderUnavailable, startDaemon, type ContenderContext } from '../../src/lab/bench/peers/contender';
 import { UsageError } from '../../src/errors';
 
 const MiB = 1024 * 1024;
@@ -159,4 +160,14 @@ test('bench protect --peers --from: a missing file is one line naming the flag a
   assert.equal(r.status, 2, r.stderr);
   assert.deepEqual(r.stderr.trim().split('\n').length, 1, r.stderr);
   assert.match(r.stderr, /--from.*\/nonexistent\/run\.json.*no such file/);
+});
+
+test('a peer whose program cannot be executed is "not run" with the reason, never a crash of the bench', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-peer-'));
+  const notExecutable = path.join(dir, 'earlyoom');
+  fs.writeFileSync(notExecutable, '', { mode: 0o644 });
+  const ctx = { workDir: dir } as ContenderContext;
+  await assert.rejects(startDaemon(ctx, 'earlyoom', notExecutable, [], /never/, 5000), (e: Error) => e instanceof ContenderUnavailable && /^earlyoom could not be run: .*EACCES/.test(e.message));
+  await assert.rejects(startDaemon(ctx, 'earlyoom', path.join(dir, 'absent'), [], /never/, 5000), (e: Error) => e instanceof ContenderUnavailable && /ENOENT/.test(e.message));
+  fs.rmSync(dir, { recursive: true, force: true });
 });

@@ -25,7 +25,7 @@ import { openLabSession } from '../../lab-session';
 import { eachFlag, parseRates, parseWhole as whole } from '../../flags';
 import { round } from '../../stats';
 import type { Contender, ContenderContext, RunningContender } from './contender';
-import { setOomScoreAdj } from './contender';
+import { ContenderUnavailable, setOomScoreAdj } from './contender';
 import { earlyoom } from './earlyoom';
 import { evictd, evictdPoll } from './evictd';
 import { kernel } from './kernel';
@@ -300,7 +300,8 @@ export async function run(argv: string[]): Promise<number> {
             const fails = [...(startFailures.get(c.name) ?? []), (err as Error).message];
             startFailures.set(c.name, fails);
             log(`    ${c.name} ${rate} MiB/s #${i + 1}: failed to start: ${(err as Error).message}`);
-            if (fails.length >= 2) notRun.set(c.name, `failed to start: ${fails[fails.length - 1]}`);
+            if (err instanceof ContenderUnavailable) notRun.set(c.name, (err as Error).message);
+            else if (fails.length >= 2) notRun.set(c.name, `failed to start: ${fails[fails.length - 1]}`);
             continue;
           }
           startFailures.delete(c.name);

@@ -84,6 +84,9 @@ export function setOomScoreAdj(pid: number, adj: number): void {
  * matches `ready` (or after `readyTimeoutMs` if it prints nothing we recognise), stop sends
  * SIGTERM, then SIGKILL. Only this child is signalled, by its pid.
  */
+/** A contender that cannot be run here at all (its program cannot be executed): not a failed start. */
+export class ContenderUnavailable extends Error {}
+
 export async function startDaemon(ctx: ContenderContext, name: string, cmd: string, args: string[], ready: RegExp, readyTimeoutMs = 20_000): Promise<RunningContender> {
   const logFile = path.join(ctx.workDir, `${name}.log`);
   const log = fs.openSync(logFile, 'a');
@@ -92,7 +95,13 @@ export async function startDaemon(ctx: ContenderContext, name: string, cmd: stri
   let seen = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let timer: NodeJS.Timeout | undefined;
+  // The program could not be executed (absent, not executable): an 'error' event and no 'exit'.
+  let spawnError: Error | null = null;
   const isReady = new Promise<boolean>((resolve) => {
+    child.once('error', (err) => {
+      spawnError = err;
+      resolve(false);
+    });
     const on = (d: Buffer): void => {
       fs.writeSync(log, d);
       seen += d.toString();
@@ -105,6 +114,10 @@ export async function startDaemon(ctx: ContenderContext, name: string, cmd: stri
   });
   await isReady;
   clearTimeout(timer);
+  if (spawnError !== null) {
+    fs.closeSync(log);
+    throw new ContenderUnavailable(`${name} could not be run: ${(spawnError as Error).message}`);
+  }
   if (child.exitCode !== null || child.signalCode !== null) {
     fs.closeSync(log);
     throw new Error(`${name} exited at start: ${seen.trim().split('\n').slice(-3).join(' | ')}`);
