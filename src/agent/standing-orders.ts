@@ -73,7 +73,12 @@ export class StandingOrders {
    */
   private readonly recent = new Map<string, Placed & { untilNs: bigint }>();
   private readonly pending = new Map<string, PendingConfirmation>();
-  private readonly done = new Map<string, bigint>();
+  /**
+   * Pods whose eviction is over, by uid, with the sandbox it stopped: a use on the same sandbox
+   * is that eviction's; a use on another sandbox of the uid is the pod restarted in place (the
+   * kubelet keeps the uid), a new eviction to report.
+   */
+  private readonly done = new Map<string, { at: bigint; sandboxId: string }>();
   /** the last listing's ready pods */
   private listedUids: ReadonlySet<string> | null = null;
   /** when a pass last decided orders (monotonic ns) */
@@ -235,7 +240,7 @@ export class StandingOrders {
       this.o.logger.info(fields, 'standing order used on a pod already evicted; reported once, under this threshold');
       return false;
     }
-    if (this.pending.has(uid) || this.done.has(uid)) {
+    if (this.pending.has(uid) || this.done.get(uid)?.sandboxId === placed.pod.runtime.sandboxId) {
       // Another line's order on the same pod, or a pass that saw the crossing first (the line's
       // wake-up can reach the loop before the order thread's report) and evicted it: one kill
       // of ours already stands for this eviction, and it is reported once.
@@ -264,7 +269,7 @@ export class StandingOrders {
         this.pending.delete(rec.pod.uid);
         this.o.logger.info({ pod: `${rec.pod.namespace}/${rec.pod.name}`, uid: rec.pod.uid, line: p.line }, 'standing order used on a pod the pass evicted; reported once');
       }
-      this.done.set(rec.pod.uid, this.o.clock.now());
+      this.done.set(rec.pod.uid, { at: this.o.clock.now(), sandboxId: rec.sandboxId });
       return;
     }
     const p = this.pending.get(rec.pod.uid);
@@ -286,7 +291,7 @@ export class StandingOrders {
   private endIfDone(uid: string, p: PendingConfirmation): void {
     if (!p.stopped || !p.confirmation.reported) return;
     this.pending.delete(uid);
-    this.done.set(uid, this.o.clock.now());
+    this.done.set(uid, { at: this.o.clock.now(), sandboxId: p.pod.runtime.sandboxId });
   }
 
   /** When to try failed confirmations again: 1 s, doubling per failure, at most `capMs`; null when none failed. */
@@ -351,7 +356,7 @@ export class StandingOrders {
 
   private prune(now: bigint): void {
     for (const [k, r] of this.recent) if (r.untilNs < now) this.recent.delete(k);
-    for (const [uid, at] of this.done) if (msBetween(at, now) > DONE_MEMORY_MS) this.done.delete(uid);
+    for (const [uid, d] of this.done) if (msBetween(d.at, now) > DONE_MEMORY_MS) this.done.delete(uid);
   }
 }
 
