@@ -15,7 +15,7 @@ import { setting, skipped, slow } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { AgentProcess } from '../../src/lab/ramp-lab';
 import type { CrashPoint } from '../../src/agent/crash-point';
-import { FakeApiServer, makePod } from '../kube/fake-api-server';
+import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
 import { MiB, criClient, hog, missingE2e, newLab, releaseHarness, sleeper } from './agent-harness';
 import { waitFor } from '../support/wait';
 
@@ -48,7 +48,7 @@ for (const point of POINTS) {
     const url = await api.start();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-crash-'));
     const kubeconfig = path.join(dir, 'kubeconfig');
-    fs.writeFileSync(kubeconfig, ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'));
+    writeKubeconfig(kubeconfig, url);
     const stateDir = path.join(dir, 'state');
     const args = ['--pod-source=api', `--kubeconfig=${kubeconfig}`, '--node-name=node-a', `--state-dir=${stateDir}`];
     api.addPod(makePod('kept', { namespace: 'shop', uid: kept.uid, memRequest: '32Mi', memLimit: '32Mi', priority: 1000 }));

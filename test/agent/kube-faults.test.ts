@@ -14,7 +14,7 @@ import path from 'node:path';
 import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
-import { FakeApiServer, makePod } from '../kube/fake-api-server';
+import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
 import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, type TestAgent } from './agent-harness';
 import { waitFor } from '../support/wait';
 
@@ -37,11 +37,7 @@ after(async () => {
 
 function kubeconfig(name: string, url: string): string {
   const file = path.join(tmp, name);
-  fs.writeFileSync(
-    file,
-    ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'),
-  );
-  return file;
+  return writeKubeconfig(file, url);
 }
 
 const fail = (a: TestAgent) => (err: Error) => {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
-import { FakeApiServer, makePod } from '../kube/fake-api-server';
+import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
 import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, type TestAgent } from './agent-harness';
 import { waitFor } from '../support/wait';
 
@@ -46,10 +46,7 @@ test('with the Kubernetes pod source: API priorities and requests rank the pods,
   api.addPod(makePod('small', { namespace: 'shop', uid: small.uid, annotations: forged }));
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-kube-'));
   const kubeconfig = path.join(tmp, 'kubeconfig');
-  fs.writeFileSync(
-    kubeconfig,
-    ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'),
-  );
+  writeKubeconfig(kubeconfig, url);
   parts = createKubeParts({ kubeconfig, nodeName: 'node-a', podSource: 'api' });
   await parts.source.start();
   await waitFor('the pod source to know both pods', () => parts!.source.get(big.uid) && parts!.source.get(small.uid), 10_000);

@@ -11,6 +11,7 @@
  * Faults are injected per request: an HTTP status, a delay (before or after applying a write),
  * a reset connection, an ERROR event in a watch. Test-only; not part of evictd.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -326,4 +327,13 @@ export function makePod(name: string, opts: { node?: string; uid?: string; names
     },
     status: { phase: opts.phase ?? 'Running' },
   };
+}
+
+/** A kubeconfig file at `file` that points at `url` with a bearer token, as the tests' clients use. */
+export function writeKubeconfig(file: string, url: string): string {
+  fs.writeFileSync(
+    file,
+    ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'),
+  );
+  return file;
 }

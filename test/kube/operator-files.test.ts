@@ -11,7 +11,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { FakeApiServer } from './fake-api-server';
+import { FakeApiServer, writeKubeconfig } from './fake-api-server';
 import { deployDir, docs, type Doc } from './manifests';
 import { waitFor } from '../support/wait';
 
@@ -45,7 +45,7 @@ describe('deploy/ operator files against a real /metrics', () => {
     const url = await api.start();
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-operator-'));
     const kubeconfig = path.join(tmp, 'kubeconfig');
-    fs.writeFileSync(kubeconfig, ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'));
+    writeKubeconfig(kubeconfig, url);
     const state = path.join(tmp, 'state');
     child = spawn(process.execPath, [bin, 'run', '--pod-source=api', '--pod-cgroup-root=/evictd-operator-test-no-pods', '--eviction-hard=memory.available<1Ki', `--kubeconfig=${kubeconfig}`, '--node-name=node-a', '--notifications=none', '--metrics-address=127.0.0.1:0', '--container-runtime-endpoint=unix:///nonexistent/evictd.sock', `--state-dir=${state}`], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
