@@ -25,7 +25,7 @@ import { CriStop } from './effects/cri-stop';
 import { reportAndEnd, type EvictionDeps, type EvictionRecord } from './effects/eviction';
 import { EvictionJournal, type JournalEntry } from './eviction-journal';
 import { FastKill } from './effects/fast-kill';
-import { MemoryBrakes } from './effects/memory-brake';
+import { MemoryBrakes, type BrakeEntry } from './effects/memory-brake';
 import { NodeReclaim } from './effects/node-reclaim';
 import { ConfirmOrder } from './effects/order-confirm';
 import type { Health } from './http-server';
@@ -98,6 +98,8 @@ export const DEFAULT_STATE_DIR = '/run/evictd';
  */
 const DRIFT_TICK_MS = 1000;
 const DRIFT_TICK_NEAR_MS = 100;
+/** How long a previous run's brakes wait for the first pass before they are released anyway. */
+const BRAKE_RECOVERY_MAX_MS = 10_000;
 const nearLineBytes = (capacityBytes: number): number => Math.max(64 * 1024 * 1024, capacityBytes / 16);
 
 export class Agent extends EventEmitter {
@@ -118,6 +120,12 @@ export class Agent extends EventEmitter {
   private lastPassOkAt: bigint | null = null;
   /** set by stop(): a pass that ends after it must not arm a timer again (it would hold the process) */
   private stopping = false;
+  /**
+   * A previous run's brakes are released once this run can see and act (after its first pass
+   * has armed the lines), not at start: until then the brake is all that holds a ramping pod.
+   */
+  private brakeRecovery: NodeJS.Timeout | null = null;
+  private recordedBrakes: BrakeEntry[] | null = null;
   private lastProblem = 'no pass yet';
   /** null when standing orders are off */
   private readonly orders: StandingOrders | null;
@@ -218,8 +226,13 @@ export class Agent extends EventEmitter {
   /** Arms notifications, runs the first pass. */
   start(): void {
     const o = this.o;
-    // Before the first pass: brakes a crashed run left on are released (or re-owned) first.
-    this.brakes?.recover({ dryRun: o.dryRun });
+    // Brakes a crashed run left on stay until the first pass has armed the lines (recoverBrakes).
+    // Its bound: a first pass that hangs must not keep them on for good.
+    const recorded = this.brakes?.readRecord({ dryRun: o.dryRun }) ?? null;
+    if (recorded) {
+      this.recordedBrakes = recorded;
+      this.brakeRecovery = setTimeout(() => this.recoverBrakes(), BRAKE_RECOVERY_MAX_MS);
+    }
     // Before the first pass too: a source that does not answer yet leaves these priorities.
     this.lastKnown?.load();
     // An eviction a crashed run began is finished, in the background: its stop, then its report.
@@ -268,6 +281,7 @@ export class Agent extends EventEmitter {
     this.deadlineTimer = null;
     await this.controller.stop();
     // No agent, no eviction to end a brake: a braked pod must not stay throttled behind us.
+    this.recoverBrakes(false);
     if (!this.o.dryRun) this.brakes?.releaseAll('agent-stop');
     await this.listing.close();
     this.lastKnown?.save();
@@ -292,6 +306,19 @@ export class Agent extends EventEmitter {
     reportAndEnd({ reporter: o.reporter, journal: this.journal!, logger: o.logger }, { pod: e.pod, signal: e.signal, gracePeriodSeconds: e.gracePeriodSeconds, message: e.message, annotations: e.annotations, recovered: true });
   }
 
+  /**
+   * Releases (or re-owns) the brakes a previous run left on, once: after the first pass, at the
+   * bound, or when this run ends first. The pass after it brakes again if the pressure is there.
+   */
+  private recoverBrakes(wakeAfter = true): void {
+    if (!this.brakeRecovery) return;
+    clearTimeout(this.brakeRecovery);
+    this.brakeRecovery = null;
+    this.brakes!.restoreRecord(this.recordedBrakes, { dryRun: this.o.dryRun });
+    this.recordedBrakes = null;
+    if (wakeAfter && !this.stopping) this.wake({ source: 'brake-recovered' });
+  }
+
   private recordEviction(rec: EvictionRecord): void {
     this.orders?.recorded(rec);
     this.emit('eviction', rec);
@@ -304,6 +331,7 @@ export class Agent extends EventEmitter {
   abandon(): void {
     this.stopping = true;
     this.orders?.close();
+    this.recoverBrakes(false);
     if (!this.o.dryRun) this.brakes?.releaseAll('agent-stop');
     this.lastKnown?.save();
   }
@@ -358,6 +386,7 @@ export class Agent extends EventEmitter {
       result = await this.passes.act(d);
     } finally {
       this.arming?.update(d.observation.memory, d.observation.allocatable);
+      this.recoverBrakes();
     }
     // After the lines moved: an order goes on the line as it now stands.
     if (this.orders) this.scheduleOrders(this.orders.afterPass({ orders: d.orders, pods: d.ranked, listedUids: d.listedUids }, Boolean(result?.again)));

@@ -38,6 +38,36 @@ export function containerdPid(): number | null {
   return harness?.containerdPid() ?? null;
 }
 
+/** containerd SIGKILLed and started again on the same socket (shims and containers live on). */
+export async function restartContainerd(): Promise<void> {
+  const pid = containerdPid();
+  if (pid === null || !harness) throw new Error('no harness containerd to restart');
+  process.kill(pid, 'SIGKILL');
+  const alive = () => {
+    try {
+      return !/^State:\s*Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  while (alive()) await new Promise((r) => setTimeout(r, 20));
+  const up = await harness.run(['up']);
+  if (up.code !== 0) throw new Error(`harness up after the kill: ${up.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  // containerd answers before its CRI plugin has loaded ("server is not initialized yet"), the
+  // kubelet waits for the runtime's Ready condition; a CRI call that succeeds is the same here.
+  const { client: c } = await criClient();
+  const end = Date.now() + slow(30_000);
+  for (;;) {
+    try {
+      await c.listPodSandbox();
+      return;
+    } catch (err) {
+      if (Date.now() > end) throw new Error(`the CRI plugin not ready after the restart: ${(err as Error).message}`, { cause: err });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 export async function criClient(): Promise<{ client: CriClient; endpoint: string }> {
   if (!harness) harness = await ensureHarness(AGENT_HARNESS_DIR, '/evictd-agent-harness');
   if (!client) client = CriClient.connect(harness.endpoint, { timeoutMs: slow(5000) });

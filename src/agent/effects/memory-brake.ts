@@ -177,12 +177,18 @@ export class MemoryBrakes {
   }
 
   /**
-   * At start: every brake the record names (a previous run died with them on) is released and
-   * the record emptied; one that cannot be released is re-owned. A pressure still there brakes
-   * again on the first pass, from the restored value. A dry run reads the record and leaves it
-   * and the cgroups as they are.
+   * Every brake the record names (a previous run died with them on) is released and the record
+   * emptied; one that cannot be released is re-owned. A pressure still there brakes again on the
+   * next pass, from the restored value. A dry run reads the record and leaves it and the cgroups
+   * as they are. readRecord and restoreRecord are its two halves, for an agent that reads at
+   * start (a hostile record fails the start) and releases once it can act.
    */
   recover(opts: { dryRun?: boolean } = {}): void {
+    this.restoreRecord(this.readRecord(opts), opts);
+  }
+
+  /** The record's brakes of this boot, or null (none, unreadable or another boot's: logged). */
+  readRecord(opts: { dryRun?: boolean } = {}): BrakeEntry[] | null {
     let text: string;
     try {
       // O_NOFOLLOW: a link in place of the record is not followed to whatever it names.
@@ -193,7 +199,7 @@ export class MemoryBrakes {
         fs.closeSync(fd);
       }
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     }
     let rec: RecordFile;
@@ -203,16 +209,22 @@ export class MemoryBrakes {
     } catch (err) {
       // Renames are atomic, so only a hand edit gets here: keep the file for a person to read.
       this.o.logger.error({ record: this.recordPath, err: (err as Error).message }, 'memory brake record unreadable: brakes it names (if any) are not released');
-      return;
+      return null;
     }
     if (rec.bootId !== undefined && rec.bootId !== this.bootId) {
       // Its cgroups went with that boot, and its monotonic times mean nothing now.
       this.o.logger.warn({ record: this.recordPath, recordBoot: rec.bootId, boot: this.bootId, brakes: rec.brakes.length }, 'memory brake record from another boot: discarded');
       if (!opts.dryRun) this.persist();
-      return;
+      return null;
     }
+    return rec.brakes;
+  }
+
+  /** Releases (or re-owns) the brakes readRecord returned; rewrites the record. */
+  restoreRecord(recorded: BrakeEntry[] | null, opts: { dryRun?: boolean } = {}): void {
+    if (recorded === null) return;
     this.recoveredAt = this.o.clock.now();
-    for (const e of rec.brakes) {
+    for (const e of recorded) {
       if (!this.insidePodRoot(e.dir)) {
         this.o.logger.error({ record: this.recordPath, dir: e.dir, podRoot: this.o.podRootDir, uid: e.pod?.uid }, 'memory brake record names a cgroup outside the pod cgroup root: not touched');
         continue;

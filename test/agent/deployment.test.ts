@@ -1,0 +1,212 @@
+/**
+ * The deployment as deployed: deploy/daemonset.yaml's container (src/lab/daemonset.ts) run on the
+ * lab's containerd, with its mounts, read-only root, dropped capabilities, host PID and network,
+ * and its args and config. What differs from a cluster, and why:
+ * - the image: the lab's busybox with the host's node and this checkout mounted read-only where
+ *   the shipped image has them (no image builder runs here);
+ * - the pod source: the runtime's (no API server here);
+ * - the thresholds: flags over the ConfigMap's (the lab's node has 512 MiB), the lab's node
+ *   cgroup, a free metrics port, and on cgroup v2 the memory brake on.
+ * It shows: the probes' endpoint healthy; on cgroup v2 a hog braked, the brake's record on the
+ * state dir's host path outliving a killed container and the next container releasing it; a hog
+ * evicted; and after containerd is killed and started again (a new socket in the mounted
+ * directory), the running container reaching the runtime again: the next hog is evicted too.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { containerConfig, sandboxConfig } from '../../src/cri';
+import { daemonSetToCri, type DaemonSetDoc } from '../../src/lab/daemonset';
+import type { LabPod, NodeLab } from '../../src/lab/node-lab';
+import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
+import { cgroupMode, skipped } from '../support/environment';
+import { waitFor } from '../support/wait';
+import { docs } from '../kube/manifests';
+import { AGENT_HARNESS_DIR, MiB, criClient, hog, missingE2e, newLab, releaseHarness, restartContainerd, sleeper } from './agent-harness';
+
+const labs: NodeLab[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-deployment-'));
+const containerLogs: string[] = [];
+let passed = false;
+after(async () => {
+  // evictd's own log is inside the container: on a failure it is the only account of why.
+  if (!passed) for (const f of containerLogs) if (fs.existsSync(f)) process.stderr.write(`--- ${path.basename(f)} (tail)\n${fs.readFileSync(f, 'utf8').slice(-12_000)}\n`);
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  for (const l of labs) await l.destroy().catch(() => undefined);
+  await releaseHarness();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+function healthz(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/healthz', timeout: 2000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on('error', () => resolve(0))
+      .on('timeout', function (this: http.ClientRequest) {
+        this.destroy();
+      });
+  });
+}
+
+/** The container's log (CRI format: "<time> <stream> <tag> <line>"), as evictd's JSON lines. */
+function containerLog(file: string): Record<string, unknown>[] {
+  if (!fs.existsSync(file)) return [];
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .flatMap((l) => {
+      const json = l.split(' ').slice(3).join(' ');
+      try {
+        return json.startsWith('{') ? [JSON.parse(json) as Record<string, unknown>] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
+/**
+ * HostToContainer propagation needs the host path on a shared (or slave) mount, as / is on a
+ * systemd node; this machine's / is private, so the stand-in is bound onto itself and shared.
+ */
+function shared(dir: string): string {
+  fs.mkdirSync(dir, { recursive: true });
+  execFileSync('mount', ['--bind', dir, dir]);
+  execFileSync('mount', ['--make-shared', dir]);
+  cleanups.push(async () => {
+    execFileSync('umount', ['-l', dir]);
+  });
+  return dir;
+}
+
+/** Where the test is, for a run cut short (the lab's VM timeout prints nothing of a test in progress). */
+const step = (what: string) => fs.appendFileSync(path.join(tmp, 'progress'), `${new Date().toISOString()} ${what}\n`);
+
+const mkdir = (name: string) => {
+  const d = path.join(tmp, name);
+  fs.mkdirSync(d, { recursive: true });
+  return d;
+};
+
+test("the DaemonSet's container on the lab's containerd: healthy, braking and evicting, its brake record surviving a killed container, and the runtime reached again after containerd restarts", async (t) => {
+  if (skipped(t, missingE2e())) return;
+  const v2 = cgroupMode() === 'v2';
+  const { client } = await criClient();
+  const lab = await newLab('deployment', { memoryLimitBytes: 512 * MiB });
+  labs.push(lab);
+  const kept = await lab.runPod({ name: 'kept', namespace: 'shop', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
+
+  const [cm] = docs('configmap.yaml');
+  const configDir = mkdir('config');
+  fs.writeFileSync(path.join(configDir, 'config.yaml'), cm.data['config.yaml']);
+  const stateDir = path.join(tmp, 'state'); // created by the runtime for the mount, as hostPath DirectoryOrCreate would
+  fs.mkdirSync(stateDir, { mode: 0o700 });
+  const logDir = mkdir('evictd-pod-logs');
+  const port = await freePort();
+  const repo = path.resolve(__dirname, '..', '..', '..');
+  const ds = docs('daemonset.yaml')[0] as DaemonSetDoc;
+  const { pod, container } = daemonSetToCri(
+    ds,
+    {
+      volumes: {
+        config: configDir,
+        cgroup: '/sys/fs/cgroup',
+        'containerd-run': AGENT_HARNESS_DIR,
+        'kubelet-root': shared(path.join(tmp, 'kubelet')),
+        'pod-logs': mkdir('pods'),
+        'containerd-root': shared(path.join(AGENT_HARNESS_DIR, 'root')),
+        state: stateDir,
+        tmp: mkdir('tmp'),
+      },
+      image: 'localhost/evictd/busybox:1',
+      imageMounts: [
+        { containerPath: '/usr', hostPath: '/usr' },
+        { containerPath: '/lib', hostPath: '/lib' },
+        { containerPath: '/lib64', hostPath: '/lib64' },
+        { containerPath: '/opt/evictd', hostPath: repo },
+      ],
+      entrypoint: [process.execPath, '/opt/evictd/bin/evictd.js'],
+      fieldRefs: { NODE_NAME: 'node-a' },
+      replaceArgs: { '--pod-source=api': '--pod-source=runtime', '--metrics-address=127.0.0.1:9741': `--metrics-address=127.0.0.1:${port}` },
+      extraArgs: [
+        `--cgroup-root=${lab.root}`,
+        '--eviction-hard=memory.available<128Mi',
+        ...(v2 ? ['--eviction-soft=memory.available<200Mi', '--eviction-soft-grace-period=memory.available=10m', '--memory-brake', '--memory-brake-max-duration=30s'] : []),
+      ],
+    },
+    { name: 'evictd', namespace: 'kube-system', uid: `evictd-${process.pid}` },
+  );
+  const sandbox = sandboxConfig({ ...pod, logDirectory: logDir });
+  const sandboxId = await client.runPodSandbox(sandbox);
+  cleanups.push(async () => {
+    await client.stopPodSandbox(sandboxId);
+    await client.removePodSandbox(sandboxId);
+  });
+  let attempt = 0;
+  const start = async (): Promise<{ id: string; log: string }> => {
+    const log = `evictd-${attempt}.log`;
+    const id = await client.createContainer(sandboxId, containerConfig({ ...pod, attempt }, { ...container, logPath: log }), sandbox);
+    attempt++;
+    await client.startContainer(id);
+    const file = path.join(logDir, log);
+    containerLogs.push(file);
+    await waitFor('the probe endpoint healthy', async () => (await healthz(port)) === 200, 30_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${fs.existsSync(file) ? fs.readFileSync(file, 'utf8').slice(-3000) : 'no log'}`);
+    });
+    return { id, log: file };
+  };
+  step('starting the first container');
+  const first = await start();
+  step('first container healthy');
+
+  const hogPod = async (name: string): Promise<LabPod> => lab.runPod({ name, namespace: 'shop', qos: 'BestEffort', containers: [hog(100, 700)] });
+  const one = await hogPod('hog-1');
+  if (v2) {
+    // Braked at the soft line (its grace period is long): memory.high set, the record on the host path.
+    const high = () => fs.readFileSync(path.join(lab.memoryDir(one.cgroupPath), 'memory.high'), 'utf8').trim();
+    await waitFor('the brake', () => high() !== 'max', 20_000);
+    assert.ok(fs.existsSync(path.join(stateDir, BRAKE_RECORD_FILE)), "the brake's record on the state dir's host path");
+    // The container is killed (an OOM kill, a node problem): the brake stays, so does its record.
+    step('brake on; killing the first container');
+    await client.stopContainer(first.id, 0);
+    step('first container killed');
+    assert.notEqual(high(), 'max');
+    assert.ok(fs.existsSync(path.join(stateDir, BRAKE_RECORD_FILE)));
+    const second = await start();
+    step('second container healthy');
+    await waitFor('the previous container\'s brake released', () => containerLog(second.log).some((l) => typeof l.msg === 'string' && l.msg.startsWith('memory brake from a previous run')), 20_000);
+  }
+  // The hard line: the hog is evicted, the Guaranteed pod stays.
+  await waitFor('hog-1 evicted', async () => !(await lab.sandboxReady(one)), 60_000);
+  assert.equal(await lab.sandboxReady(kept), true);
+
+  // containerd killed and started again: a new socket in the mounted directory. The container
+  // (its shim lives on) reaches the new runtime: the next hog is evicted as well.
+  step('hog-1 evicted; restarting containerd');
+  await restartContainerd();
+  step('containerd restarted');
+  const two = await hogPod('hog-2');
+  await waitFor('hog-2 evicted after the runtime restarted', async () => !(await lab.sandboxReady(two)), 60_000);
+  assert.equal(await lab.sandboxReady(kept), true);
+  assert.equal(await healthz(port), 200);
+  passed = true;
+});
