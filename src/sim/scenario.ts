@@ -8,7 +8,10 @@ import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { Quantity, QuantityError } from '../policy/quantity';
 import { NODE_PARTS, OBSERVED_PARTS, type NodePart } from '../policy/signals';
-import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeStats, PodSpec, ResourceList, Toleration, VolumeSpec, VolumeUsage } from '../policy/types';
+import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeStats, PodSpec, ResourceList, Toleration, VolumeSource, VolumeSpec, VolumeUsage } from '../policy/types';
+
+/** A volume's source other than emptyDir, as far as local storage goes (policy/types.ts VolumeSpec). */
+const VOLUME_SOURCES: VolumeSource[] = ['configMap', 'gitRepo', 'hostPath', 'other'];
 
 export interface Step {
   /** nanoseconds since scenario start */
@@ -255,9 +258,13 @@ function pod(field: string, v: unknown): ParsedPod {
   const volumeUsage: VolumeUsage[] = [];
   list(`${field}.volumes`, p.volumes).forEach((x, i) => {
     const vf = `${field}.volumes[${i}]`;
-    const vol = fields(vf, x, ['name', 'emptyDir', 'usage', 'inodes']);
+    const vol = fields(vf, x, ['name', 'emptyDir', 'source', 'usage', 'inodes']);
     const vname = str(`${vf}.name`, vol.name);
     const spec: VolumeSpec = { name: vname };
+    if (vol.source !== undefined && vol.source !== null) {
+      if (!(VOLUME_SOURCES as unknown[]).includes(vol.source)) throw badValue(`${vf}.source`, vol.source, `must be one of ${VOLUME_SOURCES.join(', ')}`);
+      spec.source = vol.source as VolumeSource;
+    }
     if (vol.emptyDir !== undefined && vol.emptyDir !== null) {
       const ed = fields(`${vf}.emptyDir`, vol.emptyDir, ['sizeLimit', 'medium']);
       spec.emptyDir = {};
