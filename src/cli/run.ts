@@ -71,6 +71,8 @@ export async function run(argv: string[]): Promise<number> {
   const logger = pino({ level: s.logLevel, base: { component: 'evictd' } });
   // Settings the kubelet would ignore (a repeated flag key, a containerfs threshold): one line each.
   for (const w of s.policy.warnings) logger.warn(w);
+  // Opened first: a path that cannot be written is refused before anything starts.
+  const recorder = s.record ? new Recorder({ path: s.record.path, maxBytes: s.record.maxBytes, eviction: s.eviction, policy: s.policy, standingOrders: s.standingOrders, logger, startNs: Number(systemClock.now()) }) : null;
   const layout = detectCgroups();
   checkMemoryBrake(s.policy, layout);
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
@@ -93,8 +95,6 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
 
-  // Opened now: a path that cannot be written is refused before anything starts.
-  const recorder = s.record ? new Recorder({ path: s.record.path, maxBytes: s.record.maxBytes, eviction: s.eviction, policy: s.policy, standingOrders: s.standingOrders, logger, startNs: Number(systemClock.now()) }) : null;
   const metrics = new AgentMetrics({ processMetrics: true });
   const observer = new NodeObserver({ layout, cgroupRoot: s.cgroupRoot, podCgroupRoot: s.podCgroupRoot, nodefsPath: s.nodefsPath });
   const runtime = CriRuntime.connect(s.endpoint);
