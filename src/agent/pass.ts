@@ -171,7 +171,8 @@ export class PassRunner {
       orders,
       ranked: joined,
       listedUids: new Set(runtimePods.filter((p) => p.ready).map((p) => p.uid)),
-      given: { now: input.now, confirming: confirming.map((c) => c.confirmation), brakes: o.brakes ? [...o.brakes.active] : null, present: all.map((j) => j.runtime.uid) },
+      // copies: acting marks a confirmation reported, and the recording needs it as this pass took it
+      given: { now: input.now, confirming: confirming.map((c) => ({ ...c.confirmation })), brakes: o.brakes ? [...o.brakes.active] : null, present: all.map((j) => j.runtime.uid) },
     };
   }
 

@@ -77,6 +77,7 @@ export class Recorder {
       wake: trigger.sources,
       node: d.observation.node,
       layout,
+      headerLayout: this.layout,
       pods: d.ranked.map((j) => j.active),
       otherUids: d.given.present.filter((u) => !d.ranked.some((j) => j.runtime.uid === u)),
       noCgroup: d.ranked.filter((j) => !j.cgroup).map((j) => j.active.spec.uid),
@@ -119,6 +120,7 @@ export class Recorder {
     this.stream = this.open();
     this.partBytes = 0;
     this.stats.parts++;
+    this.layout = layout;
     const state = this.lastState ? recordedState(o.policy, layout, this.lastState, o.startNs) : undefined;
     this.write(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, part: this.stats.parts, ...(state ? { state } : {}) }));
   }

@@ -10,14 +10,16 @@ import type { Threshold } from '../policy/config';
 import { parseDuration } from '../policy/duration';
 import { initialState, type PolicyState } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
-import { SIGNALS, type NodeCondition, type Signal } from '../policy/types';
+import { SIGNALS, type FilesystemLayout, type NodeCondition, type Signal } from '../policy/types';
 import { RECORDING_VERSION, type Decisions, type RecordedConfirmation, type RecordingHeader } from './recording';
-import { readScenario, type Scenario } from './scenario';
+import { LAYOUTS, readScenario, type Scenario } from './scenario';
 
 /** What a live pass had beside its scenario step. */
 export interface RecordedPass {
   /** the file's line number (1 is the header) */
   line: number;
+  /** the layout the pass observed (the header's unless the line says another) */
+  layout: FilesystemLayout;
   wake: Record<string, number>;
   crossed: Threshold[];
   confirmed: RecordedConfirmation[];
@@ -93,22 +95,26 @@ export function readRecording(text: string): Recording {
     if (e instanceof UsageError) throw new UsageError(e.message.replace(/^steps\[(\d+)\]/, (_, i: string) => `line ${Number(i) + 2}`));
     throw e;
   }
-  const all = thresholdsForLayout(scenario.config.thresholds, scenario.layout);
-  const threshold = (field: string, i: unknown): Threshold => {
+  // Threshold indices count among the thresholds of the layout in force where they are written.
+  const threshold = (field: string, i: unknown, layout = scenario.layout): Threshold => {
+    const all = thresholdsForLayout(scenario.config.thresholds, layout);
     const t = typeof i === 'number' ? all[i] : undefined;
     if (!t) throw badValue(field, i, `must be a threshold index from 0 to ${all.length - 1}`);
     return t;
   };
   const passes = passLines.map((l, i): RecordedPass => {
     const f = `line ${i + 2}`;
+    const layout = (l.filesystems ?? scenario.layout) as FilesystemLayout;
+    if (!LAYOUTS.includes(layout)) throw badValue(`${f}.filesystems`, l.filesystems, `must be one of ${LAYOUTS.join(', ')}`);
     const brakes = l.brakes === undefined ? null : (l.brakes as { uid: string; since: string; signal?: string }[]).map((b, j): ActiveBrake => {
       if (b.signal !== undefined && !(SIGNALS as readonly string[]).includes(b.signal)) throw badValue(`${f}.brakes[${j}].signal`, b.signal, 'not a signal');
       return { uid: String(b.uid), since: ns(`${f}.brakes[${j}].since`, b.since), ...(b.signal ? { signal: b.signal as Signal } : {}) };
     });
     return {
       line: i + 2,
+      layout,
       wake: (l.wake ?? {}) as Record<string, number>,
-      crossed: ((l.crossed ?? []) as unknown[]).map((x, j) => threshold(`${f}.crossed[${j}]`, x)),
+      crossed: ((l.crossed ?? []) as unknown[]).map((x, j) => threshold(`${f}.crossed[${j}]`, x, layout)),
       confirmed: (l.confirmed ?? []) as RecordedConfirmation[],
       brakes,
       otherUids: strings(`${f}.otherUids`, l.otherUids),

@@ -17,7 +17,7 @@ import type { PolicyState, ThresholdStatus } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
 import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../policy/pods';
 import type { OrderConfirmation, OrderDecision } from '../policy/standing-order';
-import type { ActivePod, FilesystemLayout, NodeCondition, NodeStats, ResourceList } from '../policy/types';
+import type { ActivePod, ContainerUsage, FilesystemLayout, NodeCondition, NodeStats, ResourceList } from '../policy/types';
 
 /** The header's marker and version: a reader that sees another version refuses the file. */
 export const RECORDING_VERSION = 1;
@@ -135,9 +135,33 @@ const resources = (r: ResourceList): Record<string, string> | undefined => {
 };
 
 /** A pod in the scenario format, with the fields the policy reads and nothing else. */
+/** A container's stats in the scenario's words (fields left out where the agent had no number). */
+function usageFields(u: ContainerUsage): Record<string, number> {
+  const usage: Record<string, number> = {};
+  if (u.memoryBytes !== undefined) usage.memory = u.memoryBytes;
+  if (u.rootfsBytes !== undefined) usage.rootfs = u.rootfsBytes;
+  if (u.logsBytes !== undefined) usage.logs = u.logsBytes;
+  if (u.rootfsInodes !== undefined) usage.inodes = u.rootfsInodes;
+  if (u.logsInodes !== undefined) usage.logsInodes = u.logsInodes;
+  return usage;
+}
+
+/**
+ * Whether the pod's stats sit one to one on its containers, in the order a scenario's reader
+ * lists them (app containers, then init ones): then each goes on its container. Otherwise (a
+ * container twice, as memory and disk stats are read apart; a name the spec lacks, as a pod known
+ * from its sandbox alone has) they go as the pod's `containerUsage` list, as they are.
+ */
+function statsPerContainer(s: ActivePod['spec'], stats: readonly ContainerUsage[]): boolean {
+  const names = stats.map((c) => c.name);
+  const specOrder = [...s.containers, ...(s.initContainers ?? [])].map((c) => c.name).filter((n) => names.includes(n));
+  return new Set(names).size === names.length && names.length === specOrder.length && names.every((n, i) => n === specOrder[i]);
+}
+
 export function recordedPod(p: ActivePod): Record<string, unknown> {
   const s = p.spec;
-  const usageOf = (name: string) => p.usage?.containers.find((c) => c.name === name);
+  const perContainer = !p.usage || statsPerContainer(s, p.usage.containers);
+  const usageOf = (name: string) => (perContainer ? p.usage?.containers.find((c) => c.name === name) : undefined);
   const container = (c: { name: string; requests: ResourceList; limits: ResourceList; restartPolicy?: 'Always' }, init: boolean) => {
     const out: Record<string, unknown> = { name: c.name };
     const req = resources(c.requests);
@@ -146,14 +170,7 @@ export function recordedPod(p: ActivePod): Record<string, unknown> {
     if (lim) out.limits = lim;
     if (init && c.restartPolicy) out.restartPolicy = c.restartPolicy;
     const u = usageOf(c.name);
-    if (u) {
-      const usage: Record<string, number> = {};
-      if (u.memoryBytes !== undefined) usage.memory = u.memoryBytes;
-      if (u.rootfsBytes !== undefined) usage.rootfs = u.rootfsBytes;
-      if (u.logsBytes !== undefined) usage.logs = u.logsBytes;
-      if (u.rootfsInodes !== undefined) usage.inodes = u.rootfsInodes;
-      out.usage = usage;
-    }
+    if (u) out.usage = usageFields(u);
     return out;
   };
   const out: Record<string, unknown> = { name: s.name, namespace: s.namespace, uid: s.uid };
@@ -168,7 +185,8 @@ export function recordedPod(p: ActivePod): Record<string, unknown> {
   // A pod whose containers carry no usage but which has stats (a process count, a volume) still
   // says so through them; a pod with stats and none of those gets `usage: {}` on its first container.
   const containers = out.containers as Record<string, unknown>[];
-  if (p.usage && !containers.some((c) => c.usage) && p.usage.processes === undefined && p.usage.volumes.length === 0 && containers[0]) containers[0].usage = {};
+  if (p.usage && !perContainer) out.containerUsage = p.usage.containers.map((c) => ({ name: c.name, ...usageFields(c) }));
+  else if (p.usage && !containers.some((c) => c.usage) && p.usage.processes === undefined && p.usage.volumes.length === 0 && containers[0]) containers[0].usage = {};
   if (s.volumes.length) {
     out.volumes = s.volumes.map((v) => {
       const vol: Record<string, unknown> = { name: v.name };
@@ -222,7 +240,9 @@ export interface PassInput {
   startNs: number;
   wake: Record<string, number>;
   node: NodeStats;
+  /** the pass's filesystem layout; and the one the file's header says (a pass's own is written when they differ) */
   layout: FilesystemLayout;
+  headerLayout: FilesystemLayout;
   pods: readonly ActivePod[];
   /** uids the runtime listed that the ranking did not see (being stopped, confirmed): the brake's `present` */
   otherUids: readonly string[];
@@ -247,6 +267,8 @@ const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 /** One pass as its line (an object; JSON.stringify makes it the line). */
 export function passLine(p: PassInput): Record<string, unknown> {
   const line: Record<string, unknown> = { at: formatDuration(p.atNs), wake: p.wake, node: recordedNode(p.node), pods: p.pods.map(recordedPod) };
+  // The layout is observed each pass (the image filesystem becomes known after the first ones).
+  if (p.layout !== p.headerLayout) line.filesystems = p.layout;
   if (p.noCgroup.length) line.noCgroup = p.noCgroup;
   if (p.crossed.length) {
     const all = thresholdsForLayout(p.policy.thresholds, p.layout);

@@ -45,11 +45,11 @@ export interface ReplayResult {
 /**
  * The evictions a pass's actions carry out, in their order, as the actuator runs them: a pass
  * that confirms a standing order's kill ends there (what follows was decided on numbers read
- * while that pod's memory was still coming back).
+ * while that pod's memory was still coming back). A confirmation already reported (its sandbox
+ * stop still running, or tried again) does not end it: the actuator has nothing to do for it.
  */
-export function evictionsIn(actions: readonly string[], pass: number, at: string): Decided[] {
+export function evictionsIn(actions: readonly string[], pass: number, at: string, confirming: boolean): Decided[] {
   const out: Decided[] = [];
-  const confirming = actions.some((a) => a.startsWith('confirm '));
   for (const a of confirming ? actions.filter((x) => x.startsWith('confirm ')) : actions) {
     const [how, ...rest] = a.split(' ');
     if (how === 'evict' && rest[0] !== 'none') out.push({ pass, at, pod: rest[0]!, signal: rest[1]!, how });
@@ -87,11 +87,14 @@ export function replay(rec: Recording): ReplayResult {
   const result: ReplayResult = { passes: passes.length, recorded: [], replayed: [], differences: [] };
   // The pod each line's standing order last named in the replay: a used order must be it.
   const lastOrder = new Map<string, string>();
+  // A use is checked at the first pass that confirms it: later passes confirm it again until
+  // its sandbox stop is done, after orders on the line have moved on.
+  const checked = new Set<string>();
   scenario.steps.forEach((step, i) => {
     const pass = passes[i]!;
     const n = i + 1;
     const at = formatDuration(step.at);
-    const r = decidePass(scenario.config, state, step, pass, scenario.layout, rec.header.standingOrders);
+    const r = decidePass(scenario.config, state, step, pass, pass.layout, rec.header.standingOrders);
     state = r.state;
     const fallback = signalOf(pass.decided.met) ?? '-';
     for (const what of ['met', 'conditions', 'actions', 'orders'] as const) {
@@ -100,6 +103,9 @@ export function replay(rec: Recording): ReplayResult {
       if (a.length !== b.length || a.some((x, j) => x !== b[j])) result.differences.push({ pass: n, at, signal: signalOf([...a, ...b]) ?? fallback, what, recorded: a, replayed: b });
     }
     for (const c of pass.confirmed) {
+      const use = `${c.line} ${c.pod} ${c.crossedAt ?? ''}`;
+      if (checked.has(use)) continue;
+      checked.add(use);
       const named = lastOrder.get(c.line);
       if (named !== undefined && named !== c.pod) result.differences.push({ pass: n, at, signal: c.line.replace(/\[\d+\]$/, ''), what: 'confirm', recorded: [`order on ${c.line} used on ${c.pod}`], replayed: [`order on ${c.line} named ${named}`] });
     }
@@ -109,8 +115,9 @@ export function replay(rec: Recording): ReplayResult {
     }
     // A pod is evicted once: a later pass confirming it again (its stop retried) is not another.
     const once = (list: Decided[], more: Decided[]) => list.push(...more.filter((e) => !list.some((x) => x.pod === e.pod && x.how === e.how)));
-    once(result.recorded, evictionsIn(pass.decided.actions, n, at));
-    once(result.replayed, evictionsIn(r.decided.actions, n, at));
+    const confirming = pass.confirmed.some((c) => !c.reported);
+    once(result.recorded, evictionsIn(pass.decided.actions, n, at, confirming));
+    once(result.replayed, evictionsIn(r.decided.actions, n, at, confirming));
   });
   return result;
 }

@@ -134,7 +134,6 @@ interface Run {
 
 /** The config over the history, evicted pods taken out as it goes. */
 function runOver(config: PolicyConfig, rec: Recording, samples: Sample[]): Run {
-  const layout = rec.scenario.layout;
   let state = initialState();
   const removed = new Set<string>();
   const run: Run = { evictions: [], conditions: {}, available: new Map(), ordered: new Map() };
@@ -155,6 +154,8 @@ function runOver(config: PolicyConfig, rec: Recording, samples: Sample[]): Run {
     }
     const drawn = prev ? drawnCrossing(config, prev, cur) : null;
     // A drawn point's pods come from `cur`, already without the removed ones.
+    // the layout the live pass observed (a drawn point lies before that pass)
+    const layout = rec.passes[raw.pass - 1]!.layout;
     for (const s of drawn ? [drawn, cur] : [cur]) {
       const assessed = assess(config, state, { now: s.atNs, node: s.node, layout });
       const ev = planEvictions(config, assessed, s.pods, layout);
