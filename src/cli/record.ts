@@ -3,7 +3,7 @@
  * --record FILE` does: every pass observes and decides, nothing is acted on, and each pass's
  * numbers and decisions go to FILE for `evictd simulate` to replay and ask "what if".
  */
-import { UsageError } from '../errors';
+import { UsageError, badValue } from '../errors';
 import type { Command } from './command';
 import { run } from './run';
 
@@ -21,6 +21,11 @@ export const record: Command = async (argv) => {
   }
   const [file, ...rest] = argv;
   if (file === undefined || file.startsWith('-')) throw new UsageError('record: expected the recording FILE first (evictd record FILE [run flags])');
-  if (rest.some((a) => /^--?(record|dry-run)(=|$)/.test(a))) throw new UsageError('record: --record and --dry-run are set by evictd record itself');
+  const i = rest.findIndex((a) => /^--?(record|dry-run)(=|$)/.test(a));
+  if (i >= 0) {
+    const [flag, given] = rest[i]!.split(/=(.*)/s) as [string, string | undefined];
+    const value = given ?? (flag.endsWith('dry-run') ? 'true' : (rest[i + 1] ?? ''));
+    throw badValue(flag, value, 'is set by evictd record itself (it records to FILE and acts on nothing)');
+  }
   return run([...rest, '--record', file, '--dry-run']);
 };

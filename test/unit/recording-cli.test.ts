@@ -77,3 +77,16 @@ test('what-if flags on a plain scenario are refused (it carries its own config)'
   assert.equal(r.status, 2);
   assert.match(r.stderr, /^evictd: --eviction-hard: .*works on a recording/);
 });
+
+test('evictd record refuses --record and --dry-run (it sets both itself), and wants FILE first: one line, exit 2', () => {
+  const given = evictd('record', path.join(dir, 'r.jsonl'), '--dry-run');
+  assert.equal(given.status, 2, given.stdout + given.stderr);
+  assert.equal(given.stderr, 'evictd: --dry-run: "true": is set by evictd record itself (it records to FILE and acts on nothing)\n');
+  const twice = evictd('record', path.join(dir, 'r.jsonl'), '--record=other.jsonl');
+  assert.equal(twice.status, 2);
+  assert.match(twice.stderr, /^evictd: --record: "other\.jsonl": is set by evictd record itself/);
+  const none = evictd('record', '--eviction-hard', 'memory.available<1Gi');
+  assert.equal(none.status, 2);
+  assert.equal(none.stderr.trim().split('\n').length, 1, none.stderr);
+  assert.match(none.stderr, /^evictd: record: expected the recording FILE first/);
+});
