@@ -75,7 +75,7 @@ export class Recorder {
     const layout = d.observation.layout;
     if (this.layout === null) {
       this.layout = layout;
-      this.write(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders }));
+      this.write(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs }));
     }
     const line = passLine({
       atNs: d.given.now - o.startNs,
@@ -135,7 +135,7 @@ export class Recorder {
     this.stats.parts++;
     this.layout = layout;
     const state = this.lastState ? recordedState(o.policy, layout, this.lastState, o.startNs) : undefined;
-    this.write(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, part: this.stats.parts, ...(state ? { state } : {}) }));
+    this.write(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs, part: this.stats.parts, ...(state ? { state } : {}) }));
   }
 
   /** Flushes and closes the file. */

@@ -213,6 +213,7 @@ export async function run(argv: string[]): Promise<number> {
     await recorder.close();
     const r = recorder.stats;
     logger.info({ path: s.record!.path, ...r, bytesPerPass: r.passes ? Math.round(r.bytes / r.passes) : 0, serializeMsMean: r.passes ? r.serializeMsTotal / r.passes : 0 }, 'recording closed');
+    if (r.passes === 0) logger.warn({ path: s.record!.path }, 'recording: no pass completed, the file is empty (evictd simulate says so)');
   }
   logger.info({ passes: agent.controller.stats.passes, notifications: agent.controller.stats.notifications }, 'stopped');
   return 0;

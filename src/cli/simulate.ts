@@ -58,6 +58,8 @@ function hypothetical(values: Record<string, unknown>, rec: Recording): PolicyCo
   const flags: EvictionFlags = {};
   // Map flags given twice add up, as evictd run's do.
   for (const [k, name] of given) (flags as Record<string, string>)[k] = (values[name] as string[]).join(',');
+  // The recorded period, as a flag: through the config's reader a zero one would become 5m.
+  if (flags.evictionPressureTransitionPeriod === undefined && values.config === undefined && rec.header.pressureTransitionPeriod !== undefined) flags.evictionPressureTransitionPeriod = rec.header.pressureTransitionPeriod;
   try {
     const base = typeof values.config === 'string' ? configFromFile(values.config) : configFromKubeletConfiguration(rec.header.config, 'recording config.');
     return compileConfig(configFromFlags(flags, base));
@@ -111,6 +113,13 @@ export const simulate: Command = async (argv) => {
   if (parsed.positionals.length !== 1) throw new UsageError('simulate: expected one scenario FILE (or - for standard input)');
   const file = parsed.positionals[0]!;
   const text = readInput(file);
+  // What `--record` leaves when the agent stopped before its first pass (the header goes with
+  // the first pass, which observes the filesystem layout): nothing to replay, and nothing wrong.
+  if (text.trim() === '') {
+    if (parsed.values.json) process.stdout.write(JSON.stringify({ passes: 0, recorded: [], replayed: [], differences: [] }) + '\n');
+    else process.stdout.write(`${file}: empty: no passes recorded (the agent stopped before its first pass)\n`);
+    return 0;
+  }
   if (isRecording(text)) return recording(text, parsed.values);
   const whatIfFlag = [...WHAT_IF_FLAGS.map(([, n]) => n), 'config', 'json'].find((n) => (parsed.values as Record<string, unknown>)[n] !== undefined);
   if (whatIfFlag) throw badValue(`--${whatIfFlag}`, file, 'works on a recording (evictd run --record); a scenario carries its own config');

@@ -95,6 +95,8 @@ export function readRecording(text: string): Recording {
     if (e instanceof UsageError) throw new UsageError(e.message.replace(/^steps\[(\d+)\]/, (_, i: string) => `line ${Number(i) + 2}`));
     throw e;
   }
+  // The period in force, zero included (the config's reader takes a zero one for unset).
+  if (h.pressureTransitionPeriod !== undefined) scenario.config = { ...scenario.config, pressureTransitionPeriodNs: ns('line 1.pressureTransitionPeriod', h.pressureTransitionPeriod) };
   // Threshold indices count among the thresholds of the layout in force where they are written.
   const threshold = (field: string, i: unknown, layout = scenario.layout): Threshold => {
     const all = thresholdsForLayout(scenario.config.thresholds, layout);

@@ -48,6 +48,11 @@ export interface RecordingHeader {
   startedAt: string;
   /** whether the agent placed standing orders (the replay decides them only then) */
   standingOrders: boolean;
+  /**
+   * the pressure transition period in force: the file reader takes a zero one in `config` for
+   * unset (5m, as the kubelet's defaulting does), while a zero flag is zero
+   */
+  pressureTransitionPeriod?: string;
   /** a file the size limit started afresh (2, 3, ...): `state` carries the policy's history into it */
   part?: number;
   state?: RecordedState;
@@ -75,10 +80,10 @@ export function recordedState(policy: PolicyConfig, layout: FilesystemLayout, s:
   };
 }
 
-export function recordingHeader(cfg: EvictionConfig, layout: FilesystemLayout, o: { startedAt: Date; standingOrders: boolean; part?: number; state?: RecordedState }): RecordingHeader {
+export function recordingHeader(cfg: EvictionConfig, layout: FilesystemLayout, o: { startedAt: Date; standingOrders: boolean; pressureTransitionNs: number; part?: number; state?: RecordedState }): RecordingHeader {
   const config: Record<string, unknown> = {};
   for (const k of CONFIG_FIELDS) if (cfg[k] !== undefined) config[k] = cfg[k];
-  const h: RecordingHeader = { evictdRecording: RECORDING_VERSION, config, filesystems: layout, startedAt: o.startedAt.toISOString(), standingOrders: o.standingOrders };
+  const h: RecordingHeader = { evictdRecording: RECORDING_VERSION, config, filesystems: layout, startedAt: o.startedAt.toISOString(), standingOrders: o.standingOrders, pressureTransitionPeriod: formatDuration(o.pressureTransitionNs) };
   if (o.part) h.part = o.part;
   if (o.state) h.state = o.state;
   return h;

@@ -122,3 +122,25 @@ test('a dry run (evictd record) records what it would have done, does nothing, a
   assert.ok(rec.passes.every((p) => p.decided.actions.includes('evict ns/grower memory.available grace 0s')), JSON.stringify(rec.passes.map((p) => p.decided)));
   assert.deepEqual(result.replayed.map((e) => e.pod), ['ns/grower']);
 });
+
+test('a zero pressure transition period (a flag) replays as zero, not as the 5m a zero in a config file means', async () => {
+  const file = path.join(dir, 'no-transition.jsonl');
+  const t = start({ evictionHard: { 'memory.available': '200Mi' }, evictionPressureTransitionPeriod: '0s' }, { file, maxBytes: 64 * 2 ** 20 });
+  await t.agent.controller.idle();
+  await t.pass(1000);
+  await t.stop();
+  const { rec, result } = replayed(file);
+  assert.equal(rec.header.config.evictionPressureTransitionPeriod, '0s');
+  assert.equal(rec.scenario.config.pressureTransitionPeriodNs, 0);
+  assert.deepEqual(t.node.stops, [['grower', 0]]);
+  // A zero period holds a condition for no time at all: the kubelet's nodeConditionsObservedSince
+  // keeps one observed less than the period ago, so it never reports MemoryPressure (5m would).
+  assert.deepEqual(rec.passes.map((p) => p.decided.conditions.join(',')), ['', '', '']);
+  assert.deepEqual(result.differences, []);
+  // The same header read as a file's config would hold the condition for 5m: the period goes in the header.
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const header = JSON.parse(lines[0]!) as Record<string, unknown>;
+  delete header.pressureTransitionPeriod;
+  lines[0] = JSON.stringify(header);
+  assert.ok(replay(readRecording(lines.join('\n'))).differences.some((d) => d.what === 'conditions'));
+});

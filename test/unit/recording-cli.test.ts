@@ -90,3 +90,13 @@ test('evictd record refuses --record and --dry-run (it sets both itself), and wa
   assert.equal(none.stderr.trim().split('\n').length, 1, none.stderr);
   assert.match(none.stderr, /^evictd: record: expected the recording FILE first/);
 });
+
+test('an empty recording (the agent stopped before its first pass) is no passes recorded, exit 0', () => {
+  const f = path.join(dir, 'empty.jsonl');
+  fs.writeFileSync(f, '');
+  const r = evictd('simulate', f);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `${f}: empty: no passes recorded (the agent stopped before its first pass)\n`);
+  const j = evictd('simulate', f, '--json');
+  assert.deepEqual(JSON.parse(j.stdout), { passes: 0, recorded: [], replayed: [], differences: [] });
+});

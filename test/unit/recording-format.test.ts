@@ -56,7 +56,7 @@ test("a pass whose layout is not the header's says its own, and its threshold in
     passLine({ atNs: 1e6 * (layout === 'single' ? 1 : 2), startNs: 0, wake: { housekeeping: 1 }, node: {}, layout, headerLayout: 'single', pods: [], otherUids: [], noCgroup: [], crossed: [], confirmations: [], brakes: null, policy, met: [], conditions: [], actions: [], orders: [], decideMs: 1 });
   assert.equal(line('single').filesystems, undefined);
   assert.equal(line('split').filesystems, 'split');
-  const text = [recordingHeader(config, 'single', { startedAt: new Date(0), standingOrders: false }), line('single'), line('split')].map((x) => JSON.stringify(x)).join('\n') + '\n';
+  const text = [recordingHeader(config, 'single', { startedAt: new Date(0), standingOrders: false, pressureTransitionNs: policy.pressureTransitionPeriodNs }), line('single'), line('split')].map((x) => JSON.stringify(x)).join('\n') + '\n';
   assert.deepEqual(readRecording(text).passes.map((p) => p.layout), ['single', 'split']);
 });
 
