@@ -32,6 +32,7 @@ import type { Health } from './http-server';
 import type { AgentMetrics } from './metrics';
 import { NodeView } from './node-view';
 import { PassRunner } from './pass';
+import type { Recorder } from './recorder';
 import { LastKnownPriorities } from './last-known-priorities';
 import { PodListing } from './pod-listing';
 import type { Clock, EvictionReporter, NotificationPort, OrderFired, PodSpecSource, RuntimePort, Wakeup } from './ports';
@@ -87,6 +88,8 @@ export interface AgentOptions {
    * an order stands unless a pass refreshes it (default 1 s).
    */
   standingOrders?: boolean | { ttlMs?: number };
+  /** `--record FILE`: told of each pass once its actions are issued (see recorder.ts) */
+  recorder?: Pick<Recorder, 'pass'>;
 }
 
 export const DEFAULT_STATE_DIR = '/run/evictd';
@@ -394,6 +397,14 @@ export class Agent extends EventEmitter {
     this.scheduleDeadline(d.evaluation);
     this.lastPassOkAt = this.clock.now();
     this.lastProblem = '';
+    // Last: the pass's kills and stops are issued; a recording that fails never fails the pass.
+    if (this.o.recorder) {
+      try {
+        this.o.recorder.pass(trigger, d);
+      } catch (err) {
+        this.o.logger.warn({ err }, 'recording: a pass could not be recorded');
+      }
+    }
     return result;
   }
 

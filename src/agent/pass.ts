@@ -14,7 +14,7 @@ import type { ActiveBrake } from '../policy/brake';
 import type { PolicyConfig } from '../policy/config';
 import { assess, initialState, planEvictions, type Evaluation, type PolicyState } from '../policy/evaluate';
 import { podFacts } from '../policy/pods';
-import { decideOrders, type OrderDecision } from '../policy/standing-order';
+import { decideOrders, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
 import { needsContainerDiskUsage } from '../policy/signals';
 import type { ContainerUsage } from '../policy/types';
 import type { Actuator, PassStamps } from './actuator';
@@ -70,6 +70,17 @@ export interface Decision {
   ranked: JoinedPod[];
   /** the runtime's ready pods this pass decided on */
   listedUids: Set<string>;
+  /** what a recording of this pass needs beside the above (see src/sim/recording.ts) */
+  given: {
+    /** the policy's `now` (monotonic ns) */
+    now: number;
+    /** used standing orders this pass confirmed */
+    confirming: OrderConfirmation[];
+    /** the brakes in force as the pass decided (null: the brake is off) */
+    brakes: ActiveBrake[] | null;
+    /** every pod uid listed, the ranked ones included (the brake's `present`) */
+    present: string[];
+  };
 }
 
 export class PassRunner {
@@ -160,6 +171,8 @@ export class PassRunner {
       orders,
       ranked: joined,
       listedUids: new Set(runtimePods.filter((p) => p.ready).map((p) => p.uid)),
+      // copies: acting marks a confirmation reported, and the recording needs it as this pass took it
+      given: { now: input.now, confirming: confirming.map((c) => ({ ...c.confirmation })), brakes: o.brakes ? [...o.brakes.active] : null, present: all.map((j) => j.runtime.uid) },
     };
   }
 

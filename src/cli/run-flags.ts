@@ -61,6 +61,8 @@ const FLAGS: FlagDef[] = [
   { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE; where the node refuses it, evictd says so and runs at normal priority)', def: '0' },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
+  { name: 'record', arg: 'FILE', help: 'append what each pass saw and decided to FILE, one JSON line per pass (docs/scenarios.md#recordings); `evictd simulate FILE` replays it' },
+  { name: 'record-max-size', arg: 'QUANTITY', help: 'past this size the recording moves to FILE.1 and FILE starts again', def: '64Mi' },
   { name: 'log-level', arg: 'LEVEL', help: `one of ${LOG_LEVELS.join(', ')}`, def: 'info' },
   { name: 'pod-source', arg: 'SOURCE', help: 'api, kubelet or runtime (runtime: sandboxes only)', def: 'api with --kubeconfig or in a cluster, else runtime' },
   { name: 'kubeconfig', arg: 'FILE', help: 'kubeconfig for the API server (default: in-cluster service account)' },

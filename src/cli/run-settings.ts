@@ -11,6 +11,7 @@ import type { CgroupLayout } from '../node/cgroups';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionConfig, type EvictionFlags, type PolicyConfig } from '../policy/config';
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { badValue, UsageError } from '../errors';
+import { Quantity, QuantityError } from '../policy/quantity';
 import { LOG_LEVELS, type ParsedFlags } from './run-flags';
 
 /** The longest delay a Node timer takes (2^31-1 ms); longer ones fire at once, with a warning. */
@@ -60,10 +61,14 @@ export interface RunSettings {
   podSource: 'api' | 'kubelet' | 'runtime';
   realtimePriority: number;
   stateDir: string;
+  /** the eviction fields in force (file under flags), as a recording keeps them */
+  eviction: EvictionConfig;
+  /** --record: where each pass's line goes, and the size past which the file starts again */
+  record: { path: string; maxBytes: number } | null;
 }
 
 /** The eviction fields of a kubelet config file (YAML or JSON KubeletConfiguration). */
-function configFromFile(configFile: string): EvictionConfig {
+export function configFromFile(configFile: string): EvictionConfig {
   let text: string;
   try {
     text = fs.readFileSync(configFile, 'utf8');
@@ -111,8 +116,10 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   if (typeof f['memory-brake'] === 'boolean') flags.memoryBrake = f['memory-brake'];
   if (typeof f['cgroups-per-qos'] === 'boolean') flags.cgroupsPerQOS = f['cgroups-per-qos'];
   let policy: PolicyConfig;
+  let eviction: EvictionConfig;
   try {
-    policy = compileConfig(configFromFlags(flags, base));
+    eviction = configFromFlags(flags, base);
+    policy = compileConfig(eviction);
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
@@ -178,7 +185,26 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     podSource: podSource as RunSettings['podSource'],
     realtimePriority,
     stateDir,
+    eviction,
+    record: recordSettings(str('record'), str('record-max-size')),
   };
+}
+
+/** --record and its size bound; whether FILE can be written is seen when it is opened, at start. */
+function recordSettings(file: string | undefined, maxText: string | undefined): RunSettings['record'] {
+  if (maxText !== undefined && file === undefined) throw badValue('--record-max-size', maxText, 'needs --record FILE');
+  if (file === undefined) return null;
+  if (file === '') throw badValue('--record', file, 'must be a file path');
+  let maxBytes: number;
+  try {
+    maxBytes = Quantity.parse(maxText ?? '64Mi').value();
+  } catch (err) {
+    if (err instanceof QuantityError) throw badValue('--record-max-size', maxText, err.message);
+    throw err;
+  }
+  // Below a few lines' worth the file would start again at every pass.
+  if (maxBytes < 64 * 1024) throw badValue('--record-max-size', maxText, 'must be at least 64Ki');
+  return { path: file, maxBytes };
 }
 
 /**

@@ -7,6 +7,8 @@
 import fs from 'node:fs';
 import pino from 'pino';
 import { Agent } from '../agent/agent';
+import { systemClock } from '../agent/clock';
+import { Recorder } from '../agent/recorder';
 import { stateDirProblem } from '../agent/effects/memory-brake';
 import { CriRuntime } from '../agent/adapters/cri-runtime';
 import { kernelNotifications } from '../agent/adapters/kernel-notifications';
@@ -69,6 +71,8 @@ export async function run(argv: string[]): Promise<number> {
   const logger = pino({ level: s.logLevel, base: { component: 'evictd' } });
   // Settings the kubelet would ignore (a repeated flag key, a containerfs threshold): one line each.
   for (const w of s.policy.warnings) logger.warn(w);
+  // Opened first: a path that cannot be written is refused before anything starts.
+  const recorder = s.record ? new Recorder({ path: s.record.path, maxBytes: s.record.maxBytes, eviction: s.eviction, policy: s.policy, standingOrders: s.standingOrders, logger, startNs: Number(systemClock.now()) }) : null;
   const layout = detectCgroups();
   checkMemoryBrake(s.policy, layout);
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
@@ -114,6 +118,7 @@ export async function run(argv: string[]): Promise<number> {
     psi: s.psi,
     volumes: { kubeletRootDir: s.nodefsPath, periodMs: s.volumeStatsAggPeriodMs },
     stateDir: s.stateDir,
+    ...(recorder ? { recorder } : {}),
   });
   const server = await startMetricsServer(s.metrics, metrics.registry, () => agent.health()).catch((err: NodeJS.ErrnoException) => {
     throw badValue('--metrics-address', `${s.metrics.host}:${s.metrics.port}`, err.code ?? err.message);
@@ -204,6 +209,12 @@ export async function run(argv: string[]): Promise<number> {
   await closeAdmission();
   kube?.close();
   runtime.close();
+  if (recorder) {
+    await recorder.close();
+    const r = recorder.stats;
+    logger.info({ path: s.record!.path, ...r, bytesPerPass: r.passes ? Math.round(r.bytes / r.passes) : 0, serializeMsMean: r.passes ? r.serializeMsTotal / r.passes : 0 }, 'recording closed');
+    if (r.passes === 0) logger.warn({ path: s.record!.path }, 'recording: no pass completed, the file is empty (evictd simulate says so)');
+  }
   logger.info({ passes: agent.controller.stats.passes, notifications: agent.controller.stats.notifications }, 'stopped');
   return 0;
 }

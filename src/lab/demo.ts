@@ -12,28 +12,35 @@ import { harnessMissing } from './harness';
 import { openLabSession } from './lab-session';
 import { badValue, UsageError } from '../errors';
 import { eachFlag, parseRates } from './flags';
+import os from 'node:os';
+import path from 'node:path';
+import { Quantity } from '../policy/quantity';
+import { demoReplay } from './demo-replay';
 
 const MiB = 1024 * 1024;
 /** deploy/daemonset.yaml and deploy/evictd.service run evictd run --realtime-priority=10 */
 const DEPLOYED_RT_PRIORITY = 10;
 
-const USAGE = `usage: evictd demo [--json] [--rates LIST] [--node-memory MIB] [--threshold QUANTITY]
+const USAGE = `usage: evictd demo [--json] [--rates LIST] [--node-memory MIB] [--threshold QUANTITY] [--record FILE]
 
 Real containerd, real cgroups, real eviction, end to end (needs root; about a minute).
   --json             one JSON object per event; the last line is {"summary": {...}}
   --rates LIST       hog ramp rates in MiB/s, one ramp each (default 200,500,1000,2000,2000)
   --node-memory MIB  the node cgroup's memory limit (default 512)
-  --threshold Q      the hard memory.available threshold (default 100Mi)`;
+  --threshold Q      the hard memory.available threshold (default 100Mi)
+  --record FILE      where evictd run --record writes the run (default: a file under the OS temp dir);
+                     the demo then replays it and asks it "what if" with a line twice and a hundredth as high`;
 
 interface DemoOptions {
   json: boolean;
   rates: number[];
   nodeMiB: number;
   threshold: string;
+  record: string;
 }
 
 function parse(argv: string[]): DemoOptions | null {
-  const o: DemoOptions = { json: false, rates: [200, 500, 1000, 2000, 2000], nodeMiB: 512, threshold: '100Mi' };
+  const o: DemoOptions = { json: false, rates: [200, 500, 1000, 2000, 2000], nodeMiB: 512, threshold: '100Mi', record: path.join(os.tmpdir(), `evictd-demo-${process.pid}.jsonl`) };
   if (argv.includes('--help') || argv.includes('-h')) return null;
   eachFlag(argv, (flag, value, raw) => {
     if (flag === '--json') o.json = true;
@@ -45,7 +52,8 @@ function parse(argv: string[]): DemoOptions | null {
     } else if (flag === '--threshold') {
       o.threshold = value();
       if (!/^\d+(Mi|Gi|M|G|Ki)?$/.test(o.threshold)) throw badValue('--threshold', o.threshold, 'must be a quantity such as 100Mi');
-    } else throw new UsageError(`demo: unknown flag ${JSON.stringify(raw)} (see evictd demo --help)`);
+    } else if (flag === '--record') o.record = value();
+    else throw new UsageError(`demo: unknown flag ${JSON.stringify(raw)} (see evictd demo --help)`);
   });
   return o;
 }
@@ -91,7 +99,7 @@ export async function demo(argv: string[]): Promise<number> {
     // As the DaemonSet and the systemd unit run it: the thread that wakes on the kernel's events
     // (and runs the pass) in SCHED_FIFO, so the hog saturating a CPU cannot hold it back.
     const deployed = ['--realtime-priority', String(DEPLOYED_RT_PRIORITY)];
-    agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: `memory.available<${o.threshold}`, extraArgs: deployed });
+    agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: `memory.available<${o.threshold}`, extraArgs: [...deployed, '--record', o.record] });
     out(
       { event: 'agent', pid: agent.child.pid, metricsAddress: agent.metricsAddress, evictionHard: `memory.available<${o.threshold}`, realtimePriority: DEPLOYED_RT_PRIORITY },
       `demo: evictd run --cgroup-root ${lab.root} --eviction-hard memory.available<${o.threshold} ${deployed.join(' ')} (pid ${agent.child.pid}, metrics http://${agent.metricsAddress}/metrics)`,
@@ -139,6 +147,22 @@ export async function demo(argv: string[]): Promise<number> {
     const cpu0 = agent.cpuSeconds();
     await new Promise((r) => setTimeout(r, 10_000));
     const idleCpuPercent = ((agent.cpuSeconds() - cpu0) / 10) * 100;
+    // The recording is whole once the agent has stopped: replay it, and ask it two what-ifs.
+    const stopped = agent;
+    agent = null;
+    await stopped.stop();
+    const lineMiB = Quantity.parse(o.threshold).value() / MiB;
+    const replayed = demoReplay(o.record, stopped.lines, `${Math.round(lineMiB * 2)}Mi`, `${Math.max(1, Math.round(lineMiB / 100))}Mi`);
+    out(
+      { event: 'replay', file: o.record, ...replayed },
+      [
+        `\nrecording ${o.record}: ${replayed.passes} passes, ${replayed.bytes} bytes (${replayed.bytesPerPass} per pass); making a pass's line took ${replayed.recordMsMean} ms on average (max ${replayed.recordMsMax} ms), after the pass's actions`,
+        `  replay (evictd simulate ${o.record}): ${replayed.differences.length === 0 ? 'every pass decided as recorded' : `${replayed.differences.length} differences`}; evicted ${replayed.replayed.join(', ') || 'nothing'} (recorded: ${replayed.recorded.join(', ') || 'nothing'})`,
+        ...replayed.differences.map((d) => `    ${d}`),
+        `  what if memory.available<${replayed.higher.line}: ${replayed.higher.text.join('; ') || 'no change'}`,
+        `  what if memory.available<${replayed.lower.line}: ${replayed.lower.text.join('; ') || 'no change'}`,
+      ].join('\n'),
+    );
     // Kernel OOM kills on this node: the hogs' (their cgroups' counters or containerd's
     // OOMKilled reason) and the protected pods'. The machine-wide count is printed besides,
     // since other work on the machine can move it.
@@ -159,6 +183,7 @@ export async function demo(argv: string[]): Promise<number> {
       ratesMiBs: o.rates.slice(0, results.length),
       protectedPodsSurvived: (await lab.sandboxReady(guaranteed)) && (await lab.sandboxReady(burstable)),
       idleCpuPercent: round(idleCpuPercent, 2),
+      replay: { passes: replayed.passes, recorded: replayed.recorded, replayed: replayed.replayed, differences: replayed.differences.length, earlierWithHigherLine: replayed.higher.earlier, oomFirstWithLowerLine: replayed.lower.oomFirst, bytesPerPass: replayed.bytesPerPass, recordMsMean: replayed.recordMsMean },
       durationS: round((Date.now() - t0) / 1000, 1),
     };
     if (!o.json) {
@@ -169,7 +194,7 @@ export async function demo(argv: string[]): Promise<number> {
       );
     }
     process.stdout.write(JSON.stringify({ summary }) + '\n');
-    return summary.evicted.length === results.length && oomKills === 0 ? 0 : 1;
+    return summary.evicted.length === results.length && oomKills === 0 && replayed.differences.length === 0 ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);
     if (!o.json) process.stdout.write('demo: tearing down\n');

@@ -36,6 +36,8 @@ export interface AgentProcessOptions {
   podCgroupRoot?: string;
   /** more environment for the process (e.g. EVICTD_CRASH_AT for the crash-point tests) */
   env?: Record<string, string>;
+  /** the subcommand and what comes before the flags (default ['run']; ['record', FILE] observes) */
+  command?: string[];
 }
 
 /** One JSON log line of the agent. */
@@ -73,7 +75,7 @@ export class AgentProcess {
     const bin = path.resolve(__dirname, '..', '..', '..', 'bin', 'evictd.js');
     const args = [
       bin,
-      'run',
+      ...(o.command ?? ['run']),
       '--cgroup-root',
       o.cgroupRoot ?? o.lab.root,
       ...(o.podCgroupRoot ? ['--pod-cgroup-root', o.podCgroupRoot] : []),

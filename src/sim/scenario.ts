@@ -8,7 +8,10 @@ import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { Quantity, QuantityError } from '../policy/quantity';
 import { NODE_PARTS, OBSERVED_PARTS, type NodePart } from '../policy/signals';
-import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeStats, PodSpec, ResourceList, Toleration, VolumeSpec, VolumeUsage } from '../policy/types';
+import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeStats, PodSpec, ResourceList, Toleration, VolumeSource, VolumeSpec, VolumeUsage } from '../policy/types';
+
+/** A volume's source other than emptyDir, as far as local storage goes (policy/types.ts VolumeSpec). */
+const VOLUME_SOURCES: VolumeSource[] = ['configMap', 'gitRepo', 'hostPath', 'other'];
 
 export interface Step {
   /** nanoseconds since scenario start */
@@ -178,13 +181,19 @@ function container(field: string, v: unknown, init: boolean): { spec: ContainerS
     spec.restartPolicy = 'Always';
   }
   if (c.usage === undefined || c.usage === null) return { spec };
-  const u = fields(`${field}.usage`, c.usage, ['memory', 'rootfs', 'logs', 'inodes']);
+  return { spec, usage: containerUsage(`${field}.usage`, name, c.usage) };
+}
+
+/** A container's stats: `usage` of a container, or one entry of a pod's `containerUsage`. */
+function containerUsage(field: string, name: string, v: unknown): ContainerUsage {
+  const u = fields(field, v, ['memory', 'rootfs', 'logs', 'inodes', 'logsInodes']);
   const usage: ContainerUsage = { name };
-  usage.memoryBytes = optAmount(`${field}.usage.memory`, u.memory);
-  usage.rootfsBytes = optAmount(`${field}.usage.rootfs`, u.rootfs);
-  usage.logsBytes = optAmount(`${field}.usage.logs`, u.logs);
-  usage.rootfsInodes = optAmount(`${field}.usage.inodes`, u.inodes);
-  return { spec, usage };
+  usage.memoryBytes = optAmount(`${field}.memory`, u.memory);
+  usage.rootfsBytes = optAmount(`${field}.rootfs`, u.rootfs);
+  usage.logsBytes = optAmount(`${field}.logs`, u.logs);
+  usage.rootfsInodes = optAmount(`${field}.inodes`, u.inodes);
+  usage.logsInodes = optAmount(`${field}.logsInodes`, u.logsInodes);
+  return usage;
 }
 
 /**
@@ -206,7 +215,7 @@ function medium(field: string, v: unknown): string {
   throw badValue(field, v, 'must be "", Memory, HugePages or HugePages-<page size> (e.g. HugePages-2Mi)');
 }
 
-const POD_KEYS = ['name', 'namespace', 'uid', 'priority', 'terminationGracePeriodSeconds', 'annotations', 'containers', 'initContainers', 'volumes', 'tolerations', 'processes'];
+const POD_KEYS = ['name', 'namespace', 'uid', 'priority', 'terminationGracePeriodSeconds', 'annotations', 'containers', 'initContainers', 'volumes', 'tolerations', 'processes', 'containerUsage'];
 const TOLERATION_OPERATORS = ['Exists', 'Equal'];
 const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
@@ -255,9 +264,13 @@ function pod(field: string, v: unknown): ParsedPod {
   const volumeUsage: VolumeUsage[] = [];
   list(`${field}.volumes`, p.volumes).forEach((x, i) => {
     const vf = `${field}.volumes[${i}]`;
-    const vol = fields(vf, x, ['name', 'emptyDir', 'usage', 'inodes']);
+    const vol = fields(vf, x, ['name', 'emptyDir', 'source', 'usage', 'inodes']);
     const vname = str(`${vf}.name`, vol.name);
     const spec: VolumeSpec = { name: vname };
+    if (vol.source !== undefined && vol.source !== null) {
+      if (!(VOLUME_SOURCES as unknown[]).includes(vol.source)) throw badValue(`${vf}.source`, vol.source, `must be one of ${VOLUME_SOURCES.join(', ')}`);
+      spec.source = vol.source as VolumeSource;
+    }
     if (vol.emptyDir !== undefined && vol.emptyDir !== null) {
       const ed = fields(`${vf}.emptyDir`, vol.emptyDir, ['sizeLimit', 'medium']);
       spec.emptyDir = {};
@@ -292,20 +305,31 @@ function pod(field: string, v: unknown): ParsedPod {
   // init containers only when running (they carry usage). Stats list app containers first, then
   // init ones, the order of the kubelet's own list in evictionMessage (its summary's is the
   // runtime's, not fixed).
-  const containerUsage = containers.map((c) => c.usage ?? { name: c.spec.name });
-  for (const c of inits) if (c.usage) containerUsage.push(c.usage);
+  let stats = containers.map((c) => c.usage ?? { name: c.spec.name });
+  for (const c of inits) if (c.usage) stats.push(c.usage);
+  // A recording's pod: its stats as the agent had them, in their order (a container twice, or
+  // one its spec does not name, as a pod known only from its sandbox has).
+  const listed = p.containerUsage === undefined || p.containerUsage === null ? null : list(`${field}.containerUsage`, p.containerUsage);
+  if (listed) {
+    if ([...containers, ...inits].some((c) => c.usage)) throw badValue(`${field}.containerUsage`, '[...]', "takes the place of the containers' usage: give one or the other");
+    stats = listed.map((x, i) => {
+      const f = `${field}.containerUsage[${i}]`;
+      const { name: n, ...rest } = fields(f, x, ['name', 'memory', 'rootfs', 'logs', 'inodes', 'logsInodes']);
+      return containerUsage(f, str(`${f}.name`, n), rest);
+    });
+  }
   const processes = p.processes === undefined || p.processes === null ? undefined : amount(`${field}.processes`, p.processes);
   // No usage on any container (init ones included), no processes, no volume usage: the summary
   // has not reported this pod yet, and the kubelet ranks and words it as a pod without stats. A
   // measured volume is a stat too: the summary reports a pod's volumes with its containers.
-  const reported = [...containers, ...inits].some((c) => c.usage) || processes !== undefined || volumeUsage.length > 0;
+  const reported = listed !== null || [...containers, ...inits].some((c) => c.usage) || processes !== undefined || volumeUsage.length > 0;
   if (!reported) return { spec };
-  const usage: NonNullable<ParsedPod['usage']> = { containers: containerUsage, volumes: volumeUsage };
+  const usage: NonNullable<ParsedPod['usage']> = { containers: stats, volumes: volumeUsage };
   if (processes !== undefined) usage.processes = processes;
   return { spec, usage };
 }
 
-const LAYOUTS: FilesystemLayout[] = ['single', 'dedicated-imagefs', 'split'];
+export const LAYOUTS: FilesystemLayout[] = ['single', 'dedicated-imagefs', 'split'];
 
 /** Overlays the parts given in `after` on `base` (afterReclaim may give only what changed). */
 function overlay(base: NodeStats, after: NodeStats): NodeStats {

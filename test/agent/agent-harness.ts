@@ -11,12 +11,16 @@ import { Agent, type EvictionRecord } from '../../src/agent/agent';
 import { CriRuntime } from '../../src/agent/adapters/cri-runtime';
 import { kernelNotifications } from '../../src/agent/adapters/kernel-notifications';
 import { AgentMetrics } from '../../src/agent/metrics';
+import { Recorder } from '../../src/agent/recorder';
+import { systemClock } from '../../src/agent/clock';
 import { NodeLab, type NodeLabOptions } from '../../src/lab/node-lab';
 import type { EvictionReporter, PodSpecSource, RuntimePort } from '../../src/agent/ports';
 import { CriClient } from '../../src/cri';
 import { ensureHarness, harnessMissing, type Harness } from '../../src/lab/harness';
 import { NodeObserver } from '../../src/node/observer';
 import { compileConfig, configFromFlags, type EvictionFlags } from '../../src/policy/config';
+import { readRecording } from '../../src/sim/recording-reader';
+import { differenceText, replay } from '../../src/sim/replay';
 import { missingRoot, memcgV1Root, cgroup2Root, slow } from '../support/environment';
 
 export const MiB = 1024 * 1024;
@@ -92,7 +96,34 @@ export interface TestAgent {
   metrics: AgentMetrics;
   logFile: string;
   runtime: CriRuntime;
+  /** the agent's recording (evictd run --record): every pass it made, replayed when it stops */
+  recordingFile: string;
+  /** Stops the agent, then replays its recording: throws with the difference lines when a pass differs. */
   stop(): Promise<void>;
+}
+
+let agentsStarted = 0;
+
+/**
+ * The recording replayed as `evictd simulate FILE` replays it: the difference lines (empty when
+ * every pass decided as recorded), and a cut last line is one too (the recorder was closed).
+ */
+export function replayDifferences(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  if (text === '') return [];
+  const rec = readRecording(text);
+  const r = replay(rec);
+  return [...(rec.cut ? [`${file}: the last line is cut although the recorder was closed`] : []), ...r.differences.map(differenceText)];
+}
+
+/**
+ * Stops every agent (each replaying its recording), then throws once with every agent's
+ * differences: a suite's after() hook that calls it fails the file when a replay differs.
+ */
+export async function stopAgents(agents: readonly TestAgent[]): Promise<void> {
+  const problems: string[] = [];
+  for (const a of agents) await a.stop().catch((err: Error) => problems.push(err.message));
+  if (problems.length) throw new Error(problems.join('\n'));
 }
 
 export async function startAgent(
@@ -110,15 +141,26 @@ export async function startAgent(
     volumeStatsAggPeriodMs?: number;
     /** where the memory brake keeps its record */
     stateDir?: string;
+    /**
+     * Why this agent's recording cannot be replayed exactly (the run is still recorded): only for
+     * a stated reason, such as a fault the recording does not hold changing what a pass decides.
+     */
+    noReplay?: string;
   },
 ): Promise<TestAgent> {
   const { endpoint } = await criClient();
   const runtime = CriRuntime.connect(endpoint, slow(2000));
   const logFile = path.join('/tmp', `evictd-agent-test-${process.pid}-${lab.labId}.log`);
+  const recordingFile = path.join('/tmp', `evictd-agent-test-${process.pid}-${lab.labId}-${++agentsStarted}.jsonl`);
   const logger = pino({ level: 'debug' }, pino.destination({ dest: logFile, sync: true }));
   const metrics = new AgentMetrics();
+  const eviction = configFromFlags(o.flags);
+  const policy = compileConfig(eviction);
+  const fastKill = o.fastKill ?? true;
+  // As evictd run --record does it: the agent's own passes, written as they happen.
+  const recorder = new Recorder({ path: recordingFile, maxBytes: 64 * MiB, eviction, policy, standingOrders: fastKill, logger, startNs: Number(systemClock.now()) });
   const agent = new Agent({
-    policy: compileConfig(configFromFlags(o.flags)),
+    policy,
     layout: lab.layout,
     observer: new NodeObserver({ layout: lab.layout, cgroupRoot: lab.root, podCgroupRoot: lab.podRoot, nodefsPath: o.nodefsPath ?? '/' }),
     runtime: o.wrap ? o.wrap(runtime) : runtime,
@@ -130,13 +172,15 @@ export async function startAgent(
     logger,
     metrics,
     dryRun: o.dryRun ?? false,
-    fastKill: o.fastKill ?? true,
+    fastKill,
     housekeepingIntervalMs: o.housekeepingIntervalMs ?? 10_000,
     releaseTimeoutMs: 3000,
     psi: null,
     ...(o.volumeStatsAggPeriodMs ? { volumes: { kubeletRootDir: o.nodefsPath ?? '/', periodMs: o.volumeStatsAggPeriodMs } } : {}),
     ...(o.stateDir ? { stateDir: o.stateDir } : {}),
+    recorder,
   });
+  let stopped: Promise<void> | undefined;
   const evictions: EvictionRecord[] = [];
   agent.on('eviction', (r: EvictionRecord) => evictions.push(r));
   agent.start();
@@ -146,9 +190,17 @@ export async function startAgent(
     metrics,
     logFile,
     runtime,
-    async stop() {
-      await agent.stop();
-      runtime.close();
+    recordingFile,
+    stop() {
+      stopped ??= (async () => {
+        await agent.stop();
+        runtime.close();
+        await recorder.close();
+        if (o.noReplay !== undefined) return;
+        const diffs = replayDifferences(recordingFile);
+        if (diffs.length) throw new Error(`the replay of ${recordingFile} (${lab.labId}) differs from the live passes:\n${diffs.join('\n')}`);
+      })();
+      return stopped;
     },
   };
 }
@@ -180,9 +232,11 @@ export function suiteCleanup(): { labs: NodeLab[]; agents: TestAgent[] } {
   const labs: NodeLab[] = [];
   const agents: TestAgent[] = [];
   after(async () => {
-    for (const a of agents) await a.stop().catch(() => undefined);
+    // Every agent stopped and every lab destroyed before a replay's difference fails the file.
+    const err = await stopAgents(agents).then(() => null, (e: Error) => e);
     for (const l of labs) await l.destroy().catch(() => undefined);
     await releaseHarness();
+    if (err) throw err;
   });
   return { labs, agents };
 }

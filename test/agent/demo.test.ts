@@ -45,7 +45,17 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   const events = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
   const last = events[events.length - 1] as { summary?: Record<string, unknown> };
   assert.ok(last.summary, `last line: ${lines[lines.length - 1]}\nstderr: ${err}`);
-  const s = last.summary as { evicted: string[]; oomKills: number; machineOomKills: number; reactionP50Ms: number; reactionP99Ms: number; freedP99Ms: number; protectedPodsSurvived: boolean; ramps: number };
+  const s = last.summary as {
+    evicted: string[];
+    oomKills: number;
+    machineOomKills: number;
+    reactionP50Ms: number;
+    reactionP99Ms: number;
+    freedP99Ms: number;
+    protectedPodsSurvived: boolean;
+    ramps: number;
+    replay: { passes: number; recorded: string[]; replayed: string[]; differences: number; earlierWithHigherLine: string[]; oomFirstWithLowerLine: string[]; bytesPerPass: number };
+  };
   // The promise: every hog evicted, no kernel OOM kill, the Guaranteed and Burstable pods alive.
   assert.deepEqual(s.evicted, ['hog-1', 'hog-2']);
   assert.equal(s.oomKills, 0);
@@ -54,6 +64,21 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   assert.equal(s.ramps, 2);
   assert.equal(s.protectedPodsSurvived, true);
   assert.ok(s.reactionP99Ms >= s.reactionP50Ms);
+  // The run was recorded (evictd run --record) and its replay decided every pass as the live
+  // agent did: the same evictions, in the same order, of the same pods, as the ramps saw them.
+  const replayLine = events.find((e) => e.event === 'replay') as { differences: string[] } | undefined;
+  assert.ok(replayLine, 'the demo printed its replay');
+  assert.deepEqual(replayLine.differences, []);
+  assert.equal(s.replay.differences, 0);
+  assert.ok(s.replay.passes > 0);
+  assert.deepEqual(s.replay.replayed, s.replay.recorded);
+  assert.deepEqual(s.replay.recorded, s.evicted.map((p) => `demo/${p}`));
+  assert.ok(s.replay.bytesPerPass > 0);
+  // What if: a line twice as high evicts the hogs earlier; one a hundredth as high leaves the
+  // fastest ramp less time than the agent took to react, and the OOM killer would end it first.
+  assert.ok(s.replay.earlierWithHigherLine.length > 0, JSON.stringify(replayLine));
+  assert.ok(s.replay.earlierWithHigherLine.every((p) => /^demo\/hog-\d$/.test(p)));
+  assert.ok(s.replay.oomFirstWithLowerLine.includes('demo/hog-2'), JSON.stringify(replayLine));
   assert.equal(code, 0);
   assert.deepEqual(events.filter((e) => e.event === 'warning'), [], 'no protected pod was stopped between ramps');
   const ramps = events.filter((e) => e.event === 'ramp') as unknown as RampLine[];

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
-import { MiB, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, type TestAgent } from './agent-harness';
+import { MiB, logTail, missingE2e, newLab, releaseHarness, stopAgents, sleeper, startAgent, type TestAgent } from './agent-harness';
 import { waitFor } from '../support/wait';
 
 // nodefs is a 64 MiB tmpfs holding the pods' logs (as /var/lib/kubelet holds them on a node).
@@ -14,11 +14,14 @@ let mounted = false;
 const labs: NodeLab[] = [];
 const agents: TestAgent[] = [];
 after(async () => {
-  for (const a of agents) await a.stop().catch(() => undefined);
+  // each agent's recording replayed as it stops; a difference fails the file once all is torn down
+  const replayed = await stopAgents(agents).then(() => null, (e: Error) => e);
   for (const l of labs) await l.destroy().catch(() => undefined);
   await releaseHarness();
   if (mounted) execFileSync('umount', [mountPoint]);
   fs.rmSync(mountPoint, { recursive: true, force: true });
+
+  if (replayed) throw replayed;
 });
 
 test('nodefs.available on a small tmpfs: the pod that fills it with logs is evicted first', async (t) => {

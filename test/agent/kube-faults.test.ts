@@ -15,7 +15,7 @@ import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
 import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
-import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, type TestAgent } from './agent-harness';
+import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, stopAgents, startAgent, type TestAgent } from './agent-harness';
 import { waitFor } from '../support/wait';
 
 const labs: NodeLab[] = [];
@@ -24,7 +24,8 @@ const apis: FakeApiServer[] = [];
 const kube: KubeParts[] = [];
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-kube-faults-'));
 after(async () => {
-  for (const a of agents) await a.stop().catch(() => undefined);
+  // each agent's recording replayed as it stops; a difference fails the file once all is torn down
+  const replayed = await stopAgents(agents).then(() => null, (e: Error) => e);
   for (const k of kube) {
     k.source.stop();
     k.close();
@@ -33,6 +34,8 @@ after(async () => {
   for (const l of labs) await l.destroy().catch(() => undefined);
   await releaseHarness();
   fs.rmSync(tmp, { recursive: true, force: true });
+
+  if (replayed) throw replayed;
 });
 
 function kubeconfig(name: string, url: string): string {

@@ -7,7 +7,7 @@ import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
 import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
-import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, startAgent, type TestAgent } from './agent-harness';
+import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, stopAgents, startAgent, type TestAgent } from './agent-harness';
 import { waitFor } from '../support/wait';
 
 const labs: NodeLab[] = [];
@@ -16,13 +16,16 @@ let api: FakeApiServer | null = null;
 let parts: KubeParts | null = null;
 let tmp: string | null = null;
 after(async () => {
-  for (const a of agents) await a.stop().catch(() => undefined);
+  // each agent's recording replayed as it stops; a difference fails the file once all is torn down
+  const replayed = await stopAgents(agents).then(() => null, (e: Error) => e);
   parts?.source.stop();
   parts?.close();
   await api?.stop();
   for (const l of labs) await l.destroy().catch(() => undefined);
   await releaseHarness();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+
+  if (replayed) throw replayed;
 });
 
 test('with the Kubernetes pod source: API priorities and requests rank the pods, forged protection annotations count for nothing, and the eviction is written back', async (t) => {

@@ -20,7 +20,7 @@ import { startMetricsServer, type MetricsServer } from '../../src/agent/http-ser
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
-import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, type TestAgent } from './agent-harness';
+import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, stopAgents, type TestAgent } from './agent-harness';
 
 const GRACE_S = 60;
 
@@ -32,13 +32,15 @@ let server: MetricsServer | null = null;
 let tmp: string | null = null;
 after(async () => {
   await server?.close().catch(() => undefined);
-  for (const a of agents) await a.stop().catch(() => undefined);
+  // each agent's recording replayed as it stops; a difference fails the file once all is torn down
+  const replayed = await stopAgents(agents).then(() => null, (e: Error) => e);
   parts?.source.stop();
   parts?.close();
   await api?.stop();
   for (const l of labs) await l.destroy().catch(() => undefined);
   await releaseHarness();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  if (replayed) throw replayed;
 });
 
 function healthz(port: number): Promise<number> {

@@ -1,0 +1,298 @@
+/**
+ * The recording format (`evictd run --record FILE`): a scenario written one JSON line at a time,
+ * so a file cut by a crash is whole up to its last newline. Line 1 is the header (the config in
+ * force and the filesystem layout, the scenario's own top-level fields); every further line is
+ * one pass: a scenario step (`at`, `node`, `pods`) plus what only a live pass has (the wake-up,
+ * the lines a standing order saw crossed, the brakes in force) and what the pass decided.
+ *
+ * Pure: the agent's recorder (src/agent/recorder.ts) does the writing, the CLI the reading. What
+ * goes in is numbers, names, namespaces and uids: no label, no annotation but the two the
+ * policy reads (static and mirror pods), no environment, no image, no command line.
+ */
+import type { Action } from '../policy/actions';
+import type { ActiveBrake } from '../policy/brake';
+import type { EvictionConfig, PolicyConfig, Threshold } from '../policy/config';
+import { formatDuration } from '../policy/duration';
+import type { PolicyState, ThresholdStatus } from '../policy/evaluate';
+import { thresholdsForLayout } from '../policy/thresholds';
+import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../policy/pods';
+import type { OrderConfirmation, OrderDecision } from '../policy/standing-order';
+import type { ActivePod, ContainerUsage, FilesystemLayout, NodeCondition, NodeStats, ResourceList } from '../policy/types';
+
+/** The header's marker and version: a reader that sees another version refuses the file. */
+export const RECORDING_VERSION = 1;
+
+/** The KubeletConfiguration fields a recording keeps: the eviction ones, nothing else of the file. */
+const CONFIG_FIELDS = [
+  'evictionHard',
+  'evictionSoft',
+  'evictionSoftGracePeriod',
+  'evictionMaxPodGracePeriod',
+  'evictionMinimumReclaim',
+  'evictionPressureTransitionPeriod',
+  'enforceNodeAllocatable',
+  'mergeDefaultEvictionSettings',
+  'memoryBrake',
+  'memoryBrakeMaxDuration',
+  'systemReservedCgroup',
+  'kubeReservedCgroup',
+  'cgroupsPerQOS',
+] as const;
+
+export interface RecordingHeader {
+  evictdRecording: number;
+  /** the eviction config in force, as KubeletConfiguration fields (the scenario's `config`) */
+  config: Record<string, unknown>;
+  filesystems: FilesystemLayout;
+  /** wall clock of the recording's start (passes carry `at`, time since it) */
+  startedAt: string;
+  /** whether the agent placed standing orders (the replay decides them only then) */
+  standingOrders: boolean;
+  /**
+   * the pressure transition period in force: the file reader takes a zero one in `config` for
+   * unset (5m, as the kubelet's defaulting does), while a zero flag is zero
+   */
+  pressureTransitionPeriod?: string;
+  /** a file the size limit started afresh (2, 3, ...): `state` carries the policy's history into it */
+  part?: number;
+  state?: RecordedState;
+}
+
+/**
+ * The policy's state between passes, by threshold index (among the layout's thresholds, derived
+ * ones included) and time since the recording's start: what a part after the first needs to
+ * replay exactly (a grace period that began in the part before, a condition still held).
+ */
+export interface RecordedState {
+  firstObservedAt: [number, string][];
+  conditionLastObservedAt: [NodeCondition, string][];
+  thresholdsMet: number[];
+  conditions: NodeCondition[];
+}
+
+export function recordedState(policy: PolicyConfig, layout: FilesystemLayout, s: PolicyState, startNs: number): RecordedState {
+  const all = thresholdsForLayout(policy.thresholds, layout);
+  return {
+    firstObservedAt: [...s.firstObservedAt].map(([t, at]) => [all.indexOf(t), formatDuration(at - startNs)]),
+    conditionLastObservedAt: [...s.conditionLastObservedAt].map(([c, at]) => [c, formatDuration(at - startNs)]),
+    thresholdsMet: s.thresholdsMet.map((t) => all.indexOf(t)),
+    conditions: [...s.conditions],
+  };
+}
+
+export function recordingHeader(cfg: EvictionConfig, layout: FilesystemLayout, o: { startedAt: Date; standingOrders: boolean; pressureTransitionNs: number; part?: number; state?: RecordedState }): RecordingHeader {
+  const config: Record<string, unknown> = {};
+  for (const k of CONFIG_FIELDS) if (cfg[k] !== undefined) config[k] = cfg[k];
+  const h: RecordingHeader = { evictdRecording: RECORDING_VERSION, config, filesystems: layout, startedAt: o.startedAt.toISOString(), standingOrders: o.standingOrders, pressureTransitionPeriod: formatDuration(o.pressureTransitionNs) };
+  if (o.part) h.part = o.part;
+  if (o.state) h.state = o.state;
+  return h;
+}
+
+/**
+ * What one pass decided, as short strings that compare and print as they are (the replay's
+ * unit of comparison): the thresholds met, the node conditions, the actions in their order
+ * and the standing orders placed.
+ */
+export interface Decisions {
+  met: string[];
+  conditions: NodeCondition[];
+  actions: string[];
+  orders: string[];
+}
+
+const podKey = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
+
+/** An action as one line: the decision it stands for, without the message text (it follows from it). */
+export function actionText(a: Action): string {
+  switch (a.type) {
+    case 'confirm-order':
+      return `confirm ${podKey(a.eviction.pod)} ${a.eviction.signal}`;
+    case 'release-brake':
+      return `release-brake ${a.uid} ${a.why}`;
+    case 'brake':
+      return `brake ${podKey(a.brake.pod)} ${a.brake.threshold.signal}`;
+    case 'stop-braked':
+      return `stop-braked ${a.evictions.map((e) => podKey(e.pod)).join(',')}`;
+    case 'evict-all':
+      return `evict-all ${a.evictions.map((e) => `${podKey(e.pod)} ${e.signal}`).join(',')}`;
+    case 'reclaim':
+      return `reclaim ${a.signal} ${a.functions.join(',')}`;
+    case 'evict-one':
+      // The first candidate is the decision; the rest are who goes if its stop fails.
+      return a.candidates[0] ? `evict ${podKey(a.candidates[0].pod)} ${a.signal} grace ${a.candidates[0].gracePeriodSeconds}s` : `evict none ${a.signal}`;
+  }
+}
+
+export function decisionsOf(met: readonly ThresholdStatus[], conditions: readonly NodeCondition[], actions: readonly Action[], orders: readonly OrderDecision[]): Decisions {
+  return {
+    met: met.map((t) => `${t.signal} ${t.kind}${t.gracePeriodMet ? '' : ' (grace running)'}`),
+    conditions: [...conditions],
+    actions: actions.map(actionText),
+    orders: orders.flatMap((d) => (d.order ? [`${d.signal}[${d.thresholdIndex}] ${podKey(d.order.pod)}`] : [])),
+  };
+}
+
+const resources = (r: ResourceList): Record<string, string> | undefined => {
+  const out: Record<string, string> = {};
+  for (const [k, q] of Object.entries(r)) if (q) out[k] = q.toString();
+  return Object.keys(out).length ? out : undefined;
+};
+
+/** A pod in the scenario format, with the fields the policy reads and nothing else. */
+/** A container's stats in the scenario's words (fields left out where the agent had no number). */
+function usageFields(u: ContainerUsage): Record<string, number> {
+  const usage: Record<string, number> = {};
+  if (u.memoryBytes !== undefined) usage.memory = u.memoryBytes;
+  if (u.rootfsBytes !== undefined) usage.rootfs = u.rootfsBytes;
+  if (u.logsBytes !== undefined) usage.logs = u.logsBytes;
+  if (u.rootfsInodes !== undefined) usage.inodes = u.rootfsInodes;
+  if (u.logsInodes !== undefined) usage.logsInodes = u.logsInodes;
+  return usage;
+}
+
+/**
+ * Whether the pod's stats sit one to one on its containers, in the order a scenario's reader
+ * lists them (app containers, then init ones): then each goes on its container. Otherwise (a
+ * container twice, as memory and disk stats are read apart; a name the spec lacks, as a pod known
+ * from its sandbox alone has) they go as the pod's `containerUsage` list, as they are.
+ */
+function statsPerContainer(s: ActivePod['spec'], stats: readonly ContainerUsage[]): boolean {
+  const names = stats.map((c) => c.name);
+  const specOrder = [...s.containers, ...(s.initContainers ?? [])].map((c) => c.name).filter((n) => names.includes(n));
+  return new Set(names).size === names.length && names.length === specOrder.length && names.every((n, i) => n === specOrder[i]);
+}
+
+export function recordedPod(p: ActivePod): Record<string, unknown> {
+  const s = p.spec;
+  const perContainer = !p.usage || statsPerContainer(s, p.usage.containers);
+  const usageOf = (name: string) => (perContainer ? p.usage?.containers.find((c) => c.name === name) : undefined);
+  const container = (c: { name: string; requests: ResourceList; limits: ResourceList; restartPolicy?: 'Always' }, init: boolean) => {
+    const out: Record<string, unknown> = { name: c.name };
+    const req = resources(c.requests);
+    const lim = resources(c.limits);
+    if (req) out.requests = req;
+    if (lim) out.limits = lim;
+    if (init && c.restartPolicy) out.restartPolicy = c.restartPolicy;
+    const u = usageOf(c.name);
+    if (u) out.usage = usageFields(u);
+    return out;
+  };
+  const out: Record<string, unknown> = { name: s.name, namespace: s.namespace, uid: s.uid };
+  if (s.priority !== 0) out.priority = s.priority;
+  if (s.terminationGracePeriodSeconds !== undefined) out.terminationGracePeriodSeconds = s.terminationGracePeriodSeconds;
+  // Only what makes a pod static or mirror (critical): every other annotation may hold anything.
+  const annotations: Record<string, string> = {};
+  for (const k of [CONFIG_SOURCE_ANNOTATION, CONFIG_MIRROR_ANNOTATION]) if (s.annotations[k] !== undefined) annotations[k] = s.annotations[k];
+  if (Object.keys(annotations).length) out.annotations = annotations;
+  out.containers = s.containers.map((c) => container(c, false));
+  if (s.initContainers?.length) out.initContainers = s.initContainers.map((c) => container(c, true));
+  // A pod whose containers carry no usage but which has stats (a process count, a volume) still
+  // says so through them; a pod with stats and none of those gets `usage: {}` on its first container.
+  const containers = out.containers as Record<string, unknown>[];
+  if (p.usage && !perContainer) out.containerUsage = p.usage.containers.map((c) => ({ name: c.name, ...usageFields(c) }));
+  else if (p.usage && !containers.some((c) => c.usage) && p.usage.processes === undefined && p.usage.volumes.length === 0 && containers[0]) containers[0].usage = {};
+  if (s.volumes.length) {
+    out.volumes = s.volumes.map((v) => {
+      const vol: Record<string, unknown> = { name: v.name };
+      if (v.emptyDir) {
+        const ed: Record<string, unknown> = {};
+        if (v.emptyDir.sizeLimit) ed.sizeLimit = v.emptyDir.sizeLimit.toString();
+        if (v.emptyDir.medium) ed.medium = v.emptyDir.medium;
+        vol.emptyDir = ed;
+      }
+      if (v.source) vol.source = v.source;
+      const u = p.usage?.volumes.find((x) => x.name === v.name);
+      if (u) {
+        vol.usage = u.usedBytes;
+        if (u.inodesUsed !== undefined) vol.inodes = u.inodesUsed;
+      }
+      return vol;
+    });
+  }
+  if (p.usage?.processes !== undefined) out.processes = p.usage.processes;
+  return out;
+}
+
+/** Node numbers as the scenario writes them: the parts observed, absent numbers left out. */
+function recordedNode(n: NodeStats): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [part, v] of Object.entries(n)) {
+    if (!v) continue;
+    const fields: Record<string, number> = {};
+    for (const [k, x] of Object.entries(v as Record<string, number | undefined>)) if (x !== undefined) fields[k] = x;
+    out[part] = fields;
+  }
+  return out;
+}
+
+/** A used standing order as the pass took it in: the line, the pod, the signal at the crossing. */
+export interface RecordedConfirmation {
+  line: string;
+  pod: string;
+  availableBytes: number;
+  /** ns since the recording's start; absent when the crossing came before it */
+  crossedAt?: string;
+  /** when the mechanism's kill was written (crossing -> kill is the order's reaction) */
+  killedAt?: string;
+  reported?: boolean;
+}
+
+/** Everything one live pass saw and did, before it is turned into a line. */
+export interface PassInput {
+  /** ns since the recording's start (the pass's `now`) */
+  atNs: number;
+  startNs: number;
+  wake: Record<string, number>;
+  node: NodeStats;
+  /** the pass's filesystem layout; and the one the file's header says (a pass's own is written when they differ) */
+  layout: FilesystemLayout;
+  headerLayout: FilesystemLayout;
+  pods: readonly ActivePod[];
+  /** uids the runtime listed that the ranking did not see (being stopped, confirmed): the brake's `present` */
+  otherUids: readonly string[];
+  /** ranked pods without a pod cgroup (a standing order cannot name them) */
+  noCgroup: readonly string[];
+  crossed: readonly Threshold[];
+  confirmations: readonly OrderConfirmation[];
+  brakes: readonly ActiveBrake[] | null;
+  policy: PolicyConfig;
+  met: readonly ThresholdStatus[];
+  conditions: readonly NodeCondition[];
+  actions: readonly Action[];
+  orders: readonly OrderDecision[];
+  /** the pass's own timings: kernel event to pass start, and pass start to decision, ms */
+  wakeMs?: number;
+  decideMs: number;
+}
+
+const rel = (ns: number | bigint, startNs: number): string => formatDuration(Math.max(0, Number(ns) - startNs));
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** One pass as its line (an object; JSON.stringify makes it the line). */
+export function passLine(p: PassInput): Record<string, unknown> {
+  const line: Record<string, unknown> = { at: formatDuration(p.atNs), wake: p.wake, node: recordedNode(p.node), pods: p.pods.map(recordedPod) };
+  // The layout is observed each pass (the image filesystem becomes known after the first ones).
+  if (p.layout !== p.headerLayout) line.filesystems = p.layout;
+  if (p.noCgroup.length) line.noCgroup = p.noCgroup;
+  if (p.crossed.length) {
+    const all = thresholdsForLayout(p.policy.thresholds, p.layout);
+    line.crossed = p.crossed.map((t) => all.indexOf(t));
+  }
+  if (p.confirmations.length) {
+    line.confirmed = p.confirmations.map((c): RecordedConfirmation => {
+      const out: RecordedConfirmation = { line: `${c.order.signal}[${c.order.thresholdIndex}]`, pod: podKey(c.order.pod), availableBytes: c.availableBytes };
+      if (Number(c.crossedNs) >= p.startNs) out.crossedAt = rel(c.crossedNs, p.startNs);
+      if (Number(c.killedNs) >= p.startNs) out.killedAt = rel(c.killedNs, p.startNs);
+      if (c.reported) out.reported = true;
+      return out;
+    });
+  }
+  if (p.brakes) {
+    line.brakes = p.brakes.map((b) => ({ uid: b.uid, since: rel(b.since, p.startNs), ...(b.signal ? { signal: b.signal } : {}) }));
+    if (p.otherUids.length) line.otherUids = p.otherUids;
+  }
+  line.ms = { ...(p.wakeMs !== undefined ? { wake: round3(p.wakeMs) } : {}), decide: round3(p.decideMs) };
+  line.decided = decisionsOf(p.met, p.conditions, p.actions, p.orders);
+  return line;
+}

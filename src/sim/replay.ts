@@ -1,0 +1,129 @@
+/**
+ * Exact replay: a recording's passes run again through the policy the live agent ran (the same
+ * assess, plan, ordered actions and standing-order rule), each on the numbers that pass saw, and
+ * compared with what it decided. What the live pass took as given is given here too: the lines
+ * a standing order saw crossed, the orders used (the kernel's kills), the brakes in force.
+ */
+import { decideActions } from '../policy/actions';
+import type { PolicyConfig } from '../policy/config';
+import { formatDuration } from '../policy/duration';
+import { assess, planEvictions, type PolicyState } from '../policy/evaluate';
+import { decideOrders } from '../policy/standing-order';
+import { decisionsOf, type Decisions } from './recording';
+import type { RecordedPass, Recording } from './recording-reader';
+import type { Step } from './scenario';
+import type { FilesystemLayout } from '../policy/types';
+
+export interface Difference {
+  /** the pass's number (1 is the first pass, the file's line 2) and its time */
+  pass: number;
+  at: string;
+  /** the signal the differing decisions name (or the first met threshold's) */
+  signal: string;
+  what: keyof Decisions | 'confirm';
+  recorded: string[];
+  replayed: string[];
+}
+
+/** An eviction as decided: the pass, its time, the pod and the signal. */
+export interface Decided {
+  pass: number;
+  at: string;
+  pod: string;
+  signal: string;
+  /** evict (a pass's ranking), confirm (a standing order's kill), evict-all (local storage), stop-braked */
+  how: string;
+}
+
+export interface ReplayResult {
+  passes: number;
+  recorded: Decided[];
+  replayed: Decided[];
+  differences: Difference[];
+}
+
+/**
+ * The evictions a pass's actions carry out, in their order, as the actuator runs them: a pass
+ * that confirms a standing order's kill ends there (what follows was decided on numbers read
+ * while that pod's memory was still coming back). A confirmation already reported (its sandbox
+ * stop still running, or tried again) does not end it: the actuator has nothing to do for it.
+ */
+export function evictionsIn(actions: readonly string[], pass: number, at: string, confirming: boolean): Decided[] {
+  const out: Decided[] = [];
+  for (const a of confirming ? actions.filter((x) => x.startsWith('confirm ')) : actions) {
+    const [how, ...rest] = a.split(' ');
+    if (how === 'evict' && rest[0] !== 'none') out.push({ pass, at, pod: rest[0]!, signal: rest[1]!, how });
+    else if (how === 'confirm') out.push({ pass, at, pod: rest[0]!, signal: rest[1]!, how });
+    else if (how === 'evict-all') for (const e of rest.join(' ').split(',')) out.push({ pass, at, pod: e.split(' ')[0]!, signal: e.split(' ')[1]!, how });
+    else if (how === 'stop-braked') for (const p of rest[0]!.split(',')) out.push({ pass, at, pod: p, signal: 'memory-brake', how });
+  }
+  return out;
+}
+
+/** One pass decided again: the policy's decisions on the pass's own numbers and givens. */
+export function decidePass(config: PolicyConfig, state: PolicyState, step: Step, pass: RecordedPass, layout: FilesystemLayout, standingOrders: boolean): { decided: Decisions; state: PolicyState } {
+  const assessed = assess(config, state, { now: step.at, node: step.node, layout, crossed: pass.crossed });
+  const ev = planEvictions(config, assessed, step.pods, layout);
+  const brakes = pass.brakes ? { now: step.at, layout, pods: step.pods, present: new Set([...step.pods.map((p) => p.spec.uid), ...pass.otherUids]), active: pass.brakes } : undefined;
+  const actions = decideActions(config, assessed, ev, brakes, []);
+  const orders = standingOrders ? decideOrders(config, assessed.obs, step.pods.map((p) => (pass.noCgroup.has(p.spec.uid) ? { pod: p } : { pod: p, cgroupDir: '-' })), layout) : [];
+  const decided = decisionsOf(ev.thresholdsMet, ev.conditions, actions, orders);
+  // A used order is the kernel's kill, given to the pass: its confirmation comes first, as live.
+  decided.actions = [...pass.confirmed.map((c) => `confirm ${c.pod} ${c.line.replace(/\[\d+\]$/, '')}`), ...decided.actions];
+  return { decided, state: ev.state };
+}
+
+const signalOf = (entries: readonly string[]): string | undefined => {
+  for (const e of entries) {
+    const m = /\b((?:memory|allocatableMemory|nodefs|imagefs|containerfs|pid)\.\w+|\w+fs\.limit)\b/.exec(e);
+    if (m) return m[1];
+  }
+  return undefined;
+};
+
+export function replay(rec: Recording): ReplayResult {
+  const { scenario, passes } = rec;
+  let state = rec.initial;
+  const result: ReplayResult = { passes: passes.length, recorded: [], replayed: [], differences: [] };
+  // The pod each line's standing order last named in the replay: a used order must be it.
+  const lastOrder = new Map<string, string>();
+  // A use is checked at the first pass that confirms it: later passes confirm it again until
+  // its sandbox stop is done, after orders on the line have moved on.
+  const checked = new Set<string>();
+  scenario.steps.forEach((step, i) => {
+    const pass = passes[i]!;
+    const n = i + 1;
+    const at = formatDuration(step.at);
+    const r = decidePass(scenario.config, state, step, pass, pass.layout, rec.header.standingOrders);
+    state = r.state;
+    const fallback = signalOf(pass.decided.met) ?? '-';
+    for (const what of ['met', 'conditions', 'actions', 'orders'] as const) {
+      const a = pass.decided[what];
+      const b = r.decided[what];
+      if (a.length !== b.length || a.some((x, j) => x !== b[j])) result.differences.push({ pass: n, at, signal: signalOf([...a, ...b]) ?? fallback, what, recorded: a, replayed: b });
+    }
+    for (const c of pass.confirmed) {
+      const use = `${c.line} ${c.pod} ${c.crossedAt ?? ''}`;
+      if (checked.has(use)) continue;
+      checked.add(use);
+      const named = lastOrder.get(c.line);
+      if (named !== undefined && named !== c.pod) result.differences.push({ pass: n, at, signal: c.line.replace(/\[\d+\]$/, ''), what: 'confirm', recorded: [`order on ${c.line} used on ${c.pod}`], replayed: [`order on ${c.line} named ${named}`] });
+    }
+    for (const o of r.decided.orders) {
+      const [line, pod] = o.split(' ');
+      lastOrder.set(line!, pod!);
+    }
+    // A pod is evicted once: a later pass confirming it again (its stop retried) is not another.
+    const once = (list: Decided[], more: Decided[]) => list.push(...more.filter((e) => !list.some((x) => x.pod === e.pod && x.how === e.how)));
+    const confirming = pass.confirmed.some((c) => !c.reported);
+    once(result.recorded, evictionsIn(pass.decided.actions, n, at, confirming));
+    once(result.replayed, evictionsIn(r.decided.actions, n, at, confirming));
+  });
+  return result;
+}
+
+/** A difference as the one line the CLI prints. */
+export function differenceText(d: Difference): string {
+  const list = (x: string[]) => (x.length ? x.join('; ') : 'nothing');
+  return `pass ${d.pass} (at ${d.at}), ${d.signal}: ${d.what}: recorded ${list(d.recorded)}; replayed ${list(d.replayed)}`;
+}
