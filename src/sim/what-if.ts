@@ -64,10 +64,15 @@ function giveBack(node: NodeStats, freed: number): NodeStats {
 /** The recorded history as points: each pass, with each standing order's crossing before the pass that confirmed it. */
 function history(rec: Recording): Sample[] {
   const out: Sample[] = [];
+  // A kill is confirmed again by every pass until its stop is done: one crossing, the first.
+  const crossings = new Set<string>();
   rec.scenario.steps.forEach((step, i) => {
     const prev = out[out.length - 1];
     for (const c of rec.passes[i]!.confirmed) {
       if (!prev || c.crossedAt === undefined || !prev.node.memory) continue;
+      const id = `${c.pod}@${c.crossedAt}`;
+      if (crossings.has(id)) continue;
+      crossings.add(id);
       const at = parseDuration(c.crossedAt);
       const lost = prev.node.memory.availableBytes - c.availableBytes;
       if (lost <= 0) continue;
@@ -156,7 +161,9 @@ function runOver(config: PolicyConfig, rec: Recording, samples: Sample[]): Run {
     // A drawn point's pods come from `cur`, already without the removed ones.
     // the layout the live pass observed (a drawn point lies before that pass)
     const layout = rec.passes[raw.pass - 1]!.layout;
-    for (const s of drawn ? [drawn, cur] : [cur]) {
+    // `cur` again after the drawn point: what that point evicted is given back at `cur` too.
+    for (const point of drawn ? [drawn, null] : [cur]) {
+      const s = point ?? adjust(raw);
       const assessed = assess(config, state, { now: s.atNs, node: s.node, layout });
       const ev = planEvictions(config, assessed, s.pods, layout);
       state = ev.state;

@@ -100,3 +100,22 @@ test('an empty recording (the agent stopped before its first pass) is no passes 
   const j = evictd('simulate', f, '--json');
   assert.deepEqual(JSON.parse(j.stdout), { passes: 0, recorded: [], replayed: [], differences: [] });
 });
+
+test('a kill the next pass confirms again is one crossing: at the recorded line the what-if changes nothing and costs only the hogs', () => {
+  // A real demo recording (test/unit/fixtures/demo-reconfirmed.jsonl) whose passes 4 and 7
+  // confirm the kills of passes 3 and 6 again, their stops not yet done. Taken as a second
+  // crossing, the re-confirmation drew the line crossed anew, and the what-if "evicted" the
+  // Burstable and the Guaranteed pods after each hog.
+  const fixture = path.join(root, 'test', 'unit', 'fixtures', 'demo-reconfirmed.jsonl');
+  const replayed = JSON.parse(evictd('simulate', fixture, '--json').stdout) as { differences: unknown[]; recorded: { pod: string }[] };
+  assert.deepEqual(replayed.differences, []);
+  assert.deepEqual(replayed.recorded.map((e) => e.pod), ['demo/hog-1', 'demo/hog-2']);
+  for (const line of ['100Mi', '200Mi']) {
+    const r = evictd('simulate', fixture, '--eviction-hard', `memory.available<${line}`, '--json');
+    assert.equal(r.status, 0, r.stderr);
+    const w = JSON.parse(r.stdout) as { evictions: { pod: string; change: string }[]; cost: { pods: string[] }[] };
+    assert.deepEqual(w.evictions.map((e) => e.pod), ['demo/hog-1', 'demo/hog-2'], `${line}: ${r.stdout}`);
+    assert.deepEqual(w.cost.flatMap((c) => c.pods).sort(), ['demo/hog-1', 'demo/hog-2']);
+    if (line === '100Mi') assert.ok(w.evictions.every((e) => e.change === 'same'), r.stdout);
+  }
+});
