@@ -36,6 +36,7 @@ let client: CriClient | null = null;
  * The agent suites' own harness instance (own dir, socket and cgroup): they freeze containerd
  * and watch whole node cgroups, so they must not share a runtime with other suites.
  */
+// scripts/with-agent-harness.sh (npm run test:agent) keeps this harness up for the whole suite.
 export const AGENT_HARNESS_DIR = '/run/evictd-harness-agent';
 
 export function containerdPid(): number | null {
