@@ -92,24 +92,29 @@ export function configFromFile(configFile: string): EvictionConfig {
 }
 
 /** Turns flags into settings; every problem is a UsageError naming the flag and value. */
+/** The flags that set thresholds and their periods (evictd simulate's what-if takes these too), with their config fields. */
+export const THRESHOLD_FLAGS: readonly [Exclude<keyof EvictionFlags, 'memoryBrake' | 'cgroupsPerQOS'>, string][] = [
+  ['evictionHard', 'eviction-hard'],
+  ['evictionSoft', 'eviction-soft'],
+  ['evictionSoftGracePeriod', 'eviction-soft-grace-period'],
+  ['evictionMaxPodGracePeriod', 'eviction-max-pod-grace-period'],
+  ['evictionMinimumReclaim', 'eviction-minimum-reclaim'],
+  ['evictionPressureTransitionPeriod', 'eviction-pressure-transition-period'],
+  ['enforceNodeAllocatable', 'enforce-node-allocatable'],
+];
+
+const OTHER_STRING_FLAGS: readonly [Exclude<keyof EvictionFlags, 'memoryBrake' | 'cgroupsPerQOS'>, string][] = [
+  ['memoryBrakeMaxDuration', 'memory-brake-max-duration'],
+  ['systemReservedCgroup', 'system-reserved-cgroup'],
+  ['kubeReservedCgroup', 'kube-reserved-cgroup'],
+];
+
 export function settingsFromFlags(f: ParsedFlags): RunSettings {
   const str = (k: string): string | undefined => (typeof f[k] === 'string' ? (f[k] as string) : undefined);
   const configFile = str('config');
   const base = configFile === undefined ? {} : configFromFile(configFile);
   const flags: EvictionFlags = {};
-  const map: [Exclude<keyof EvictionFlags, 'memoryBrake' | 'cgroupsPerQOS'>, string][] = [
-    ['evictionHard', 'eviction-hard'],
-    ['evictionSoft', 'eviction-soft'],
-    ['evictionSoftGracePeriod', 'eviction-soft-grace-period'],
-    ['evictionMaxPodGracePeriod', 'eviction-max-pod-grace-period'],
-    ['evictionMinimumReclaim', 'eviction-minimum-reclaim'],
-    ['evictionPressureTransitionPeriod', 'eviction-pressure-transition-period'],
-    ['enforceNodeAllocatable', 'enforce-node-allocatable'],
-    ['memoryBrakeMaxDuration', 'memory-brake-max-duration'],
-    ['systemReservedCgroup', 'system-reserved-cgroup'],
-    ['kubeReservedCgroup', 'kube-reserved-cgroup'],
-  ];
-  for (const [key, name] of map) {
+  for (const [key, name] of [...THRESHOLD_FLAGS, ...OTHER_STRING_FLAGS]) {
     const v = str(name);
     if (v !== undefined) flags[key] = v;
   }

@@ -9,7 +9,7 @@ import { whatIf, whatIfText } from '../sim/what-if';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionFlags, type PolicyConfig } from '../policy/config';
 import { UsageError, badValue } from '../errors';
 import type { Command } from './command';
-import { configFromFile } from './run-settings';
+import { THRESHOLD_FLAGS, configFromFile } from './run-settings';
 
 const HELP = `usage: evictd simulate FILE|- [--json] [what-if flags]
 
@@ -33,15 +33,8 @@ kernel OOM killer would have ended first.
   --eviction-pressure-transition-period DURATION, --enforce-node-allocatable LIST
   --json                                    one JSON object`;
 
-const WHAT_IF_FLAGS: [keyof EvictionFlags, string][] = [
-  ['evictionHard', 'eviction-hard'],
-  ['evictionSoft', 'eviction-soft'],
-  ['evictionSoftGracePeriod', 'eviction-soft-grace-period'],
-  ['evictionMaxPodGracePeriod', 'eviction-max-pod-grace-period'],
-  ['evictionMinimumReclaim', 'eviction-minimum-reclaim'],
-  ['evictionPressureTransitionPeriod', 'eviction-pressure-transition-period'],
-  ['enforceNodeAllocatable', 'enforce-node-allocatable'],
-];
+/** evictd run's threshold flags, as it reads them. */
+const WHAT_IF_FLAGS = THRESHOLD_FLAGS;
 
 function readInput(file: string): string {
   try {

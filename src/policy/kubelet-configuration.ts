@@ -48,7 +48,7 @@ function bool(field: string, v: unknown): boolean | undefined {
   return v;
 }
 
-const EVICTION_FIELDS = [
+export const EVICTION_FIELDS = [
   'evictionHard',
   'evictionSoft',
   'evictionSoftGracePeriod',

@@ -13,6 +13,7 @@ import type { Action } from '../policy/actions';
 import type { ActiveBrake } from '../policy/brake';
 import type { EvictionConfig, PolicyConfig, Threshold } from '../policy/config';
 import { formatDuration } from '../policy/duration';
+import { EVICTION_FIELDS } from '../policy/kubelet-configuration';
 import type { PolicyState, ThresholdStatus } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
 import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../policy/pods';
@@ -23,21 +24,7 @@ import type { ActivePod, ContainerUsage, FilesystemLayout, NodeCondition, NodeSt
 export const RECORDING_VERSION = 1;
 
 /** The KubeletConfiguration fields a recording keeps: the eviction ones, nothing else of the file. */
-const CONFIG_FIELDS = [
-  'evictionHard',
-  'evictionSoft',
-  'evictionSoftGracePeriod',
-  'evictionMaxPodGracePeriod',
-  'evictionMinimumReclaim',
-  'evictionPressureTransitionPeriod',
-  'enforceNodeAllocatable',
-  'mergeDefaultEvictionSettings',
-  'memoryBrake',
-  'memoryBrakeMaxDuration',
-  'systemReservedCgroup',
-  'kubeReservedCgroup',
-  'cgroupsPerQOS',
-] as const;
+const CONFIG_FIELDS = [...EVICTION_FIELDS, 'systemReservedCgroup', 'kubeReservedCgroup', 'cgroupsPerQOS'] as const;
 
 export interface RecordingHeader {
   evictdRecording: number;

@@ -4,6 +4,7 @@
  * an in-process Agent wired to the real runtime, the real cgroups and the real kernel addon.
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import { after } from 'node:test';
 import path from 'node:path';
 import pino from 'pino';
@@ -219,6 +220,21 @@ export const hog = (mibPerSecond: number, targetMiB: number, holdSeconds?: numbe
   image: 'localhost/evictd/hog:1',
   args: [String(mibPerSecond), String(targetMiB), ...(holdSeconds !== undefined ? [String(holdSeconds)] : [])],
 });
+
+/** GET /healthz on 127.0.0.1:port: the status code, 0 when nothing answers within 2 s. */
+export function healthz(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/healthz', timeout: 2000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on('error', () => resolve(0))
+      .on('timeout', function (this: http.ClientRequest) {
+        this.destroy();
+      });
+  });
+}
 
 export function logTail(file: string, n = 30): string {
   try {

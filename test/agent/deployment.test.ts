@@ -16,7 +16,6 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,7 +26,7 @@ import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
 import { cgroupMode, skipped } from '../support/environment';
 import { waitFor } from '../support/wait';
 import { docs } from '../kube/manifests';
-import { AGENT_HARNESS_DIR, MiB, criClient, hog, missingE2e, newLab, releaseHarness, restartContainerd, sleeper } from './agent-harness';
+import { AGENT_HARNESS_DIR, MiB, criClient, healthz, hog, missingE2e, newLab, releaseHarness, restartContainerd, sleeper } from './agent-harness';
 
 const labs: NodeLab[] = [];
 const cleanups: (() => Promise<void>)[] = [];
@@ -51,20 +50,6 @@ function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
     s.on('error', reject);
-  });
-}
-
-function healthz(port: number): Promise<number> {
-  return new Promise((resolve) => {
-    http
-      .get({ host: '127.0.0.1', port, path: '/healthz', timeout: 2000 }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      })
-      .on('error', () => resolve(0))
-      .on('timeout', function (this: http.ClientRequest) {
-        this.destroy();
-      });
   });
 }
 

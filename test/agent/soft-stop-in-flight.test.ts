@@ -11,7 +11,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { skipped, slow } from '../support/environment';
@@ -20,7 +19,7 @@ import { startMetricsServer, type MetricsServer } from '../../src/agent/http-ser
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
-import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, stopAgents, type TestAgent } from './agent-harness';
+import { MiB, healthz, hog, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, stopAgents, type TestAgent } from './agent-harness';
 
 const GRACE_S = 60;
 
@@ -42,20 +41,6 @@ after(async () => {
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   if (replayed) throw replayed;
 });
-
-function healthz(port: number): Promise<number> {
-  return new Promise((resolve) => {
-    http
-      .get({ host: '127.0.0.1', port, path: '/healthz', timeout: 2000 }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      })
-      .on('error', () => resolve(0))
-      .on('timeout', function (this: http.ClientRequest) {
-        this.destroy();
-      });
-  });
-}
 
 test(`a soft eviction with a ${GRACE_S} s grace period keeps /healthz at 200 throughout, and a hard ramp beside it is killed at once`, async (t) => {
   if (skipped(t, missingE2e())) return;
