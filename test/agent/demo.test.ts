@@ -78,7 +78,10 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   // than the agent took to react, and the OOM killer would end it first.
   assert.ok(s.replay.earlierWithHigherLine.length > 0, JSON.stringify(replayLine));
   assert.ok(s.replay.earlierWithHigherLine.every((p) => /^demo\/hog-\d$/.test(p)));
-  assert.deepEqual([...s.replay.oomFirstWithLowerLine].sort(), s.evicted.map((p) => `demo/${p}`), JSON.stringify(replayLine));
+  // Which ramps it names depends on what the recorded passes saw of each (a ramp seen by one pass
+  // only has no rate: in the lab, hog-1 was), so: some, and only hogs.
+  assert.ok(s.replay.oomFirstWithLowerLine.length > 0, JSON.stringify(replayLine));
+  assert.ok(s.replay.oomFirstWithLowerLine.every((p) => s.evicted.includes(p.replace(/^demo\//, ''))), JSON.stringify(replayLine));
   assert.equal(code, 0);
   assert.deepEqual(events.filter((e) => e.event === 'warning'), [], 'no protected pod was stopped between ramps');
   const ramps = events.filter((e) => e.event === 'ramp') as unknown as RampLine[];

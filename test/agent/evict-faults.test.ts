@@ -43,7 +43,10 @@ test('a runtime that stops answering does not crash the agent; it evicts once th
   const lab = await newLab('frozen', { memoryLimitBytes: 384 * MiB });
   labs.push(lab);
   const victim = await lab.runPod({ name: 'hog', qos: 'BestEffort', containers: [hog(100, 150)] });
-  const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, housekeepingIntervalMs: 200 });
+  // Not replayed: a pass whose runtime calls fail while containerd is frozen is not recorded (a
+  // gap of the recorder, see docs/scenarios.md), so the replay's standing orders can name
+  // another pod than the live ones did (seen in the lab: hog2 against hog).
+  const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, housekeepingIntervalMs: 200, noReplay: 'passes failing on the frozen runtime are not recorded' });
   agents.push(a);
   await waitFor('a healthy agent', () => a.agent.health().ok, 10_000);
   process.kill(pid!, 'SIGSTOP');
