@@ -183,19 +183,20 @@ export class Arming {
     return out;
   }
 
-  /** The lines for a memory signal in working-set terms (capacity - threshold), from this pass's numbers. */
+  /**
+   * The lines for a memory signal in working-set terms, from this pass's numbers: the first
+   * working set at which the kubelet's signal is met. Every mechanism fires at value >= line,
+   * and the kubelet's threshold is met at available < amount, that is working set > capacity -
+   * amount: so the line is one byte past capacity - amount (the tripwire rounds it up to the next
+   * page). At capacity - amount itself, available equals the threshold and nothing is met.
+   */
   static workingSetLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
     const out: number[] = [];
     for (const t of policy.thresholds) {
       if (t.signal !== signal) continue;
-      out.push(Math.max(0, m.capacityBytes - thresholdAmount(t.value, m.capacityBytes)));
+      out.push(Math.max(0, m.capacityBytes - thresholdAmount(t.value, m.capacityBytes)) + 1);
     }
     return out;
-  }
-
-  /** The same lines in usage terms (a v1 eventfd's): working-set line + inactive_file as read now. */
-  static usageLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
-    return Arming.workingSetLines(policy, signal, m).map((ws) => ws + m.inactiveFileBytes);
   }
 
   /**

@@ -157,11 +157,13 @@ export function nearHardMemoryLine(config: PolicyConfig, node: NodeStats): boole
 /**
  * The signal at the crossing, from what the mechanism saw: the line and the measure there, in
  * the line's own terms (usage or working set; either way available = capacity - working set, and
- * the line sits where available equals the threshold's amount), so available = amount - (value -
- * line). Never below 0.
+ * the line sits at the first value where available is below the threshold's amount: one byte
+ * past it, src/agent/arming.ts), so available = amount - 1 - (value - line). A mechanism that
+ * rounds its line up to a page reports the rounded line: the figure is then high by less than a
+ * page, and still below the amount. Never below 0.
  */
 export function availableAtCrossing(order: Pick<OrderChoice, 'lineBytes'>, crossing: { valueBytes: number; lineBytes: number }): number {
-  return Math.max(0, order.lineBytes - (crossing.valueBytes - crossing.lineBytes));
+  return Math.max(0, order.lineBytes - 1 - (crossing.valueBytes - crossing.lineBytes));
 }
 
 /** A used order: the kernel killed the pod; the eviction it stands for is what the next pass confirms. */

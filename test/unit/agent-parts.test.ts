@@ -168,6 +168,10 @@ const reading = (capacity: number, usage: number, inactive: number): MemoryReadi
   availableBytes: capacity - (usage - inactive),
   limited: true,
 });
+// A line as armed: the first value at which the kubelet's signal is met, one byte past
+// capacity - threshold (+ inactive_file in usage terms), in MiB.
+const line = (mib: number): number => mib * MiB + 1;
+
 
 test("arming: the kubelet's line (capacity - threshold + inactive_file), moved only past the tolerance", () => {
   const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=1m' }));
@@ -175,21 +179,21 @@ test("arming: the kubelet's line (capacity - threshold + inactive_file), moved o
   const { created, rearms } = port;
   const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 1, nodeIsRoot: false });
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), null);
-  assert.deepEqual(created.map((c) => c.bytes).sort((x, y) => x - y), [(1024 - 200 + 40) * MiB, (1024 - 100 + 40) * MiB]);
+  assert.deepEqual(created.map((c) => c.bytes).sort((x, y) => x - y), [line(1024 - 200 + 40), line(1024 - 100 + 40)]);
   // inactive_file moved by 512 KiB: under the tolerance (max(1 MiB, capacity/512 = 2 MiB)), nothing moves.
   a.update(reading(1024 * MiB, 300 * MiB, 40.5 * MiB), null);
   assert.equal(rearms.length, 0);
   // by 30 MiB: both lines follow.
   a.update(reading(1024 * MiB, 300 * MiB, 70 * MiB), null);
-  assert.deepEqual(rearms.sort((x, y) => x - y), [(1024 - 200 + 70) * MiB, (1024 - 100 + 70) * MiB]);
+  assert.deepEqual(rearms.sort((x, y) => x - y), [line(1024 - 200 + 70), line(1024 - 100 + 70)]);
   // usage passed the hard line (964 MiB) but inactive_file grew by 1.5 MiB, under the
   // tolerance: the signal is not met, and the line must move above usage or the crossing is missed.
   rearms.length = 0;
   a.update(reading(1024 * MiB, 995 * MiB, 71.5 * MiB), null);
-  assert.ok(rearms.includes((1024 - 100 + 71.5) * MiB), `rearms ${rearms.map((b) => b / MiB)}`);
+  assert.ok(rearms.includes(line(1024 - 100 + 71.5)), `rearms ${rearms.map((b) => b / MiB)}`);
   // the pod cgroup root gets its allocatable lines.
   a.update(reading(1024 * MiB, 995 * MiB, 71.5 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
-  assert.ok(created.some((c) => c.dir === '/n/kubepods' && c.bytes === (512 - 100 + 10) * MiB));
+  assert.ok(created.some((c) => c.dir === '/n/kubepods' && c.bytes === line(512 - 100 + 10)));
 });
 
 test('arming: a tripwire line follows inactive_file to the page (moving it is free)', () => {
@@ -200,7 +204,7 @@ test('arming: a tripwire line follows inactive_file to the page (moving it is fr
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), null);
   // 512 KiB of drift: a v1 eventfd line would stay (the test above); this one moves.
   a.update(reading(1024 * MiB, 300 * MiB, 40.5 * MiB), null);
-  assert.deepEqual(port.rearms, [(1024 - 100 + 40.5) * MiB]);
+  assert.deepEqual(port.rearms, [line(1024 - 100 + 40.5)]);
   // Less than a page: the tripwire could not tell the difference, so nothing moves.
   a.update(reading(1024 * MiB, 300 * MiB, 40.5 * MiB + 1024), null);
   assert.equal(port.rearms.length, 1);
@@ -238,24 +242,24 @@ test("arming: where the mechanism computes the kubelet's working set, the line s
   const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
   assert.deepEqual(created, [
-    { dir: '/n', bytes: (1024 - 100) * MiB, measure: 'working-set' },
-    { dir: '/n/kubepods', bytes: (512 - 100 + 10) * MiB, measure: 'usage' },
+    { dir: '/n', bytes: line(1024 - 100), measure: 'working-set' },
+    { dir: '/n/kubepods', bytes: line(512 - 100 + 10), measure: 'usage' },
   ]);
   assert.deepEqual(a.measures(), { 'node:line0': 'working-set', 'pods:line0': 'usage' });
   // Page cache turning into anonymous memory: the working-set line stays where it is (re-armed in
   // place from a fresh reading, the signal being unmet), the usage line follows inactive_file.
   a.update(reading(1024 * MiB, 300 * MiB, 10 * MiB), reading(512 * MiB, 100 * MiB, 40 * MiB));
-  assert.deepEqual(rearms, [(1024 - 100) * MiB, (512 - 100 + 40) * MiB]);
-  assert.deepEqual(a.armed(), { 'node:line0': (1024 - 100) * MiB, 'pods:line0': (512 - 100 + 40) * MiB });
+  assert.deepEqual(rearms, [line(1024 - 100), line(512 - 100 + 40)]);
+  assert.deepEqual(a.armed(), { 'node:line0': line(1024 - 100), 'pods:line0': line(512 - 100 + 40) });
   // The headroom is the same in either measure: 924 - (300 - 10) MiB.
-  assert.equal(a.headroomBytes(), Math.min((1024 - 100) * MiB - 290 * MiB, (512 - 100 + 40) * MiB - 100 * MiB));
+  assert.equal(a.headroomBytes(), Math.min(line(1024 - 100) - 290 * MiB, line(512 - 100 + 40) - 100 * MiB));
   // Met (working set 930 MiB past 924): left alone, the mechanism already saw it crossed.
   rearms.length = 0;
   a.update(reading(1024 * MiB, 940 * MiB, 10 * MiB), reading(512 * MiB, 100 * MiB, 40 * MiB));
   assert.deepEqual(rearms, []);
   // Capacity moved (a cgroup limit changed): the working-set line moves with it.
   a.update(reading(2048 * MiB, 300 * MiB, 10 * MiB), reading(512 * MiB, 100 * MiB, 40 * MiB));
-  assert.deepEqual(rearms, [(2048 - 100) * MiB]);
+  assert.deepEqual(rearms, [line(2048 - 100)]);
 });
 
 test('arming: inactive_file shrinking brings the line down to flat usage: the drift tick wakes a pass, once', () => {
@@ -266,13 +270,13 @@ test('arming: inactive_file shrinking brings the line down to flat usage: the dr
   const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: (w) => wakes.push(w.source), nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
   // usage 950 MiB, inactive_file 60 MiB: available 134 MiB, the line at 984 MiB (34 MiB above usage).
   a.update(reading(1024 * MiB, 950 * MiB, 60 * MiB), null, { wakeOnMet: true });
-  assert.equal(a.headroomBytes(), 34 * MiB);
+  assert.equal(a.headroomBytes(), 34 * MiB + 1);
   assert.deepEqual(wakes, []);
   // Same usage, page cache reclaimed for anonymous pages: inactive_file 20 MiB, available
   // 94 MiB < 100Mi. The line (944 MiB) is now below usage; no counter crossed it.
   a.update(reading(1024 * MiB, 950 * MiB, 20 * MiB), null, { wakeOnMet: true });
   assert.deepEqual(wakes, ['line-drift']);
-  assert.equal(a.headroomBytes(), -6 * MiB);
+  assert.equal(a.headroomBytes(), -6 * MiB + 1);
   // Still met at the next tick: no second wake (the pass that woke already decided).
   a.update(reading(1024 * MiB, 950 * MiB, 19 * MiB), null, { wakeOnMet: true });
   assert.deepEqual(wakes, ['line-drift']);
@@ -308,7 +312,7 @@ test('arming: the node line is armed on the cgroup v2 root too, and each line re
     onLineMechanism: (line, mechanism) => seen.push([line, mechanism]),
   });
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
-  assert.ok(created.some((c) => c.dir === '/sys/fs/cgroup' && c.bytes === (1024 - 100 + 40) * MiB), JSON.stringify(created));
+  assert.ok(created.some((c) => c.dir === '/sys/fs/cgroup' && c.bytes === line(1024 - 100 + 40)), JSON.stringify(created));
   assert.deepEqual(a.mechanisms(), { 'node:line0': 'bpf-tripwire', 'pods:line0': 'adaptive-poll' });
   assert.deepEqual(seen, [
     ['node:line0', 'bpf-tripwire'],

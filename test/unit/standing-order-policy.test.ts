@@ -178,8 +178,8 @@ test("standing order: the index names the arming's line for that threshold", () 
   for (const d of ds) {
     const key = Arming.lineKey(d.signal, d.thresholdIndex);
     const capacity = d.signal === 'memory.available' ? mi(4096) : mi(3000);
-    // the hard line (100Mi) is the one at capacity - 100Mi; the soft one (1Gi) sits elsewhere
-    assert.equal(armed[key], capacity - mi(100), `${key} in ${JSON.stringify(armed)}`);
+    // the hard line (100Mi) is the one one byte past capacity - 100Mi; the soft one (1Gi) sits elsewhere
+    assert.equal(armed[key], capacity - mi(100) + 1, `${key} in ${JSON.stringify(armed)}`);
     assert.ok(d.order, key);
   }
   assert.equal(ds.length, 2);
@@ -200,9 +200,14 @@ test('standing order: the eviction a used order stands for: the hard grace, the 
   const config = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi', evictionMaxPodGracePeriod: '30', enforceNodeAllocatable: 'none' }));
   const [d] = decideOrders(config, makeObservations(node(150)), PODS, 'single');
   const order = d!.order!;
-  // The line crossed 3 MiB past it (usage or working set: the same arithmetic).
-  const available = availableAtCrossing(order, { valueBytes: mi(4000) + mi(3), lineBytes: mi(4000) });
+  // The line sits one byte past capacity - amount (the first value where the signal is met);
+  // crossed 3 MiB past capacity - amount (usage or working set: the same arithmetic).
+  const available = availableAtCrossing(order, { valueBytes: mi(4000) + mi(3), lineBytes: mi(4000) + 1 });
   assert.equal(available, mi(97));
+  // Crossed exactly at the line: the kubelet's signal is met there, available below the amount,
+  // also where the tripwire rounded the line up to the next page.
+  assert.equal(availableAtCrossing(order, { valueBytes: mi(4000) + 1, lineBytes: mi(4000) + 1 }), mi(100) - 1);
+  assert.ok(availableAtCrossing(order, { valueBytes: mi(4000) + 4096, lineBytes: mi(4000) + 4096 }) < mi(100));
   const { eviction, threshold } = confirmedEviction(config, { order, availableBytes: available, crossedNs: 1n, killedNs: 2n });
   assert.equal(eviction.gracePeriodSeconds, 0, 'hard: no grace, whatever the max pod grace period');
   assert.equal(eviction.signal, 'memory.available');
@@ -245,8 +250,9 @@ test("standing order: with near lines, each hard line's near-zone edge is armed,
   const arming = new Arming({ port, policy: config, logger: pino({ level: 'silent' }), wake: (w) => wakes.push(w.source), nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false, nearLines: true });
   const reading = (capacity: number, available: number) => ({ capacityBytes: capacity, usageBytes: capacity - available, inactiveFileBytes: 0, workingSetBytes: capacity - available, availableBytes: available, limited: true });
   arming.update(reading(mi(4096), mi(1500)), null);
-  // The hard line (100Mi) and its zone's edge (100Mi + the 128 MiB floor); the soft line has none.
-  assert.deepEqual(arming.armed(), { 'node:line0': mi(4096 - 100), 'node:line1': mi(4096 - 1024), 'node:near0': mi(4096 - 228) });
+  // The hard line (100Mi: one byte past, where available is below it) and its zone's edge (100Mi
+  // + the 128 MiB floor, where near begins); the soft line has none.
+  assert.deepEqual(arming.armed(), { 'node:line0': mi(4096 - 100) + 1, 'node:line1': mi(4096 - 1024) + 1, 'node:near0': mi(4096 - 228) });
   port.setUsage('/n', mi(4096 - 1000));
   port.setUsage('/n', mi(4096 - 200));
   return new Promise<void>((resolve) =>
