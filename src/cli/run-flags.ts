@@ -59,6 +59,12 @@ const FLAGS: FlagDef[] = [
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
   { name: 'notifications', arg: 'MODE', help: 'kernel (memory lines on the eBPF tripwire or v1 eventfd, the adaptive poller where missing), poll (memory lines on the adaptive poller, no BPF; PSI and cgroup event files still notify) or none (housekeeping only)', def: 'kernel' },
   { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE; where the node refuses it, evictd says so and runs at normal priority)', def: '0' },
+  {
+    name: 'lock-memory',
+    bool: true,
+    help: "lock evictd's pages in RAM once touched (mlockall, MCL_ONFAULT), so that near the end of memory its code is not paged out just as it must act (needs CAP_IPC_LOCK; where the node refuses it, evictd says so and runs)",
+    def: 'true',
+  },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
   { name: 'record', arg: 'FILE', help: 'append what each pass saw and decided to FILE, one JSON line per pass (docs/scenarios.md#recordings); `evictd simulate FILE` replays it' },

@@ -60,6 +60,8 @@ export interface RunSettings {
   logLevel: string;
   podSource: 'api' | 'kubelet' | 'runtime';
   realtimePriority: number;
+  /** mlockall the agent's pages (kernel/memory-lock.ts) */
+  lockMemory: boolean;
   stateDir: string;
   /** the eviction fields in force (file under flags), as a recording keeps them */
   eviction: EvictionConfig;
@@ -189,6 +191,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     logLevel,
     podSource: podSource as RunSettings['podSource'],
     realtimePriority,
+    lockMemory: f['lock-memory'] !== false,
     stateDir,
     eviction,
     record: recordSettings(str('record'), str('record-max-size')),

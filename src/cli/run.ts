@@ -18,6 +18,7 @@ import type { EvictionReporter, PodSpecSource } from '../agent/ports';
 import { cgroupDir, detectCgroups } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
 import { setRealtimePriority } from '../kernel/scheduling';
+import { lockCode } from '../kernel/memory-lock';
 import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
 import { formatDuration } from '../policy/duration';
 import { badValue } from '../errors';
@@ -92,6 +93,18 @@ export async function run(argv: string[]): Promise<number> {
         { realtimePriority: s.realtimePriority, err: (err as Error).message },
         'running without realtime priority: SCHED_FIFO refused (CAP_SYS_NICE missing, or a cpu cgroup with no realtime budget: cgroup v1 cpu.rt_runtime_us)',
       );
+    }
+  }
+
+  if (s.lockMemory) {
+    // Before anything is armed; what the agent maps later (the BPF object's pages are kernel
+    // memory, not file pages) needs no lock.
+    try {
+      const bytes = lockCode();
+      logger.info({ mappedFilesBytes: bytes }, 'code locked in memory (mlock2 MLOCK_ONFAULT on the mapped files)');
+    } catch (err) {
+      // As with the priority: the node refuses it, the agent still does its job.
+      logger.warn({ err: (err as Error).message }, 'running with pageable code: mlock refused (CAP_IPC_LOCK missing and RLIMIT_MEMLOCK too low)');
     }
   }
 

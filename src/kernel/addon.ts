@@ -60,6 +60,8 @@ export interface NativeAddon {
   liveSources(): number;
   /** SCHED_FIFO at `priority` for the calling (main) thread, SCHED_OTHER for 0; children reset on fork */
   setRealtimePriority(priority: number): void;
+  /** mlock2(MLOCK_ONFAULT) on every file-backed mapping: the agent's code stays in RAM once touched; the bytes of the mappings */
+  lockMappedFiles(): number;
   /** Delivers now the standing orders' uses written on their threads (absent from older builds). */
   flushOrderUses?(): void;
   /** One sd_notify(3) datagram to $NOTIFY_SOCKET; false when it is not set. */

@@ -13,4 +13,5 @@ export { machineUsageBytes, machineWorkingSetBytes, isCgroup2Root } from './mach
 export { measureReader, type LineMeasure } from './working-set';
 export { parseCounters } from './counters';
 export { setRealtimePriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';
+export { lockCode, lockedFileMappings } from './memory-lock';
 export { flushOrderUses } from './order-event';

@@ -4,6 +4,7 @@ import http from 'node:http';
 import { skipped, slow } from '../support/environment';
 import { NodeLab } from '../../src/lab/node-lab';
 import { AgentProcess, runRamp } from '../../src/lab/ramp-lab';
+import { lockedFileMappings } from '../../src/kernel/memory-lock';
 import { MiB, criClient, missingE2e, newLab, releaseHarness, sleeper } from './agent-harness';
 
 const labs: NodeLab[] = [];
@@ -46,6 +47,9 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   procs.push(agent);
   const machineOom0 = NodeLab.oomKills();
   assert.ok(agent.metricsAddress, 'the starting line names the metrics address');
+  // Its code is locked in RAM (--lock-memory, on by default): every file it maps.
+  const code = lockedFileMappings(agent.child.pid!);
+  assert.ok(code && code.files > 0 && code.locked === code.files, JSON.stringify(code));
   const r = await runRamp(lab, agent, { name: 'hog', rateMiBs: 500, targetMiB: 448 });
   assert.equal(r.outcome, 'evicted', JSON.stringify({ ...r, labPod: undefined }));
   assert.equal(r.oomKills, 0);

@@ -48,7 +48,7 @@ test("the DaemonSet's container reaches CRI as written: mounts, security context
   }
   assert.deepEqual(cfg.mounts!.find((x) => x.containerPath === '/opt/evictd'), { containerPath: '/opt/evictd', hostPath: '/checkout', readonly: true }, "the image's content, read-only");
   const sc = cfg.linux!.securityContext!;
-  assert.deepEqual(sc.capabilities, { addCapabilities: ['KILL', 'SYS_NICE', 'BPF', 'PERFMON'], dropCapabilities: ['ALL'] });
+  assert.deepEqual(sc.capabilities, { addCapabilities: ['KILL', 'SYS_NICE', 'BPF', 'PERFMON', 'IPC_LOCK'], dropCapabilities: ['ALL'] });
   assert.equal(sc.readonlyRootfs, true);
   assert.equal(sc.noNewPrivs, true, 'allowPrivilegeEscalation: false');
   assert.equal(sc.privileged, false);

@@ -33,7 +33,7 @@ function daemonSetArgs(): string[] {
 }
 
 describe('deploy/', () => {
-  test('DaemonSet: host PID, cgroup and runtime-socket mounts, only KILL, SYS_NICE (--realtime-priority), BPF and PERFMON (the tripwire; no SYS_ADMIN), requests and limits, system-node-critical', () => {
+  test('DaemonSet: host PID, cgroup and runtime-socket mounts, only KILL, SYS_NICE (--realtime-priority), BPF and PERFMON (the tripwire; no SYS_ADMIN), IPC_LOCK (--lock-memory), requests and limits, system-node-critical', () => {
     const [ds] = docs('daemonset.yaml');
     assert.equal(ds.kind, 'DaemonSet');
     const pod = ds.spec.template.spec;
@@ -41,7 +41,7 @@ describe('deploy/', () => {
     assert.equal(pod.priorityClassName, 'system-node-critical');
     assert.equal(pod.serviceAccountName, 'evictd');
     const c = pod.containers[0];
-    assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['KILL', 'SYS_NICE', 'BPF', 'PERFMON'] });
+    assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['KILL', 'SYS_NICE', 'BPF', 'PERFMON', 'IPC_LOCK'] });
     assert.equal(c.securityContext.privileged, false);
     assert.equal(c.securityContext.allowPrivilegeEscalation, false);
     assert.ok(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory);
