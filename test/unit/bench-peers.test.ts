@@ -42,6 +42,7 @@ const trial = (contender: string, outcome: Trial['outcome'], own: number | null,
   protectedLost: [],
   psiSomeAvg10Max: outcome === 'oom-killed' ? 7.5 : 1.25,
   contenderRssMiB: 40,
+  contenderMajorFaults: contender === 'oomd' ? (own ?? 0) * 3 : 0,
 });
 
 const many = (n: number, f: (i: number) => Trial) => Array.from({ length: n }, (_, i) => f(i));
@@ -63,6 +64,8 @@ test('report: medians with a 95% interval from 10 trials, the ratio from each ow
   assert.equal(oomd!.stopped, 6, 'oomd let the kernel kill 4 times');
   assert.equal(kern!.own!.median, 9000, "the kernel row's reaction is the kernel's kill");
   assert.equal(kern!.psiSomeAvg10Max, 7.5);
+  assert.deepEqual(oomd!.majorFaults, { median: 3, max: 3 }, "finite faults only: the 4 OOM-killed trials' Infinity*3 are left out");
+  assert.deepEqual(e!.majorFaults, { median: 0, max: 0 });
   const [r] = ratios(cells, [100]);
   assert.equal(r!.peer!.contender, 'earlyoom', 'the best peer stops the most hogs first: not oomd, whose median is lower');
   assert.equal(r!.own, 10, '55 ms / 5.5 ms');

@@ -23,6 +23,7 @@ export function whatFavoursWhom(cells: Cell[]): string[] {
   const windowMs = medianOf(cells.map((c) => c.windowMs));
   const exit = byContender(cells, (c) => c.exitAfterKillMs);
   const rss = byContender(cells, (c) => c.rssMiB);
+  const faults = byContender(cells, (c) => c.majorFaults?.median ?? null);
   const inferred = cells.reduce((s, c) => s + (c.contender === 'evictd' ? c.inferred : 0), 0);
   const evictdTrials = cells.reduce((s, c) => s + (c.contender === 'evictd' ? c.trials : 0), 0);
   return [
@@ -31,6 +32,7 @@ export function whatFavoursWhom(cells: Cell[]): string[] {
     `The kill is the send (signal_generate). What follows is not in the reaction: send -> hog exited, median ms: ${list(exit, ' ms')}. A SIGTERM (earlyoom, nohang) runs the hog's handler; a SIGKILL (evictd's cgroup.kill, oomd, the kernel) does not.`,
     `Scheduling: evictd runs as shipped with --realtime-priority=10 (its notification thread SCHED_FIFO); earlyoom with -p (nice -20, its only priority setting); nohang and oomd at normal priority (neither has a setting for it). On the lab's 2 emulated CPUs the hog, the bench and containerd compete with every contender.`,
     `Memory each contender takes from the node (VmRSS at the ramp's start, MiB): ${list(rss, '')}.`,
+    `Paged out near the end of memory: each contender's major page faults during a ramp (median): ${list(faults, '')}. A fault is a page of its own code or files read back from a disk that reclaim keeps busy; evictd locks its code (--lock-memory, as shipped), earlyoom and nohang lock themselves (mlockall).`,
     `Stop path: evictd and the kubelet row stop the pod through CRI (fast kill of the pod cgroup, then StopPodSandbox: Kubernetes sees an eviction); earlyoom, nohang and oomd kill a process and the sandbox stays up (Kubernetes sees a crash and restarts the hog).`,
   ];
 }

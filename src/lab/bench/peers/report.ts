@@ -34,6 +34,8 @@ export interface Cell {
   availableAtKillMiB: number | null;
   kubeletAtKillMiB: number | null;
   rssMiB: number | null;
+  /** the contender's major page faults during a ramp, median and most (see Trial); absent in runs before they were counted */
+  majorFaults?: { median: number; max: number } | null;
   /** the tasks that sent the first kill, by name */
   senders: string;
   via: string;
@@ -44,6 +46,11 @@ export interface Cell {
 
 const finite = (xs: (number | null)[]): number[] => xs.filter((x): x is number => x !== null && Number.isFinite(x));
 const med = (xs: (number | null)[]): number | null => summarize(finite(xs))?.median ?? null;
+
+function faultsOf(ts: Trial[]): Cell['majorFaults'] {
+  const xs = finite(ts.map((t) => t.contenderMajorFaults ?? null));
+  return xs.length ? { median: med(xs)!, max: Math.max(...xs) } : null;
+}
 
 export function cellOf(contender: string, rate: number, ts: Trial[], scale: number): Cell {
   const reached = med(ts.map((t) => t.reachedRateMiBs));
@@ -72,6 +79,7 @@ export function cellOf(contender: string, rate: number, ts: Trial[], scale: numb
     availableAtKillMiB: round(med(killed.map((t) => t.availableAtKillMiB)), 1),
     kubeletAtKillMiB: round(med(killed.map((t) => t.kubeletAtKillMiB)), 1),
     rssMiB: round(med(ts.map((t) => t.contenderRssMiB)), 0),
+    majorFaults: faultsOf(ts),
     senders: [...new Set(ts.flatMap((t) => (t.kill ? [`${t.kill.by} (${t.kill.sig === 9 ? 'KILL' : 'TERM'})`] : [])))].join(', ') || '-',
     via: [...new Set(ts.map((t) => t.via))].join('/'),
     psiSomeAvg10Max: ts.some((t) => t.psiSomeAvg10Max !== null) ? Math.max(...ts.map((t) => t.psiSomeAvg10Max ?? 0)) : null,
@@ -204,7 +212,7 @@ export function renderTable(cells: Cell[]): string {
 
 /** What favours whom, measured per cell. */
 export function renderConditions(cells: Cell[]): string {
-  const head = ['contender', 'MiB/s asked', 'own line crossed before the common one, ms (median)', 'crossing chunk touch + read, ms (median)', 'own crossings inferred', 'acted before its line', 'kill sent -> hog exited, ms (median)', 'contender RSS MiB', 'PSI some avg10 max %'];
+  const head = ['contender', 'MiB/s asked', 'own line crossed before the common one, ms (median)', 'crossing chunk touch + read, ms (median)', 'own crossings inferred', 'acted before its line', 'kill sent -> hog exited, ms (median)', 'contender RSS MiB', 'contender major faults per ramp (median / most)', 'PSI some avg10 max %'];
   const rows = cells.map((c) => [
     c.contender,
     String(c.rateMiBs),
@@ -214,6 +222,7 @@ export function renderConditions(cells: Cell[]): string {
     `${c.beforeLine}/${c.trials}`,
     formatMs(c.exitAfterKillMs),
     String(c.rssMiB ?? '-'),
+    c.majorFaults ? `${c.majorFaults.median} / ${c.majorFaults.max}` : '-',
     String(c.psiSomeAvg10Max ?? '-'),
   ]);
   return renderRows(head, rows, (i) => cells[i]!.notRun);

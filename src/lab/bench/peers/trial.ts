@@ -69,6 +69,12 @@ export interface Trial {
   psiSomeAvg10Max: number | null;
   /** the contender's resident memory at the ramp's start, MiB (what it takes from the node) */
   contenderRssMiB: number | null;
+  /**
+   * the contender's major page faults during the ramp: pages of its own (code, mapped files) it
+   * had to read back from disk, each a wait on a disk that reclaim keeps busy near the end of
+   * memory; what locking its pages (evictd --lock-memory, earlyoom's and nohang's mlockall) avoids
+   */
+  contenderMajorFaults?: number | null;
 }
 
 /** /proc/pressure/memory's `some avg10`, or null without PSI. */
@@ -87,6 +93,18 @@ export function rssMiB(pid: number | undefined): number | null {
   try {
     const kb = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     return kb === undefined ? null : Math.round(Number(kb) / 1024);
+  } catch {
+    return null;
+  }
+}
+
+/** A process's major page faults so far (/proc/PID/stat field 12, all its threads), or null. */
+export function majorFaults(pid: number | undefined): number | null {
+  if (!pid) return null;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the command name may hold spaces: fields are counted after its closing parenthesis
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[12 - 3]);
   } catch {
     return null;
   }
@@ -139,6 +157,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const m0 = meminfo();
   const targetMiB = Math.ceil(m0.available / MiB) + 128;
   const contenderRssMiB = rssMiB(o.contenderPid);
+  const faults0 = majorFaults(o.contenderPid);
   trace.clear();
   const pod = await lab.runPod({ name: `hog-${contender.name}-${rate}-${index}`, namespace: 'bench', qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: [String(rate), String(targetMiB), '0'], env: { HOG_METER: '1', HOG_METER_FINE: `${FINE_KIB}:${Math.ceil(lines.common.belowMiB + FINE_MARGIN_MIB)}` } }] });
   applyOomScoreAdj(lab, pod, 1000);
@@ -171,6 +190,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     }
     await sleep(LOOP_MS);
   }
+  const faults1 = majorFaults(o.contenderPid);
   const events = trace.read();
   // A hog that died before the loop saw its pid: the first signal or exit of a task named hog
   // that is not the Guaranteed pod's.
@@ -239,6 +259,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     protectedLost,
     psiSomeAvg10Max: psiMax,
     contenderRssMiB,
+    contenderMajorFaults: faults0 !== null && faults1 !== null ? faults1 - faults0 : null,
     raw: { steps, events },
   };
 }
