@@ -27,7 +27,7 @@ import { round } from '../../stats';
 import type { Contender, ContenderContext, RunningContender } from './contender';
 import { ContenderUnavailable, setOomScoreAdj } from './contender';
 import { earlyoom } from './earlyoom';
-import { evictd, evictdPoll } from './evictd';
+import { evictd, evictdPageable, evictdPoll } from './evictd';
 import { kernel } from './kernel';
 import { kubelet } from './kubelet';
 import { meminfo } from './meminfo';
@@ -44,9 +44,9 @@ import { systemdOomd } from './systemd-oomd';
 
 const MiB = 1024 * 1024;
 
-/** Every contender the bench knows; evictd-poll only when named (one evictd row per configuration users run). */
-export const CONTENDERS: Contender[] = [evictd, evictdPoll, kubelet, earlyoom, nohang, oomd, systemdOomd, kernel];
-const DEFAULT_CONTENDERS = CONTENDERS.filter((c) => c !== evictdPoll);
+/** Every contender the bench knows; evictd-poll and evictd-pageable only when named (one evictd row per configuration users run). */
+export const CONTENDERS: Contender[] = [evictd, evictdPoll, evictdPageable, kubelet, earlyoom, nohang, oomd, systemdOomd, kernel];
+const DEFAULT_CONTENDERS = CONTENDERS.filter((c) => c !== evictdPoll && c !== evictdPageable);
 
 const DEFAULT_TRIALS = 10;
 const QUICK_TRIALS = 1;
@@ -56,7 +56,7 @@ export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] 
 
   Runs on the whole machine as the node: use a pure cgroup v2 VM of fixed memory (the lab),
   with tracefs (every kill is timed by the kernel's signal_generate).
-  --peers[=LIST]      contenders (default: ${DEFAULT_CONTENDERS.map((c) => c.name).join(',')}); also evictd-poll
+  --peers[=LIST]      contenders (default: ${DEFAULT_CONTENDERS.map((c) => c.name).join(',')}); also evictd-poll, evictd-pageable
   --rates LIST        hog ramp rates asked, MiB/s on this machine (default 50,200: in the lab 200 is
                       already what the hog reaches at most; 400 asked reached 45-214)
   --trials N          ramps per contender and rate, interleaved trial by trial (default ${DEFAULT_TRIALS})

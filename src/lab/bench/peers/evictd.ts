@@ -7,6 +7,8 @@
  * - evictd-poll (only when asked for with --peers): the same with `--notifications poll`, the
  *   node's line on the adaptive poller and no BPF: what evictd does where the tripwire cannot
  *   load. A configuration of its own, reported as such, never merged into evictd's row.
+ * - evictd-pageable (only when asked for): the shipped configuration with `--lock-memory=false`,
+ *   its code left pageable: what the lock is worth near the end of memory, trial by trial.
  * Both stop the pod through the runtime: the fast kill of the pod's cgroup, then StopPodSandbox,
  * so the sandbox is NOTREADY and Kubernetes sees an eviction.
  */
@@ -69,4 +71,14 @@ export const evictdPoll: Contender = {
     `evictd run --notifications poll --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${SHIPPED.join(' ')}: the line on the adaptive poller (/proc/meminfo, 5 ms near the line, 1 s far), no BPF, housekeeping 10 s`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
   start: (ctx) => startAgent(ctx, ['--notifications', 'poll', ...SHIPPED], true),
+};
+
+export const evictdPageable: Contender = {
+  name: 'evictd-pageable',
+  stops: 'CRI',
+  missing: () => null,
+  config: (ctx) =>
+    `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${SHIPPED.join(' ')} --lock-memory=false: as shipped but with its code pageable (not locked in RAM)`,
+  ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
+  start: (ctx) => startAgent(ctx, [...SHIPPED, '--lock-memory=false'], true),
 };

@@ -129,7 +129,7 @@ export function formatSummary(s: MedianSummary | null): string {
 }
 
 /** The contenders evictd is compared with: not evictd's own rows, not the kernel alone. */
-const NOT_PEERS = ['evictd', 'evictd-poll', 'kernel'];
+const NOT_PEERS = ['evictd', 'evictd-poll', 'evictd-pageable', 'kernel'];
 
 export interface Ratio {
   rateMiBs: number;
@@ -232,7 +232,7 @@ function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-const COLORS: Record<string, string> = { evictd: '#1b9e77', 'evictd-poll': '#66a61e', kubelet: '#e7298a', earlyoom: '#d95f02', nohang: '#7570b3', oomd: '#e6ab02', 'systemd-oomd': '#a6761d', kernel: '#666666' };
+const COLORS: Record<string, string> = { evictd: '#1b9e77', 'evictd-poll': '#66a61e', 'evictd-pageable': '#a6d854', kubelet: '#e7298a', earlyoom: '#d95f02', nohang: '#7570b3', oomd: '#e6ab02', 'systemd-oomd': '#a6761d', kernel: '#666666' };
 
 /** Two panels, rate asked on x (real-node rate beneath), one line per contender. */
 export function svg(cells: Cell[], contenders: string[], rates: number[], title: string, scale: number): string {
