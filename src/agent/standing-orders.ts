@@ -63,13 +63,18 @@ interface Placed {
 
 /** how long a confirmed pod's uid is remembered, so a second line's use of the same kill is not confirmed twice */
 const DONE_MEMORY_MS = 60_000;
+/** how long past its TTL an order is still recognized when its use reaches the loop (see `recent`) */
+const RECENT_GRACE_MS = 60_000;
 
 export class StandingOrders {
   /** orders in force, by line */
   private readonly standing = new Map<string, Placed>();
   /**
-   * Every order the mechanism may still use, by line and pod dir, until its TTL is over: a use
-   * can race a withdrawal (the kill is written on another thread), and must still be confirmed.
+   * Every order the mechanism may still use, by line and pod dir, until its TTL is over and
+   * RECENT_GRACE_MS more: a use can race a withdrawal (the kill is written on another thread), and
+   * its report reaches the loop only when the loop is free, which may be after the TTL (the lab
+   * saw an order used at 965 ms of its 1 s reach the loop after it); either way the kill happened
+   * and must still be confirmed.
    */
   private readonly recent = new Map<string, Placed & { untilNs: bigint }>();
   private readonly pending = new Map<string, PendingConfirmation>();
@@ -355,7 +360,7 @@ export class StandingOrders {
   }
 
   private prune(now: bigint): void {
-    for (const [k, r] of this.recent) if (r.untilNs < now) this.recent.delete(k);
+    for (const [k, r] of this.recent) if (r.untilNs + BigInt(RECENT_GRACE_MS) * 1_000_000n < now) this.recent.delete(k);
     for (const [uid, d] of this.done) if (msBetween(d.at, now) > DONE_MEMORY_MS) this.done.delete(uid);
   }
 }
