@@ -1,22 +1,40 @@
 /**
- * `--record FILE`: each pass's line (src/sim/recording.ts) appended to FILE. The line is made
- * after the pass has issued its actions and moved its lines, so no kill waits on it; the write
- * is buffered and asynchronous (a write stream on the file), so no pass waits on the disk.
+ * `--record FILE`: each pass's line (src/sim/recording.ts) appended to FILE. What the pass took in
+ * and decided is put in words at the pass's end, after its actions and moved lines, so no kill
+ * waits on it; its pods, most of the line, are made into text after it, in slices of at most
+ * SLICE_MS on the event loop, so a wake-up that arrives meanwhile waits for one slice at most,
+ * never for a line. A pass's pods are not changed after it (each pass joins them afresh; a spec
+ * is replaced, never changed), so the line is the pass's. The write is buffered and asynchronous
+ * (a write stream on the file), so nothing waits on the disk.
  *
  * Bounded: past `maxBytes` the file becomes FILE.1 (one earlier part is kept) and FILE starts
  * again with a header that carries the policy's state, so each part replays exactly. A crash
- * leaves at most the last line cut, which the reader leaves out.
+ * loses the lines not yet made (the last pass's, or the last few) and leaves at most the last
+ * line cut, which the reader leaves out.
  */
 import fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { EvictionConfig, PolicyConfig } from '../policy/config';
 import type { PolicyState } from '../policy/evaluate';
-import type { FilesystemLayout } from '../policy/types';
+import type { ActivePod, FilesystemLayout } from '../policy/types';
 import { badValue } from '../errors';
-import { passLine, recordedState, recordingHeader } from '../sim/recording';
+import { recordedState, recordingHeader } from '../sim/recording';
+import { lineEnds, podText, SpecTexts, type LineEnds } from '../sim/recording-text';
 import type { PassTrigger } from './controller';
 import { msBetween } from './clock';
 import type { Decision } from './pass';
+
+/** How long one slice of line-making may hold the event loop, ms. */
+const SLICE_MS = 0.5;
+/** Pods made between two looks at the clock. */
+const PODS_PER_LOOK = 8;
+/**
+ * Lines waiting to be made, at most: passes that follow each other faster than their lines are
+ * made (a large node under pressure) would otherwise hold every pass's pods. The oldest is then
+ * made at the pass, as a line was before it had slices.
+ */
+const MAX_PENDING = 3;
 
 export interface RecorderOptions {
   path: string;
@@ -29,13 +47,33 @@ export interface RecorderOptions {
   startNs: number;
 }
 
-/** What recording cost: lines, bytes, and the time spent making lines (after the passes' actions). */
+/**
+ * What recording cost: lines, bytes, the time spent making each line (at its pass and in the
+ * slices after it, summed), and the longest slice (the longest a wake-up could wait on it).
+ */
 export interface RecorderStats {
   passes: number;
   bytes: number;
   parts: number;
   serializeMsTotal: number;
   serializeMsMax: number;
+  sliceMsMax: number;
+  /** lines made at a pass, the queue being full */
+  madeAtPass: number;
+}
+
+/** A pass's line on its way to the file. */
+interface PendingLine {
+  ends: LineEnds;
+  pods: readonly ActivePod[];
+  /** how many pods are made; the line's bytes so far */
+  made: number;
+  chunks: Buffer[];
+  bytes: number;
+  layout: FilesystemLayout;
+  /** the policy's state before this pass: the header of a part this line starts carries it */
+  stateBefore: PolicyState | null;
+  ms: number;
 }
 
 /** The listed pods the pass did not rank (being stopped, confirmed): the brake's `present` beside the ranked. */
@@ -45,11 +83,14 @@ function otherUids(d: Decision): string[] {
 }
 
 export class Recorder {
-  readonly stats: RecorderStats = { passes: 0, bytes: 0, parts: 1, serializeMsTotal: 0, serializeMsMax: 0 };
+  readonly stats: RecorderStats = { passes: 0, bytes: 0, parts: 1, serializeMsTotal: 0, serializeMsMax: 0, sliceMsMax: 0, madeAtPass: 0 };
   private stream: fs.WriteStream;
   private partBytes = 0;
   private layout: FilesystemLayout | null = null;
   private lastState: PolicyState | null = null;
+  private readonly queue: PendingLine[] = [];
+  private readonly specs = new SpecTexts();
+  private scheduled = false;
 
   /** Opens (truncates) the file now: a path that cannot be written is refused at start, `--record` named. */
   constructor(private readonly o: RecorderOptions) {
@@ -68,23 +109,21 @@ export class Recorder {
     return stream;
   }
 
-  /** One pass, after its actions: its line is made and queued. */
+  /** One pass, after its actions: what it took in and decided is put in words now, its pods after it. */
   pass(trigger: PassTrigger, d: Decision): void {
-    const t0 = process.hrtime.bigint();
+    const t0 = performance.now();
     const o = this.o;
     const layout = d.observation.layout;
     if (this.layout === null) {
       this.layout = layout;
-      this.write(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs }));
+      this.write(JSON.stringify(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs })) + '\n');
     }
-    const line = passLine({
+    const ends = lineEnds({
       atNs: d.given.now - o.startNs,
       startNs: o.startNs,
       wake: trigger.sources,
       node: d.observation.node,
       layout,
-      headerLayout: this.layout,
-      pods: d.ranked.map((j) => j.active),
       // Only the brake reads them; a set, as a 10,000-pod node made this a quadratic second.
       otherUids: d.given.brakes ? otherUids(d) : [],
       noCgroup: d.ranked.filter((j) => !j.cgroup).map((j) => j.active.spec.uid),
@@ -99,32 +138,104 @@ export class Recorder {
       ...(trigger.firstEventNs !== null ? { wakeMs: msBetween(trigger.firstEventNs, d.startedNs) } : {}),
       decideMs: msBetween(d.startedNs, d.stamps.decisionNs),
     });
-    const text = JSON.stringify(line) + '\n';
-    if (this.partBytes > 0 && this.partBytes + text.length > o.maxBytes) this.rotate(layout);
-    this.write(line, text);
+    this.queue.push({ ends, pods: d.ranked.map((j) => j.active), made: 0, chunks: [], bytes: 0, layout, stateBefore: this.lastState, ms: performance.now() - t0 });
     this.lastState = d.evaluation.state;
+    if (this.queue.length > MAX_PENDING) this.makeOldest();
+    this.schedule();
+  }
+
+  /** The oldest line, made whole now. */
+  private makeOldest(): void {
+    this.stats.madeAtPass++;
+    this.makeLines(Infinity, 1);
+  }
+
+  /** The next slice, on the loop's next turn (a pass woken meanwhile goes first or right after). */
+  private schedule(): void {
+    if (this.scheduled || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const t0 = performance.now();
+      this.makeLines(SLICE_MS);
+      this.stats.sliceMsMax = Math.max(this.stats.sliceMsMax, performance.now() - t0);
+      this.schedule();
+    });
+  }
+
+  /** Makes the queued lines, oldest first, for about `budgetMs` (or `lines` of them), and writes each one made whole. */
+  private makeLines(budgetMs: number, lines = Infinity): void {
+    const deadline = performance.now() + budgetMs;
+    for (let done = 0; done < lines && this.queue.length > 0 && performance.now() < deadline; done++) {
+      const line = this.queue[0]!;
+      try {
+        if (!this.makePods(line, deadline)) break;
+        this.finish(line);
+      } catch (err) {
+        // A line that cannot be made is left out; the recording, like the pass, goes on.
+        this.o.logger.warn({ err }, 'recording: a pass could not be recorded');
+      }
+      this.queue.shift();
+    }
+  }
+
+  /** The line's pods, until the deadline: true once all are made. */
+  private makePods(line: PendingLine, deadline: number): boolean {
+    const t0 = performance.now();
+    let text = line.made === 0 ? line.ends.head : '';
+    let i = line.made;
+    while (i < line.pods.length) {
+      text += (i > 0 ? ',' : '') + podText(line.pods[i]!, this.specs);
+      i++;
+      if (i % PODS_PER_LOOK === 0 && performance.now() >= deadline) break;
+    }
+    line.made = i;
+    // Made bytes here, a slice at a time: the stream would make them of the whole line at once.
+    this.addChunk(line, text);
+    line.ms += performance.now() - t0;
+    return i === line.pods.length;
+  }
+
+  private addChunk(line: PendingLine, text: string): void {
+    const buf = Buffer.from(text);
+    line.chunks.push(buf);
+    line.bytes += buf.length;
+  }
+
+  /** The line's end, in the part it lands in (a new one when this one would pass the size bound), and its write. */
+  private finish(line: PendingLine): void {
+    const t0 = performance.now();
+    if (this.partBytes > 0 && this.partBytes + line.bytes + line.ends.tail(this.layout!).length + 1 > this.o.maxBytes) this.rotate(line.layout, line.stateBefore);
+    this.addChunk(line, line.ends.tail(this.layout!) + '\n');
+    this.specs.endPass();
+    // Not corked: a writev of the whole line was measured at 1 ms on the loop, where the stream
+    // gathers the chunks behind the first write on its own.
+    for (const c of line.chunks) this.stream.write(c);
+    this.partBytes += line.bytes;
+    this.stats.bytes += line.bytes;
     this.stats.passes++;
-    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    const ms = line.ms + performance.now() - t0;
     this.stats.serializeMsTotal += ms;
     this.stats.serializeMsMax = Math.max(this.stats.serializeMsMax, ms);
   }
 
-  private write(obj: unknown, text = JSON.stringify(obj) + '\n'): void {
-    const bytes = Buffer.byteLength(text);
-    this.partBytes += bytes;
-    this.stats.bytes += bytes;
-    this.stream.write(text);
+  private write(text: string): void {
+    const buf = Buffer.from(text);
+    this.partBytes += buf.length;
+    this.stats.bytes += buf.length;
+    this.stream.write(buf);
   }
 
-  /** Resolves once every line queued so far is handed to the file (as between two live passes, when the loop idles). */
+  /** Resolves once every pass so far is made into its line and handed to the file (as between two live passes, when the loop idles). */
   async flushed(): Promise<void> {
-    while (this.stream.writableLength > 0) await new Promise((r) => setImmediate(r));
+    while (this.queue.length > 0 || this.stream.writableLength > 0) await new Promise((r) => setImmediate(r));
   }
 
-  /** FILE becomes FILE.1; FILE starts again, its header carrying the policy's state. */
-  private rotate(layout: FilesystemLayout): void {
+  /** FILE becomes FILE.1; FILE starts again, its header carrying the policy's state before the line that starts it. */
+  private rotate(layout: FilesystemLayout, stateBefore: PolicyState | null): void {
     const o = this.o;
     this.stream.end();
+    this.dropEarlierPart();
     try {
       fs.renameSync(o.path, `${o.path}.1`);
     } catch (err) {
@@ -134,12 +245,32 @@ export class Recorder {
     this.partBytes = 0;
     this.stats.parts++;
     this.layout = layout;
-    const state = this.lastState ? recordedState(o.policy, layout, this.lastState, o.startNs) : undefined;
-    this.write(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs, part: this.stats.parts, ...(state ? { state } : {}) }));
+    const state = stateBefore ? recordedState(o.policy, layout, stateBefore, o.startNs) : undefined;
+    this.write(JSON.stringify(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs, part: this.stats.parts, ...(state ? { state } : {}) })) + '\n');
   }
 
-  /** Flushes and closes the file. */
+  /**
+   * FILE.1 out of the way, deleted in the background: a file as large as the size bound frees its
+   * blocks in the call that deletes it (tens of ms measured), which renaming FILE over it would do
+   * on the event loop.
+   */
+  private dropEarlierPart(): void {
+    const earlier = `${this.o.path}.1`;
+    const dropped = `${earlier}.old`;
+    const warn = (err: NodeJS.ErrnoException | null) => {
+      if (err && err.code !== 'ENOENT') this.o.logger.warn({ err, path: earlier }, 'recording: could not delete the earlier part');
+    };
+    try {
+      fs.renameSync(earlier, dropped);
+    } catch (err) {
+      return warn(err as NodeJS.ErrnoException);
+    }
+    fs.unlink(dropped, warn);
+  }
+
+  /** Makes the lines still to make, at once, then flushes and closes the file. */
   close(): Promise<void> {
+    this.makeLines(Infinity);
     return new Promise((resolve) => this.stream.end(() => resolve()));
   }
 }

@@ -18,7 +18,7 @@ import type { PolicyState, ThresholdStatus } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
 import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../policy/pods';
 import type { OrderConfirmation, OrderDecision } from '../policy/standing-order';
-import type { ActivePod, ContainerUsage, FilesystemLayout, NodeCondition, NodeStats, ResourceList } from '../policy/types';
+import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeCondition, NodeStats, PodSpec, ResourceList, VolumeSpec } from '../policy/types';
 
 /** The header's marker and version: a reader that sees another version refuses the file. */
 export const RECORDING_VERSION = 1;
@@ -126,17 +126,24 @@ const resources = (r: ResourceList): Record<string, string> | undefined => {
   return Object.keys(out).length ? out : undefined;
 };
 
-/** A pod in the scenario format, with the fields the policy reads and nothing else. */
+/** A container's stats in the scenario's words, in the order written: [scenario field, ContainerUsage field]. */
+export const USAGE_FIELDS = [
+  ['memory', 'memoryBytes'],
+  ['rootfs', 'rootfsBytes'],
+  ['logs', 'logsBytes'],
+  ['inodes', 'rootfsInodes'],
+  ['logsInodes', 'logsInodes'],
+] as const;
+
 /** A container's stats in the scenario's words (fields left out where the agent had no number). */
 function usageFields(u: ContainerUsage): Record<string, number> {
   const usage: Record<string, number> = {};
-  if (u.memoryBytes !== undefined) usage.memory = u.memoryBytes;
-  if (u.rootfsBytes !== undefined) usage.rootfs = u.rootfsBytes;
-  if (u.logsBytes !== undefined) usage.logs = u.logsBytes;
-  if (u.rootfsInodes !== undefined) usage.inodes = u.rootfsInodes;
-  if (u.logsInodes !== undefined) usage.logsInodes = u.logsInodes;
+  for (const [key, field] of USAGE_FIELDS) if (u[field] !== undefined) usage[key] = u[field];
   return usage;
 }
+
+/** The spec's container names in the order a scenario's reader lists them: app containers, then init ones. */
+export const containerNames = (s: PodSpec): string[] => [...s.containers, ...(s.initContainers ?? [])].map((c) => c.name);
 
 /**
  * Whether the pod's stats sit one to one on its containers, in the order a scenario's reader
@@ -144,27 +151,58 @@ function usageFields(u: ContainerUsage): Record<string, number> {
  * container twice, as memory and disk stats are read apart; a name the spec lacks, as a pod known
  * from its sandbox alone has) they go as the pod's `containerUsage` list, as they are.
  */
-function statsPerContainer(s: ActivePod['spec'], stats: readonly ContainerUsage[]): boolean {
-  const names = stats.map((c) => c.name);
-  const specOrder = [...s.containers, ...(s.initContainers ?? [])].map((c) => c.name).filter((n) => names.includes(n));
-  return new Set(names).size === names.length && names.length === specOrder.length && names.every((n, i) => n === specOrder[i]);
+function statsPerContainer(specNames: readonly string[], stats: readonly ContainerUsage[]): boolean {
+  for (let i = 0; i < stats.length; i++) if (hasStats(stats, stats[i]!.name, i + 1)) return false;
+  // The spec's names that have stats, in the spec's order, are the stats' names.
+  let k = 0;
+  for (const n of specNames) {
+    if (k < stats.length && stats[k]!.name === n) k++;
+    else if (hasStats(stats, n)) return false;
+  }
+  return k === stats.length;
 }
 
-export function recordedPod(p: ActivePod): Record<string, unknown> {
-  const s = p.spec;
-  const perContainer = !p.usage || statsPerContainer(s, p.usage.containers);
-  const usageOf = (name: string) => (perContainer ? p.usage?.containers.find((c) => c.name === name) : undefined);
-  const container = (c: { name: string; requests: ResourceList; limits: ResourceList; restartPolicy?: 'Always' }, init: boolean) => {
-    const out: Record<string, unknown> = { name: c.name };
-    const req = resources(c.requests);
-    const lim = resources(c.limits);
-    if (req) out.requests = req;
-    if (lim) out.limits = lim;
-    if (init && c.restartPolicy) out.restartPolicy = c.restartPolicy;
-    const u = usageOf(c.name);
-    if (u) out.usage = usageFields(u);
-    return out;
-  };
+/** Whether stats[from..] hold a container of that name (a loop: this runs for every pod of every recorded pass). */
+function hasStats(stats: readonly ContainerUsage[], name: string, from = 0): boolean {
+  for (let i = from; i < stats.length; i++) if (stats[i]!.name === name) return true;
+  return false;
+}
+
+/**
+ * Where a pod's stats go in its line. `onContainers`: each container's stats, by its place among
+ * the spec's containers (app, then init), or null when they go as the `containerUsage` list.
+ * `emptyOnFirst`: a pod with stats but none on its app containers, no process count and no
+ * volume stats says so by `usage: {}` on its first container.
+ */
+export interface UsagePlacement {
+  readonly onContainers: readonly (ContainerUsage | undefined)[] | null;
+  readonly emptyOnFirst: boolean;
+}
+
+const NO_STATS: UsagePlacement = { onContainers: [], emptyOnFirst: false };
+const AS_LIST: UsagePlacement = { onContainers: null, emptyOnFirst: false };
+
+export function placeUsage(p: ActivePod, specNames: readonly string[]): UsagePlacement {
+  const u = p.usage;
+  if (!u) return NO_STATS;
+  if (!statsPerContainer(specNames, u.containers)) return AS_LIST;
+  // One to one and in the spec's order: the next stats go on the container that carries their name.
+  const onContainers: (ContainerUsage | undefined)[] = [];
+  const apps = p.spec.containers.length;
+  let k = 0;
+  let onApps = false;
+  for (let i = 0; i < specNames.length; i++) {
+    const c = u.containers[k];
+    const mine = c !== undefined && c.name === specNames[i];
+    onContainers.push(mine ? c : undefined);
+    if (mine) k++;
+    if (mine && i < apps) onApps = true;
+  }
+  return { onContainers, emptyOnFirst: apps > 0 && !onApps && u.processes === undefined && u.volumes.length === 0 };
+}
+
+/** A pod's own fields, before its containers. */
+export function specHead(s: PodSpec): Record<string, unknown> {
   const out: Record<string, unknown> = { name: s.name, namespace: s.namespace, uid: s.uid };
   if (s.priority !== 0) out.priority = s.priority;
   if (s.terminationGracePeriodSeconds !== undefined) out.terminationGracePeriodSeconds = s.terminationGracePeriodSeconds;
@@ -172,23 +210,51 @@ export function recordedPod(p: ActivePod): Record<string, unknown> {
   const annotations: Record<string, string> = {};
   for (const k of [CONFIG_SOURCE_ANNOTATION, CONFIG_MIRROR_ANNOTATION]) if (s.annotations[k] !== undefined) annotations[k] = s.annotations[k];
   if (Object.keys(annotations).length) out.annotations = annotations;
-  out.containers = s.containers.map((c) => container(c, false));
-  if (s.initContainers?.length) out.initContainers = s.initContainers.map((c) => container(c, true));
-  // A pod whose containers carry no usage but which has stats (a process count, a volume) still
-  // says so through them; a pod with stats and none of those gets `usage: {}` on its first container.
-  const containers = out.containers as Record<string, unknown>[];
-  if (p.usage && !perContainer) out.containerUsage = p.usage.containers.map((c) => ({ name: c.name, ...usageFields(c) }));
-  else if (p.usage && !containers.some((c) => c.usage) && p.usage.processes === undefined && p.usage.volumes.length === 0 && containers[0]) containers[0].usage = {};
+  return out;
+}
+
+/** A container as its spec has it; its `usage` goes last. */
+export function specContainer(c: ContainerSpec, init: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = { name: c.name };
+  const req = resources(c.requests);
+  const lim = resources(c.limits);
+  if (req) out.requests = req;
+  if (lim) out.limits = lim;
+  if (init && c.restartPolicy) out.restartPolicy = c.restartPolicy;
+  return out;
+}
+
+/** A volume as its spec has it; its `usage` and `inodes` go last. */
+export function specVolume(v: VolumeSpec): Record<string, unknown> {
+  const vol: Record<string, unknown> = { name: v.name };
+  if (v.emptyDir) {
+    const ed: Record<string, unknown> = {};
+    if (v.emptyDir.sizeLimit) ed.sizeLimit = v.emptyDir.sizeLimit.toString();
+    if (v.emptyDir.medium) ed.medium = v.emptyDir.medium;
+    vol.emptyDir = ed;
+  }
+  if (v.source) vol.source = v.source;
+  return vol;
+}
+
+/** A pod in the scenario format, with the fields the policy reads and nothing else. */
+export function recordedPod(p: ActivePod): Record<string, unknown> {
+  const s = p.spec;
+  const place = placeUsage(p, containerNames(s));
+  const container = (c: ContainerSpec, i: number, init: boolean) => {
+    const out = specContainer(c, init);
+    const u = place.onContainers?.[i];
+    if (u) out.usage = usageFields(u);
+    else if (i === 0 && place.emptyOnFirst) out.usage = {};
+    return out;
+  };
+  const out = specHead(s);
+  out.containers = s.containers.map((c, i) => container(c, i, false));
+  if (s.initContainers?.length) out.initContainers = s.initContainers.map((c, i) => container(c, s.containers.length + i, true));
+  if (p.usage && !place.onContainers) out.containerUsage = p.usage.containers.map((c) => ({ name: c.name, ...usageFields(c) }));
   if (s.volumes.length) {
     out.volumes = s.volumes.map((v) => {
-      const vol: Record<string, unknown> = { name: v.name };
-      if (v.emptyDir) {
-        const ed: Record<string, unknown> = {};
-        if (v.emptyDir.sizeLimit) ed.sizeLimit = v.emptyDir.sizeLimit.toString();
-        if (v.emptyDir.medium) ed.medium = v.emptyDir.medium;
-        vol.emptyDir = ed;
-      }
-      if (v.source) vol.source = v.source;
+      const vol = specVolume(v);
       const u = p.usage?.volumes.find((x) => x.name === v.name);
       if (u) {
         vol.usage = u.usedBytes;
@@ -258,16 +324,27 @@ const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** One pass as its line (an object; JSON.stringify makes it the line). */
 export function passLine(p: PassInput): Record<string, unknown> {
-  const line: Record<string, unknown> = { at: formatDuration(p.atNs), wake: p.wake, node: recordedNode(p.node), pods: p.pods.map(recordedPod) };
+  const { head, tail } = passLineParts(p);
+  return { ...head, pods: p.pods.map(recordedPod), ...tail };
+}
+
+/**
+ * A pass's line but its pods, in the line's order: what comes before the pods (`at`, `wake`,
+ * `node`) and what after (never empty: `ms` and `decided` are always there).
+ */
+export function passLineParts(p: Omit<PassInput, 'pods'>): { head: Record<string, unknown>; tail: Record<string, unknown> } {
+  const head = { at: formatDuration(p.atNs), wake: p.wake, node: recordedNode(p.node) };
+  const tail: Record<string, unknown> = {};
   // The layout is observed each pass (the image filesystem becomes known after the first ones).
-  if (p.layout !== p.headerLayout) line.filesystems = p.layout;
-  if (p.noCgroup.length) line.noCgroup = p.noCgroup;
+  // First in the tail: the recorder's text adds it there (recording-text.ts, lineEnds).
+  if (p.layout !== p.headerLayout) tail.filesystems = p.layout;
+  if (p.noCgroup.length) tail.noCgroup = p.noCgroup;
   if (p.crossed.length) {
     const all = thresholdsForLayout(p.policy.thresholds, p.layout);
-    line.crossed = p.crossed.map((t) => all.indexOf(t));
+    tail.crossed = p.crossed.map((t) => all.indexOf(t));
   }
   if (p.confirmations.length) {
-    line.confirmed = p.confirmations.map((c): RecordedConfirmation => {
+    tail.confirmed = p.confirmations.map((c): RecordedConfirmation => {
       const out: RecordedConfirmation = { line: `${c.order.signal}[${c.order.thresholdIndex}]`, pod: podKey(c.order.pod), availableBytes: c.availableBytes };
       if (Number(c.crossedNs) >= p.startNs) out.crossedAt = rel(c.crossedNs, p.startNs);
       if (Number(c.killedNs) >= p.startNs) out.killedAt = rel(c.killedNs, p.startNs);
@@ -276,10 +353,10 @@ export function passLine(p: PassInput): Record<string, unknown> {
     });
   }
   if (p.brakes) {
-    line.brakes = p.brakes.map((b) => ({ uid: b.uid, since: rel(b.since, p.startNs), ...(b.signal ? { signal: b.signal } : {}) }));
-    if (p.otherUids.length) line.otherUids = p.otherUids;
+    tail.brakes = p.brakes.map((b) => ({ uid: b.uid, since: rel(b.since, p.startNs), ...(b.signal ? { signal: b.signal } : {}) }));
+    if (p.otherUids.length) tail.otherUids = p.otherUids;
   }
-  line.ms = { ...(p.wakeMs !== undefined ? { wake: round3(p.wakeMs) } : {}), decide: round3(p.decideMs) };
-  line.decided = decisionsOf(p.met, p.conditions, p.actions, p.orders);
-  return line;
+  tail.ms = { ...(p.wakeMs !== undefined ? { wake: round3(p.wakeMs) } : {}), decide: round3(p.decideMs) };
+  tail.decided = decisionsOf(p.met, p.conditions, p.actions, p.orders);
+  return { head, tail };
 }

@@ -1,10 +1,12 @@
 /**
  * `evictd bench policy`, its recording rows: what `--record` adds to a pass. The same decision
  * pass (assess, plan, ordered actions, standing orders: PassRunner's policy half) on the same
- * synthetic node, with and without the agent's Recorder writing each pass to a temp file,
- * interleaved pass by pass so both see the same machine, JIT and heap. The recorder's own cost
- * is split into making the line (the pods in the scenario's words), JSON.stringify, and the
- * write (queued on a stream; the disk write itself is libuv's, off the loop).
+ * synthetic node, with and without the agent's Recorder, interleaved pass by pass so both see the
+ * same machine, JIT and heap. The pass with the recorder includes what it does at the pass; the
+ * rest of the line (its pods) is made after it, in slices, while the bench waits between passes
+ * as the agent's loop idles: timed as the recorder counts it (a line's making in all, and its
+ * longest slice, the longest a wake-up could wait on it). Beside it, timed apart after the
+ * passes, the way the recorder made a line before: an object (passLine), then JSON.stringify.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,21 +22,23 @@ import { compileConfig } from '../../policy/config';
 import { assess, initialState, planEvictions, type PolicyState } from '../../policy/evaluate';
 import { decideOrders } from '../../policy/standing-order';
 import type { ActivePod, NodeStats } from '../../policy/types';
-import { passLine } from '../../sim/recording';
+import { passLine, type PassInput } from '../../sim/recording';
 import { nearestRank } from '../stats';
 
 export interface RecordingCostRow {
   pods: number;
   passes: number;
-  /** the pass alone, and the pass followed by the recorder's line (ms) */
+  /** the pass alone, and the pass with what the recorder does at it (ms) */
   without: { p50: number; p99: number };
   with: { p50: number; p99: number };
   ratioP50: number;
   ratioP99: number;
-  /** the recorder's share, p50 ms: making the line, JSON.stringify, and the rest (the queued write) */
+  /** a line's making in all (at the pass and after it), p50 ms; a line's longest slice after its pass, p50 and p99 ms */
+  made: number;
+  slice: { p50: number; p99: number };
+  /** the same line made as an object (passLine), then JSON.stringify'd, p50 ms: the way before */
   line: number;
   stringify: number;
-  write: number;
   bytesPerPass: number;
 }
 
@@ -42,7 +46,7 @@ const MEMCG = { capacityBytes: 0, usageBytes: 0, inactiveFileBytes: 0, workingSe
 const TRIGGER: PassTrigger = { sources: { 'memcg-threshold': 1 }, firstEventNs: null, firstNotifiedNs: 0n };
 
 /** The pods as a pass joins them (a sandbox and a pod cgroup each), for the recorder and the orders. */
-function joined(pods: readonly ActivePod[]): JoinedPod[] {
+export function joined(pods: readonly ActivePod[]): JoinedPod[] {
   return pods.map((active) => ({
     active,
     runtime: { sandboxId: `sb-${active.spec.uid}`, uid: active.spec.uid, name: active.spec.name, namespace: active.spec.namespace, labels: {}, annotations: {}, ready: true },
@@ -52,7 +56,7 @@ function joined(pods: readonly ActivePod[]): JoinedPod[] {
 }
 
 /** One pass's decision, as PassRunner.decide makes it from the node's numbers (no I/O). */
-function decide(cfg: ReturnType<typeof compileConfig>, state: PolicyState, now: number, node: NodeStats, pods: JoinedPod[]): Decision {
+export function decide(cfg: ReturnType<typeof compileConfig>, state: PolicyState, now: number, node: NodeStats, pods: JoinedPod[]): Decision {
   const t0 = process.hrtime.bigint();
   const layout = 'single' as const;
   const assessed = assess(cfg, state, { now, node, layout, crossed: [] });
@@ -91,9 +95,10 @@ export async function recordingCost(eviction: EvictionConfig, node: NodeStats, p
   let state = initialState();
   const without: number[] = [];
   const withRec: number[] = [];
-  const line: number[] = [];
-  const stringify: number[] = [];
+  const made: number[] = [];
+  const slices: number[] = [];
   const warm = Math.min(20, passes);
+  let last: Decision | null = null;
   try {
     for (let i = 0; i < passes + warm; i++) {
       const now = startNs + i * 1e8;
@@ -105,28 +110,24 @@ export async function recordingCost(eviction: EvictionConfig, node: NodeStats, p
         if (recording) recorder.pass(TRIGGER, d);
         const t = ms(t0);
         if (i >= warm) (recording ? withRec : without).push(t);
-        if (recording && i >= warm) {
-          // The recorder's parts, on the same decision (what Recorder.pass runs, timed apart).
-          const t1 = process.hrtime.bigint();
-          const obj = passLine({ atNs: now - startNs, startNs, wake: TRIGGER.sources, node, layout: 'single', headerLayout: 'single', pods: d.ranked.map((j) => j.active), otherUids: [], noCgroup: [], crossed: [], confirmations: [], brakes: null, policy: cfg, met: d.evaluation.thresholdsMet, conditions: d.evaluation.conditions, actions: d.actions, orders: d.orders, decideMs: 0 });
-          line.push(ms(t1));
-          const t2 = process.hrtime.bigint();
-          JSON.stringify(obj);
-          stringify.push(ms(t2));
-        }
+        last = d;
       }
-      // Between passes the agent's loop idles and the stream drains: the disk's throughput is
-      // not the pass's cost (a GC a large line leaves behind still falls in the next pass).
+      // Between passes the agent's loop idles: the line is made and the stream drains (the
+      // disk's throughput is not the pass's cost; a GC the line leaves behind still falls in the
+      // next pass).
+      const before = recorder.stats.serializeMsTotal;
+      recorder.stats.sliceMsMax = 0;
       await recorder.flushed();
+      if (i >= warm) made.push(recorder.stats.serializeMsTotal - before);
+      if (i >= warm) slices.push(recorder.stats.sliceMsMax);
     }
     await recorder.close();
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+  const objectPath = timeObjectPath(lineInput(last!, startNs, cfg), passes);
   const w = { p50: p(without, 50), p99: p(without, 99) };
   const r = { p50: p(withRec, 50), p99: p(withRec, 99) };
-  const lineP50 = p(line, 50);
-  const strP50 = p(stringify, 50);
   return {
     pods: pods.length,
     passes,
@@ -134,9 +135,32 @@ export async function recordingCost(eviction: EvictionConfig, node: NodeStats, p
     with: r,
     ratioP50: r.p50 / w.p50,
     ratioP99: r.p99 / w.p99,
-    line: lineP50,
-    stringify: strP50,
-    write: Math.max(0, r.p50 - w.p50 - lineP50 - strP50),
+    made: p(made, 50),
+    slice: { p50: p(slices, 50), p99: p(slices, 99) },
+    ...objectPath,
     bytesPerPass: Math.round(recorder.stats.bytes / recorder.stats.passes),
   };
+}
+
+/** What the recorder gives passLine for a bench pass (no wake-up stamp, brake or order in use). */
+function lineInput(d: Decision, startNs: number, policy: ReturnType<typeof compileConfig>): PassInput {
+  return { atNs: d.given.now - startNs, startNs, wake: TRIGGER.sources, node: d.observation.node, layout: 'single', headerLayout: 'single', pods: d.ranked.map((j) => j.active), otherUids: [], noCgroup: [], crossed: [], confirmations: [], brakes: null, policy, met: d.evaluation.thresholdsMet, conditions: d.evaluation.conditions, actions: d.actions, orders: d.orders, decideMs: 0 };
+}
+
+/**
+ * The line as an object, then JSON.stringify: timed after the passes, so its garbage falls in
+ * none of them. p50 ms of each.
+ */
+function timeObjectPath(input: PassInput, passes: number): { line: number; stringify: number } {
+  const line: number[] = [];
+  const stringify: number[] = [];
+  for (let i = 0; i < passes; i++) {
+    const t1 = process.hrtime.bigint();
+    const obj = passLine(input);
+    line.push(ms(t1));
+    const t2 = process.hrtime.bigint();
+    JSON.stringify(obj);
+    stringify.push(ms(t2));
+  }
+  return { line: p(line, 50), stringify: p(stringify, 50) };
 }
