@@ -7,6 +7,10 @@
  * is replaced, never changed), so the line is the pass's. The write is buffered and asynchronous
  * (a write stream on the file), so nothing waits on the disk.
  *
+ * Admission answers, given between passes, go through the same queue as lines of their own: an
+ * answer lands after every pass line queued before it, so the file stays in the order things
+ * happened (a replay gives an answer the conditions of the passes before it).
+ *
  * Bounded: past `maxBytes` the file becomes FILE.1 (one earlier part is kept) and FILE starts
  * again with a header that carries the policy's state, so each part replays exactly. A crash
  * loses the lines not yet made (the last pass's, or the last few) and leaves at most the last
@@ -17,13 +21,14 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { EvictionConfig, PolicyConfig } from '../policy/config';
 import type { PolicyState } from '../policy/evaluate';
-import type { ActivePod, FilesystemLayout } from '../policy/types';
+import type { ActivePod, FilesystemLayout, NodeCondition, PodSpec } from '../policy/types';
 import { badValue } from '../errors';
-import { recordedState, recordingHeader } from '../sim/recording';
+import { admissionLine, recordedState, recordingHeader } from '../sim/recording';
 import { lineEnds, podText, SpecTexts, type LineEnds } from '../sim/recording-text';
 import type { PassTrigger } from './controller';
-import { msBetween } from './clock';
+import { msBetween, systemClock } from './clock';
 import type { Decision } from './pass';
+import type { Clock } from './ports';
 
 /** How long one slice of line-making may hold the event loop, ms. */
 const SLICE_MS = 0.5;
@@ -45,6 +50,8 @@ export interface RecorderOptions {
   logger: Logger;
   /** the monotonic ns the recording's times count from */
   startNs: number;
+  /** what an admission answer's time is read from: the agent's clock (the system's by default) */
+  clock?: Pick<Clock, 'now'>;
 }
 
 /**
@@ -60,6 +67,8 @@ export interface RecorderStats {
   sliceMsMax: number;
   /** lines made at a pass, the queue being full */
   madeAtPass: number;
+  /** admission answers written */
+  admissions: number;
 }
 
 /** A pass's line on its way to the file. */
@@ -76,6 +85,18 @@ interface PendingLine {
   ms: number;
 }
 
+/** An admission answer's line, made when it was given, waiting behind the pass lines queued before it. */
+interface PendingAdmission {
+  text: string;
+  /** the last pass's layout (null before the first) and the policy's state after it: a part this line starts has them in its header */
+  layout: FilesystemLayout | null;
+  stateBefore: PolicyState | null;
+}
+
+type Pending = PendingLine | PendingAdmission;
+
+const isAdmission = (p: Pending): p is PendingAdmission => 'text' in p;
+
 /** The listed pods the pass did not rank (being stopped, confirmed): the brake's `present` beside the ranked. */
 function otherUids(d: Decision): string[] {
   const ranked = new Set(d.ranked.map((j) => j.runtime.uid));
@@ -83,12 +104,16 @@ function otherUids(d: Decision): string[] {
 }
 
 export class Recorder {
-  readonly stats: RecorderStats = { passes: 0, bytes: 0, parts: 1, serializeMsTotal: 0, serializeMsMax: 0, sliceMsMax: 0, madeAtPass: 0 };
+  readonly stats: RecorderStats = { passes: 0, bytes: 0, parts: 1, serializeMsTotal: 0, serializeMsMax: 0, sliceMsMax: 0, madeAtPass: 0, admissions: 0 };
   private stream: fs.WriteStream;
   private partBytes = 0;
   private layout: FilesystemLayout | null = null;
+  /** the last pass's own layout (the header's may be an earlier one) */
+  private lastLayout: FilesystemLayout | null = null;
   private lastState: PolicyState | null = null;
-  private readonly queue: PendingLine[] = [];
+  private readonly queue: Pending[] = [];
+  /** pass lines in the queue (answers are made already: only these are bounded) */
+  private pendingPasses = 0;
   private readonly specs = new SpecTexts();
   private scheduled = false;
 
@@ -139,12 +164,30 @@ export class Recorder {
       decideMs: msBetween(d.startedNs, d.stamps.decisionNs),
     });
     this.queue.push({ ends, pods: d.ranked.map((j) => j.active), made: 0, chunks: [], bytes: 0, layout, stateBefore: this.lastState, ms: performance.now() - t0 });
+    this.pendingPasses++;
     this.lastState = d.evaluation.state;
-    if (this.queue.length > MAX_PENDING) this.makeOldest();
+    this.lastLayout = layout;
+    if (this.pendingPasses > MAX_PENDING) this.makeOldest();
     this.schedule();
   }
 
-  /** The oldest line, made whole now. */
+  /**
+   * One admission answer, as it is given: its line is made now (one small pod) and written at
+   * once when no pass line waits, else after the pass lines queued. Its time is read here, on
+   * the agent's clock: the answer was given an instant ago, on this same turn of the loop.
+   */
+  admission(pod: PodSpec, conditions: readonly NodeCondition[], decision: { admit: boolean; reason?: string }): void {
+    const atNs = Number((this.o.clock ?? systemClock).now()) - this.o.startNs;
+    const line: PendingAdmission = { text: JSON.stringify(admissionLine(Math.max(0, atNs), pod, conditions, decision)) + '\n', layout: this.lastLayout, stateBefore: this.lastState };
+    if (this.queue.length === 0 && this.layout !== null) return this.finishAdmission(line);
+    // Before the first pass there is no header yet (the pass observes the layout): the answer
+    // waits in the queue, which is made only once the header is out. The agent answers nothing
+    // before its first pass (its conditions are unknown), so this is a guard, not a path.
+    this.queue.push(line);
+    this.schedule();
+  }
+
+  /** The oldest pass line (and the answers queued before it), made whole now. */
   private makeOldest(): void {
     this.stats.madeAtPass++;
     this.makeLines(Infinity, 1);
@@ -152,7 +195,7 @@ export class Recorder {
 
   /** The next slice, on the loop's next turn (a pass woken meanwhile goes first or right after). */
   private schedule(): void {
-    if (this.scheduled || this.queue.length === 0) return;
+    if (this.scheduled || !this.writable()) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
@@ -163,11 +206,25 @@ export class Recorder {
     });
   }
 
-  /** Makes the queued lines, oldest first, for about `budgetMs` (or `lines` of them), and writes each one made whole. */
+  /** Whether a queued line can go to the file: there is one, and the header is out. */
+  private writable(): boolean {
+    return this.queue.length > 0 && this.layout !== null;
+  }
+
+  /**
+   * Makes the queued lines, oldest first, for about `budgetMs` (or `lines` pass lines), and
+   * writes each one made whole; an answer, made already, is written when its turn comes.
+   */
   private makeLines(budgetMs: number, lines = Infinity): void {
     const deadline = performance.now() + budgetMs;
-    for (let done = 0; done < lines && this.queue.length > 0 && performance.now() < deadline; done++) {
+    let done = 0;
+    while (done < lines && this.writable() && performance.now() < deadline) {
       const line = this.queue[0]!;
+      if (isAdmission(line)) {
+        this.finishAdmission(line);
+        this.queue.shift();
+        continue;
+      }
       try {
         if (!this.makePods(line, deadline)) break;
         this.finish(line);
@@ -176,7 +233,17 @@ export class Recorder {
         this.o.logger.warn({ err }, 'recording: a pass could not be recorded');
       }
       this.queue.shift();
+      this.pendingPasses--;
+      done++;
     }
+  }
+
+  /** An answer's line, in the part it lands in (a new one when this one would pass the size bound). */
+  private finishAdmission(a: PendingAdmission): void {
+    const bytes = Buffer.byteLength(a.text);
+    if (this.partBytes > 0 && this.partBytes + bytes > this.o.maxBytes) this.rotate(a.layout ?? this.layout!, a.stateBefore);
+    this.write(a.text);
+    this.stats.admissions++;
   }
 
   /** The line's pods, until the deadline: true once all are made. */
@@ -228,7 +295,7 @@ export class Recorder {
 
   /** Resolves once every pass so far is made into its line and handed to the file (as between two live passes, when the loop idles). */
   async flushed(): Promise<void> {
-    while (this.queue.length > 0 || this.stream.writableLength > 0) await new Promise((r) => setImmediate(r));
+    while (this.writable() || this.stream.writableLength > 0) await new Promise((r) => setImmediate(r));
   }
 
   /** FILE becomes FILE.1; FILE starts again, its header carrying the policy's state before the line that starts it. */

@@ -67,7 +67,7 @@ const FLAGS: FlagDef[] = [
   },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
-  { name: 'record', arg: 'FILE', help: 'append what each pass saw and decided to FILE, one JSON line per pass (docs/scenarios.md#recordings); `evictd simulate FILE` replays it' },
+  { name: 'record', arg: 'FILE', help: 'append what each pass saw and decided to FILE, one JSON line per pass and per admission answer (docs/scenarios.md#recordings); `evictd simulate FILE` replays it' },
   { name: 'record-max-size', arg: 'QUANTITY', help: 'past this size the recording moves to FILE.1 and FILE starts again', def: '64Mi' },
   { name: 'log-level', arg: 'LEVEL', help: `one of ${LOG_LEVELS.join(', ')}`, def: 'info' },
   { name: 'pod-source', arg: 'SOURCE', help: 'api, kubelet or runtime (runtime: sandboxes only)', def: 'api with --kubeconfig or in a cluster, else runtime' },

@@ -145,7 +145,9 @@ export async function run(argv: string[]): Promise<number> {
   if (s.admission) {
     const { startAdmissionServer } = require('../kube/admission-server') as typeof import('../kube/admission-server');
     const { admit } = require('../policy/admission') as typeof import('../policy/admission');
-    const a = await startAdmissionServer({ decide: admit, conditions: () => agent.conditions(), stale: () => agent.conditionsStale(), log: logger, host: s.admission.host, port: s.admission.port }).catch(
+    // `--record`: each answer given goes in the recording, between the passes it came between.
+    const onDecision = recorder ? recorder.admission.bind(recorder) : undefined;
+    const a = await startAdmissionServer({ decide: admit, conditions: () => agent.conditions(), stale: () => agent.conditionsStale(), ...(onDecision ? { onDecision } : {}), log: logger, host: s.admission.host, port: s.admission.port }).catch(
       (err: NodeJS.ErrnoException) => {
         throw badValue('--admission-address', `${s.admission!.host}:${s.admission!.port}`, err.code ?? err.message);
       },

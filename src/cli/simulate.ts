@@ -20,13 +20,15 @@ from. Exit 0 when the scenario ran; 2 with a one-line message when it or its con
 A setting the kubelet ignores is ignored here too, with one warning line on standard error.
 
 On a recording (evictd run --record FILE, evictd record FILE), it replays each pass and
-compares the decisions with the recorded ones: exit 0 when every pass matches, 1 with one line
-per difference (the pass, the signal, the two decisions). --json prints the result as one object.
+compares the decisions with the recorded ones, and decides each recorded admission answer again
+on the conditions of the replayed passes before it: exit 0 when every pass and answer matches, 1
+with one line per difference (the pass, the signal, the two decisions; an answer's time, pod and
+both answers). --json prints the result as one object.
 
 What if (a recording only): the threshold flags and --config of evictd run give another config
 (flags over --config, over the recording's own): it prints which evictions and conditions would
-have come earlier, later or not at all, what each threshold would have cost, and the ramps the
-kernel OOM killer would have ended first.
+have come earlier, later or not at all, what each threshold would have cost, the recorded
+admission answers that would change, and the ramps the kernel OOM killer would have ended first.
   --config FILE                             a KubeletConfiguration in place of the recorded config
   --eviction-hard MAP, --eviction-soft MAP, --eviction-soft-grace-period MAP,
   --eviction-max-pod-grace-period SECONDS, --eviction-minimum-reclaim MAP,
@@ -65,7 +67,7 @@ function hypothetical(values: Record<string, unknown>, rec: Recording): PolicyCo
 function recording(text: string, values: Record<string, unknown>): number {
   const rec = readRecording(text);
   for (const w of rec.scenario.config.warnings) process.stderr.write(`evictd: warning: ${w}\n`);
-  if (rec.cut) process.stderr.write(`evictd: warning: the recording's last line is cut (the writer stopped mid-line): replayed up to line ${rec.passes.length + 1}\n`);
+  if (rec.cut) process.stderr.write(`evictd: warning: the recording's last line is cut (the writer stopped mid-line): replayed up to line ${rec.passes.length + rec.admissions.length + 1}\n`);
   const json = values.json === true;
   const hyp = hypothetical(values, rec);
   if (hyp) {
@@ -77,7 +79,8 @@ function recording(text: string, values: Record<string, unknown>): number {
   if (json) process.stdout.write(JSON.stringify(r) + '\n');
   else {
     const ev = r.replayed.map((e) => `${e.pod} (pass ${e.pass}, ${e.at}, ${e.signal}, ${e.how})`);
-    process.stdout.write(`replayed ${r.passes} passes: ${r.differences.length === 0 ? 'every decision as recorded' : `${r.differences.length} differences`}; evictions: ${ev.length ? ev.join(', ') : 'none'}\n`);
+    const answers = r.admissions ? ` and ${r.admissions} admission answers` : '';
+    process.stdout.write(`replayed ${r.passes} passes${answers}: ${r.differences.length === 0 ? 'every decision as recorded' : `${r.differences.length} differences`}; evictions: ${ev.length ? ev.join(', ') : 'none'}\n`);
     for (const d of r.differences) process.stdout.write(differenceText(d) + '\n');
   }
   return r.differences.length === 0 ? 0 : 1;
@@ -109,7 +112,7 @@ export const simulate: Command = async (argv) => {
   // What `--record` leaves when the agent stopped before its first pass (the header goes with
   // the first pass, which observes the filesystem layout): nothing to replay, and nothing wrong.
   if (text.trim() === '') {
-    if (parsed.values.json) process.stdout.write(JSON.stringify({ passes: 0, recorded: [], replayed: [], differences: [] }) + '\n');
+    if (parsed.values.json) process.stdout.write(JSON.stringify({ passes: 0, admissions: 0, recorded: [], replayed: [], differences: [] }) + '\n');
     else process.stdout.write(`${file}: empty: no passes recorded (the agent stopped before its first pass)\n`);
     return 0;
   }

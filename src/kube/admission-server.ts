@@ -36,6 +36,12 @@ export interface AdmissionHandlerOptions {
    * a webhook to its failurePolicy).
    */
   stale?: () => string | null;
+  /**
+   * Told of each decision made, after it is made (`--record`: the recording holds the answers
+   * given, with the pod and conditions they were given on). A hook that throws is logged; the
+   * answer still goes out.
+   */
+  onDecision?: (pod: PodSpec, conditions: NodeCondition[], decision: AdmissionDecision) => void;
   log?: Logger;
 }
 
@@ -88,6 +94,16 @@ function withDefaults(pod: V1Pod): V1Pod {
   return { ...pod, metadata: { ...md, uid: md.uid || 'pending', name: md.name || (md as { generateName?: string }).generateName } };
 }
 
+/** The decision to the hook, if any: a hook that fails never changes or holds the answer. */
+function tell(opts: AdmissionHandlerOptions, log: Logger, pod: PodSpec, conditions: NodeCondition[], decision: AdmissionDecision): void {
+  if (!opts.onDecision) return;
+  try {
+    opts.onDecision(pod, conditions, decision);
+  } catch (err) {
+    log.warn({ err: String(err) }, 'kube: admission decision hook failed');
+  }
+}
+
 /** The request handler alone, so the agent can mount it on its metrics/health server. */
 export function admissionHandler(opts: AdmissionHandlerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
   const log = opts.log ?? silentLogger;
@@ -132,6 +148,7 @@ export function admissionHandler(opts: AdmissionHandlerOptions): (req: http.Inco
         const conditions = opts.conditions();
         const decision = opts.decide(pod, conditions);
         log.debug({ pod: `${pod.namespace}/${pod.name}`, ...decision }, 'kube: admission decision');
+        tell(opts, log, pod, conditions, decision);
         if (reviewUid !== undefined) {
           const response: Record<string, unknown> = { uid: reviewUid, allowed: decision.admit };
           if (!decision.admit) response.status = { code: 403, reason: decision.reason, message: decision.message };

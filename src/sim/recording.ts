@@ -3,11 +3,13 @@
  * so a file cut by a crash is whole up to its last newline. Line 1 is the header (the config in
  * force and the filesystem layout, the scenario's own top-level fields); every further line is
  * one pass: a scenario step (`at`, `node`, `pods`) plus what only a live pass has (the wake-up,
- * the lines a standing order saw crossed, the brakes in force) and what the pass decided.
+ * the lines a standing order saw crossed, the brakes in force) and what the pass decided; or one
+ * admission answer (`{"admission": ...}`), given between passes.
  *
  * Pure: the agent's recorder (src/agent/recorder.ts) does the writing, the CLI the reading. What
  * goes in is numbers, names, namespaces and uids: no label, no annotation but the two the
- * policy reads (static and mirror pods), no environment, no image, no command line.
+ * policy reads (static and mirror pods), no environment, no image, no command line; of an
+ * admitted pod's tolerations, what admission reads of them.
  */
 import type { Action } from '../policy/actions';
 import type { ActiveBrake } from '../policy/brake';
@@ -18,7 +20,7 @@ import type { PolicyState, ThresholdStatus } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
 import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../policy/pods';
 import type { OrderConfirmation, OrderDecision } from '../policy/standing-order';
-import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeCondition, NodeStats, PodSpec, ResourceList, VolumeSpec } from '../policy/types';
+import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeCondition, NodeStats, PodSpec, ResourceList, Toleration, VolumeSpec } from '../policy/types';
 
 /** The header's marker and version: a reader that sees another version refuses the file. */
 export const RECORDING_VERSION = 1;
@@ -359,4 +361,46 @@ export function passLineParts(p: Omit<PassInput, 'pods'>): { head: Record<string
   tail.ms = { ...(p.wakeMs !== undefined ? { wake: round3(p.wakeMs) } : {}), decide: round3(p.decideMs) };
   tail.decided = decisionsOf(p.met, p.conditions, p.actions, p.orders);
   return { head, tail };
+}
+
+/** A toleration as admit() reads it (its key, operator, value and effect; empty ones left out). */
+function recordedToleration(t: Toleration): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of ['key', 'operator', 'value', 'effect'] as const) if (t[k]) out[k] = t[k];
+  return out;
+}
+
+/**
+ * A pod offered to admission, with what admit() reads and nothing else: a pass's pod head
+ * without its uid (a pod being created has none yet) or grace period, its containers' requests
+ * and limits, and its tolerations (the memory-pressure taint's).
+ */
+export function admissionPod(s: PodSpec): Record<string, unknown> {
+  const out = specHead(s);
+  delete out.uid;
+  delete out.terminationGracePeriodSeconds;
+  out.containers = s.containers.map((c) => specContainer(c, false));
+  if (s.initContainers?.length) out.initContainers = s.initContainers.map((c) => specContainer(c, true));
+  if (s.tolerations?.length) out.tolerations = s.tolerations.map(recordedToleration);
+  return out;
+}
+
+/** An admission answer as the recording has it: `{"admission": {...}}`, a line of its own. */
+export interface RecordedAdmission {
+  /** time since the recording's start, as a pass's `at` */
+  at: string;
+  pod: Record<string, unknown>;
+  conditions: NodeCondition[];
+  admit: boolean;
+  reason?: string;
+}
+
+/**
+ * One admission answer as its line (an object; JSON.stringify makes it the line). The message
+ * is left out: it follows from the conditions, as an action's does from the action.
+ */
+export function admissionLine(atNs: number, pod: PodSpec, conditions: readonly NodeCondition[], decision: { admit: boolean; reason?: string }): { admission: RecordedAdmission } {
+  const a: RecordedAdmission = { at: formatDuration(atNs), pod: admissionPod(pod), conditions: [...conditions], admit: decision.admit };
+  if (decision.reason !== undefined) a.reason = decision.reason;
+  return { admission: a };
 }

@@ -3,26 +3,31 @@
  * assess, plan, ordered actions and standing-order rule), each on the numbers that pass saw, and
  * compared with what it decided. What the live pass took as given is given here too: the lines
  * a standing order saw crossed, the orders used (the kernel's kills), the brakes in force.
+ * Admission answers are decided again too, by the policy's admit() on the conditions the replay
+ * had when each was given.
  */
 import { decideActions } from '../policy/actions';
 import type { PolicyConfig } from '../policy/config';
 import { formatDuration } from '../policy/duration';
 import { assess, planEvictions, type PolicyState } from '../policy/evaluate';
 import { decideOrders } from '../policy/standing-order';
+import { admit, type AdmissionResult } from '../policy/admission';
 import { decisionsOf, type Decisions } from './recording';
-import type { RecordedPass, Recording } from './recording-reader';
+import type { RecordedAnswer, RecordedPass, Recording } from './recording-reader';
 import type { Step } from './scenario';
-import type { FilesystemLayout } from '../policy/types';
+import type { FilesystemLayout, NodeCondition } from '../policy/types';
 
 export interface Difference {
-  /** the pass's number (1 is the first pass, the file's line 2) and its time */
+  /** the pass's number (1 is the first pass) and its time; an admission: the pass whose conditions it was given on (0: none), and its own time */
   pass: number;
   at: string;
-  /** the signal the differing decisions name (or the first met threshold's) */
+  /** the signal the differing decisions name (or the first met threshold's); an admission: its conditions, or - */
   signal: string;
-  what: keyof Decisions | 'confirm';
+  what: keyof Decisions | 'confirm' | 'admission';
   recorded: string[];
   replayed: string[];
+  /** an admission's pod, namespace/name */
+  pod?: string;
 }
 
 /** An eviction as decided: the pass, its time, the pod and the signal. */
@@ -37,6 +42,8 @@ export interface Decided {
 
 export interface ReplayResult {
   passes: number;
+  /** admission answers decided again */
+  admissions: number;
   recorded: Decided[];
   replayed: Decided[];
   differences: Difference[];
@@ -84,7 +91,9 @@ const signalOf = (entries: readonly string[]): string | undefined => {
 export function replay(rec: Recording): ReplayResult {
   const { scenario, passes } = rec;
   let state = rec.initial;
-  const result: ReplayResult = { passes: passes.length, recorded: [], replayed: [], differences: [] };
+  const result: ReplayResult = { passes: passes.length, admissions: rec.admissions.length, recorded: [], replayed: [], differences: [] };
+  // Each replayed pass's conditions, when it was at and when it had decided: what admission had.
+  const held: HeldConditions[] = [];
   // The pod each line's standing order last named in the replay: a used order must be it.
   const lastOrder = new Map<string, string>();
   // A use is checked at the first pass that confirms it: later passes confirm it again until
@@ -96,6 +105,7 @@ export function replay(rec: Recording): ReplayResult {
     const at = formatDuration(step.at);
     const r = decidePass(scenario.config, state, step, pass, pass.layout, rec.header.standingOrders);
     state = r.state;
+    held.push({ pass: n, atNs: step.at, decidedNs: step.at + pass.ms.decide * 1e6, conditions: r.decided.conditions });
     const fallback = signalOf(pass.decided.met) ?? '-';
     for (const what of ['met', 'conditions', 'actions', 'orders'] as const) {
       const a = pass.decided[what];
@@ -119,11 +129,64 @@ export function replay(rec: Recording): ReplayResult {
     once(result.recorded, evictionsIn(pass.decided.actions, n, at, confirming));
     once(result.replayed, evictionsIn(r.decided.actions, n, at, confirming));
   });
+  const before: HeldConditions = { pass: 0, atNs: -Infinity, decidedNs: -Infinity, conditions: rec.initial.conditions };
+  for (const a of rec.admissions) {
+    const d = answerDifference(a, conditionsFor(a, [before, ...held]));
+    if (d) result.differences.push(d);
+  }
   return result;
+}
+
+/** A pass's node conditions in the replay, as admission would have had them. */
+interface HeldConditions {
+  pass: number;
+  atNs: number;
+  /** its `at` plus its decision time (recorded): by then its conditions were the agent's */
+  decidedNs: number;
+  conditions: readonly NodeCondition[];
+}
+
+const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/**
+ * The conditions an answer was given on: the last replayed pass's before its time (before any:
+ * the part's starting ones, none in a first part). A pass's `at` is read before it decides, and a
+ * pass that reads container disk usage waits on the runtime in between: an answer given then had
+ * the pass before's. An answer that falls there (before the pass's `at` plus its decision time)
+ * and whose recorded conditions are the pass before's, not this one's, is given the pass before's.
+ */
+function conditionsFor(a: RecordedAnswer, held: readonly HeldConditions[]): HeldConditions {
+  let i = held.length - 1;
+  while (i > 0 && held[i]!.atNs > a.atNs) i--;
+  const last = held[i]!;
+  const prior = held[i - 1];
+  if (prior && a.atNs < last.decidedNs && !sameList(last.conditions, a.conditions) && sameList(prior.conditions, a.conditions)) return prior;
+  return last;
+}
+
+/** An answer as one line: admit, or refuse and why, and the conditions it was given on. */
+export function answerText(d: Pick<AdmissionResult, 'admit' | 'reason'>, conditions: readonly NodeCondition[]): string {
+  return `${d.admit ? 'admit' : `refuse (${d.reason ?? 'no reason'})`} under ${conditions.length ? conditions.join(',') : 'no condition'}`;
+}
+
+/** The answer decided again on the replay's conditions: its difference from the recorded one, or null. */
+function answerDifference(a: RecordedAnswer, held: HeldConditions): Difference | null {
+  const again = admit(a.pod, held.conditions);
+  if (again.admit === a.admit && again.reason === a.reason) return null;
+  return {
+    pass: held.pass,
+    at: a.at,
+    signal: held.conditions.join(',') || '-',
+    what: 'admission',
+    pod: `${a.pod.namespace}/${a.pod.name}`,
+    recorded: [answerText(a, a.conditions)],
+    replayed: [answerText(again, held.conditions)],
+  };
 }
 
 /** A difference as the one line the CLI prints. */
 export function differenceText(d: Difference): string {
   const list = (x: string[]) => (x.length ? x.join('; ') : 'nothing');
+  if (d.what === 'admission') return `admission (at ${d.at}, ${d.pass ? `after pass ${d.pass}` : 'before any pass'}), ${d.pod}: recorded ${list(d.recorded)}; replayed ${list(d.replayed)}`;
   return `pass ${d.pass} (at ${d.at}), ${d.signal}: ${d.what}: recorded ${list(d.recorded)}; replayed ${list(d.replayed)}`;
 }

@@ -367,3 +367,8 @@ export function readScenario(doc: unknown): Scenario {
   });
   return { config, layout, steps };
 }
+
+/** A pod as a scenario's `pods` or `admit` list gives it: its spec (a recording's admission line holds one). */
+export function readPodSpec(field: string, v: unknown): PodSpec {
+  return pod(field, v).spec;
+}

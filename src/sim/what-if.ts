@@ -16,17 +16,21 @@
  * - past a live eviction the recording knows nothing of that pod: when the hypothetical config
  *   has not evicted it by then, its ramp is carried on at its recorded rate, and the OOM killer
  *   is taken to end it first when the hypothetical line leaves less time before memory runs out
- *   (available reaching 0) than the agent took to react to that ramp live.
+ *   (available reaching 0) than the agent took to react to that ramp live;
+ * - a recorded admission answer is decided under each run's conditions at its time: the answers
+ *   the two runs give differently are said.
  * Pure: no I/O, no clock.
  */
 import { decideActions } from '../policy/actions';
+import { admit, type AdmissionResult } from '../policy/admission';
 import type { PolicyConfig } from '../policy/config';
 import { formatDuration, parseDuration } from '../policy/duration';
 import { assess, initialState, planEvictions } from '../policy/evaluate';
 import { decideOrders, isHard } from '../policy/standing-order';
 import { thresholdAmount } from '../policy/thresholds';
 import type { ActivePod, MemoryStats, NodeCondition, NodeStats } from '../policy/types';
-import type { Recording } from './recording-reader';
+import type { RecordedAnswer, Recording } from './recording-reader';
+import { answerText } from './replay';
 
 const MiB = 1024 * 1024;
 const key = (p: ActivePod): string => `${p.spec.namespace}/${p.spec.name}`;
@@ -135,13 +139,15 @@ interface Run {
   available: Map<Sample, number | undefined>;
   /** the pods a standing order named at the last pass before each point, per run */
   ordered: Map<Sample, Set<string>>;
+  /** each decided point's conditions, in time order: what admission answered on */
+  held: { atNs: number; conditions: readonly NodeCondition[] }[];
 }
 
 /** The config over the history, evicted pods taken out as it goes. */
 function runOver(config: PolicyConfig, rec: Recording, samples: Sample[]): Run {
   let state = initialState();
   const removed = new Set<string>();
-  const run: Run = { evictions: [], conditions: {}, available: new Map(), ordered: new Map() };
+  const run: Run = { evictions: [], conditions: {}, available: new Map(), ordered: new Map(), held: [] };
   let ordered = new Set<string>();
   let prev: Sample | null = null;
   const adjust = (s: Sample): Sample => {
@@ -168,6 +174,7 @@ function runOver(config: PolicyConfig, rec: Recording, samples: Sample[]): Run {
       const ev = planEvictions(config, assessed, s.pods, layout);
       state = ev.state;
       for (const c of ev.conditions) run.conditions[c] ??= s.atNs;
+      run.held.push({ atNs: s.atNs, conditions: ev.conditions });
       for (const a of decideActions(config, assessed, ev)) {
         const take = a.type === 'evict-all' ? a.evictions : a.type === 'evict-one' && a.candidates[0] ? [a.candidates[0]] : [];
         for (const e of take) {
@@ -224,9 +231,20 @@ export interface Ramp {
   oomFirst: boolean;
 }
 
+/** A recorded admission answer the hypothetical config would give otherwise. */
+export interface AnswerChange {
+  pod: string;
+  at: string;
+  /** the answer under the recorded config's run, and under the hypothetical one's (each with its conditions) */
+  recorded: string;
+  whatIf: string;
+}
+
 export interface WhatIfResult {
   evictions: EvictionChange[];
   conditions: ConditionChange[];
+  /** the recorded admission answers that change (none when the recording has none) */
+  admissions: AnswerChange[];
   /** per hypothetical threshold, the pods it would have evicted */
   cost: { threshold: string; pods: string[] }[];
   ramps: Ramp[];
@@ -263,7 +281,37 @@ export function whatIf(rec: Recording, hypothetical: PolicyConfig): WhatIfResult
     const r = ramp(rec, samples, hyp, hypothetical, e.pod);
     if (r) ramps.push(r);
   }
-  return { evictions, conditions, cost: [...cost].map(([threshold, p]) => ({ threshold, pods: p })), ramps };
+  return { evictions, conditions, admissions: answerChanges(rec, live, hyp), cost: [...cost].map(([threshold, p]) => ({ threshold, pods: p })), ramps };
+}
+
+/** A run's conditions at a time: its last decided point's at or before it (before any: none, as the run starts). */
+function conditionsAt(run: Run, atNs: number): readonly NodeCondition[] {
+  let out: readonly NodeCondition[] = [];
+  for (const h of run.held) {
+    if (h.atNs > atNs) break;
+    out = h.conditions;
+  }
+  return out;
+}
+
+/**
+ * Each recorded answer under both runs (the recorded config's too, as the evictions are
+ * compared: both through the same treatment of the history); those whose answer differs (not
+ * only the conditions: an admitted Burstable pod is admitted either way).
+ */
+function answerChanges(rec: Recording, live: Run, hyp: Run): AnswerChange[] {
+  return rec.admissions.flatMap((a): AnswerChange[] => {
+    const was = answerIn(live, a);
+    const would = answerIn(hyp, a);
+    if (was.d.admit === would.d.admit && was.d.reason === would.d.reason) return [];
+    return [{ pod: `${a.pod.namespace}/${a.pod.name}`, at: a.at, recorded: answerText(was.d, was.c), whatIf: answerText(would.d, would.c) }];
+  });
+}
+
+/** A recorded answer decided again under a run's conditions at its time. */
+function answerIn(run: Run, a: RecordedAnswer): { d: AdmissionResult; c: readonly NodeCondition[] } {
+  const c = conditionsAt(run, a.atNs);
+  return { d: admit(a.pod, c), c };
 }
 
 /** The pod's ramp up to its live eviction, carried on under the hypothetical line. */
@@ -316,6 +364,10 @@ export function whatIfText(r: WhatIfResult): string {
   out.push('conditions:');
   for (const c of r.conditions) out.push(`  ${c.condition}: ${c.change}${c.byMs ? ` by ${Math.abs(c.byMs)} ms` : ''}: recorded from ${c.recorded ?? 'never'}; would be from ${c.whatIf ?? 'never'}`);
   if (r.conditions.length === 0) out.push('  none either way');
+  if (r.admissions.length) {
+    out.push('admission answers:');
+    for (const a of r.admissions) out.push(`  ${a.pod} at ${a.at}: ${a.recorded}; would be ${a.whatIf}`);
+  }
   out.push('cost of each setting:');
   for (const c of r.cost) out.push(`  ${c.threshold}: ${c.pods.join(', ')}`);
   if (r.cost.length === 0) out.push('  no pod');

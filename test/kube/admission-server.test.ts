@@ -112,3 +112,46 @@ describe('admission endpoint', () => {
     assert.deepEqual(JSON.parse(body), { conditions: ['PIDPressure'] });
   });
 });
+
+describe('admission endpoint: the decision hook (--record)', () => {
+  let server: AdmissionServer;
+  let fail = false;
+  const told: { pod: PodSpec; conditions: NodeCondition[]; admit: boolean; reason?: string }[] = [];
+
+  before(async () => {
+    server = await startAdmissionServer({
+      decide: admit,
+      conditions: () => ['MemoryPressure'],
+      onDecision: (pod, conditions, d) => {
+        if (fail) throw new Error('recording broken');
+        told.push({ pod, conditions, admit: d.admit, ...(d.reason ? { reason: d.reason } : {}) });
+      },
+    });
+  });
+  after(() => server.close());
+
+  test('is told each decision: the pod as decided on, the conditions used, the answer given', async () => {
+    const be = await post(server.port, '/admit', JSON.stringify(makePod('be')));
+    const bu = await post(server.port, '/admit', JSON.stringify(makePod('bu', { memRequest: '64Mi' })));
+    assert.equal(told.length, 2);
+    assert.deepEqual({ ...told[0], pod: told[0]!.pod.name }, { pod: 'be', conditions: ['MemoryPressure'], admit: false, reason: 'Evicted' });
+    assert.equal(be.json.admit, false);
+    assert.equal(told[1]!.admit, true);
+    assert.equal(bu.json.admit, true);
+    assert.equal(told[1]!.pod.containers[0]!.requests.memory!.toString(), '64Mi', 'the parsed pod, as admit() read it');
+  });
+
+  test('is not told of a request refused before a decision (a bad body)', async () => {
+    const before = told.length;
+    assert.equal((await post(server.port, '/admit', '{"x":1}')).status, 400);
+    assert.equal(told.length, before);
+  });
+
+  test('a hook that throws changes no answer', async () => {
+    fail = true;
+    const r = await post(server.port, '/admit', JSON.stringify(makePod('be')));
+    fail = false;
+    assert.equal(r.status, 200);
+    assert.equal(r.json.admit, false);
+  });
+});

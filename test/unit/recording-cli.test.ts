@@ -98,7 +98,7 @@ test('an empty recording (the agent stopped before its first pass) is no passes 
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, `${f}: empty: no passes recorded (the agent stopped before its first pass)\n`);
   const j = evictd('simulate', f, '--json');
-  assert.deepEqual(JSON.parse(j.stdout), { passes: 0, recorded: [], replayed: [], differences: [] });
+  assert.deepEqual(JSON.parse(j.stdout), { passes: 0, admissions: 0, recorded: [], replayed: [], differences: [] });
 });
 
 test('a kill the next pass confirms again is one crossing: at the recorded line the what-if changes nothing and costs only the hogs', () => {
