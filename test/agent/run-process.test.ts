@@ -1,6 +1,10 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { skipped, slow } from '../support/environment';
 import { NodeLab } from '../../src/lab/node-lab';
 import { AgentProcess, runRamp } from '../../src/lab/ramp-lab';
@@ -43,7 +47,9 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   const lab = await newLab('process', { memoryLimitBytes: 384 * MiB });
   labs.push(lab);
   const kept = await lab.runPod({ name: 'kept', namespace: 'demo', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
-  const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi', extraArgs: ['--admission-address', '127.0.0.1:0'], startTimeoutMs: slow(15_000) });
+  // --record as a user records a node: the admission answers land in it too (checked at the end).
+  const recording = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-run-process-')), 'node.jsonl');
+  const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi', extraArgs: ['--admission-address', '127.0.0.1:0', '--record', recording], startTimeoutMs: slow(15_000) });
   procs.push(agent);
   const machineOom0 = NodeLab.oomKills();
   assert.ok(agent.metricsAddress, 'the starting line names the metrics address');
@@ -95,4 +101,20 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   const bu = await post(`http://${String(admission.address)}/admit`, pod('bu', { requests: { memory: '10Mi' } }));
   assert.equal(JSON.parse(bu.body).admit, true, bu.body);
   assert.equal(await agent.stop(), 0);
+  // The recording holds both answers, after the passes they followed, and replays as lived.
+  const answers = fs
+    .readFileSync(recording, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{"admission"'))
+    .map((l) => (JSON.parse(l) as { admission: { pod: { name: string }; admit: boolean } }).admission);
+  assert.deepEqual(
+    answers.map((a) => [a.pod.name, a.admit]),
+    [
+      ['be', false],
+      ['bu', true],
+    ],
+  );
+  const replay = spawnSync(process.execPath, [path.join(__dirname, '../../../bin/evictd.js'), 'simulate', recording], { encoding: 'utf8' });
+  assert.equal(replay.status, 0, replay.stdout + replay.stderr);
+  assert.match(replay.stdout, /and 2 admission answers: every decision as recorded/);
 });
