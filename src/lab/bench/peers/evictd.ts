@@ -9,7 +9,7 @@
  *   load. A configuration of its own, reported as such, never merged into evictd's row.
  * - evictd-pageable (only when asked for): the shipped configuration with `--lock-memory=false`,
  *   its code left pageable: what the lock is worth near the end of memory, trial by trial.
- * Both stop the pod through the runtime: the fast kill of the pod's cgroup, then StopPodSandbox,
+ * Each stops the pod through the runtime: the fast kill of the pod's cgroup, then StopPodSandbox,
  * so the sandbox is NOTREADY and Kubernetes sees an eviction.
  */
 import { AgentProcess } from '../../ramp-lab';
