@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,7 +21,6 @@
 #include "errors.h"
 #include "eventfd_orders.h"
 #include "fd.h"
-#include "memory_lock.h"
 #include "sd_notify.h"
 #include "tripwire.h"
 #include "watcher.h"
@@ -181,15 +183,43 @@ Napi::Value SetRealtimePriority(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// lockMappedFiles(): the agent's code kept in RAM (memory_lock.cc); libraries the addon loads
-// later are locked as they load. Returns the bytes of the mappings locked; throws the errno
-// (EPERM or ENOMEM without CAP_IPC_LOCK past RLIMIT_MEMLOCK), with nothing left locked.
+// lockMappedFiles(): mlock2(MLOCK_ONFAULT) on every file-backed mapping of this process (the
+// node binary, the shared libraries, this addon and libbpf). Near the end of memory the kernel
+// reclaims file pages first, and the agent's code is file pages: an agent idle for a while
+// finds its text evicted exactly when it must act, and each major fault then waits on a disk
+// that reclaim keeps busy. MLOCK_ONFAULT keeps what is resident and every page touched later,
+// without reading in code never run. Not mlockall: V8 gives heap pages back with madvise, which
+// fails on locked memory and aborts the process (seen at the first heap teardown); anonymous
+// memory is not reclaimed without swap anyway. Returns the bytes of the mappings locked; throws
+// the errno (EPERM or ENOMEM without CAP_IPC_LOCK past RLIMIT_MEMLOCK), with nothing left locked.
 Napi::Value LockMappedFiles(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  double bytes = 0;
-  int err = LockFileMappings(&bytes);
-  if (err != 0) throw SystemError(env, err, "mlock2", "");
-  return Napi::Number::New(env, bytes);
+  FILE* maps = fopen("/proc/self/maps", "re");
+  if (maps == nullptr) throw SystemError(env, errno, "open", "/proc/self/maps");
+  char* line = nullptr;
+  size_t cap = 0;
+  double locked = 0;
+  int err = 0;
+  while (getline(&line, &cap, maps) > 0) {
+    unsigned long start = 0, end = 0;
+    int path_at = -1;
+    // start-end perms offset dev inode path
+    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &start, &end, &path_at) < 2 || path_at < 0) continue;
+    const char* path = line + path_at;
+    if (path[0] != '/' || strstr(path, " (deleted)") != nullptr) continue;
+    if (mlock2(reinterpret_cast<void*>(start), end - start, MLOCK_ONFAULT) != 0) {
+      err = errno;
+      break;
+    }
+    locked += static_cast<double>(end - start);
+  }
+  free(line);
+  fclose(maps);
+  if (err != 0) {
+    munlockall();
+    throw SystemError(env, err, "mlock2", "");
+  }
+  return Napi::Number::New(env, locked);
 }
 
 // flushOrderUses(): delivers, now, the standing orders' uses their threads have written but the

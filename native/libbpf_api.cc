@@ -6,8 +6,6 @@
 
 #include <mutex>
 
-#include "memory_lock.h"
-
 namespace evictd {
 
 namespace {
@@ -48,8 +46,6 @@ void Open(Opened* o) {
     o->why = std::string(file) + " not found (Debian: apt-get install libbpf1): " + (err != nullptr ? err : "dlopen failed");
     return;
   }
-  // Its code runs on the order thread at the crossing: kept in RAM as the rest of the agent's.
-  LockNewFileMappings();
   std::string missing;
   Libbpf& a = o->api;
   bool all = true;

@@ -60,7 +60,7 @@ export interface RunSettings {
   logLevel: string;
   podSource: 'api' | 'kubelet' | 'runtime';
   realtimePriority: number;
-  /** keep the agent's code in RAM: its mapped files locked (kernel/memory-lock.ts) */
+  /** mlockall the agent's pages (kernel/memory-lock.ts) */
   lockMemory: boolean;
   stateDir: string;
   /** the eviction fields in force (file under flags), as a recording keeps them */

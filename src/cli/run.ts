@@ -97,8 +97,8 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   if (s.lockMemory) {
-    // Before anything is armed; libbpf, which the addon loads with the tripwire, is locked as it
-    // loads (native/memory_lock.cc).
+    // Before anything is armed; what the agent maps later (the BPF object's pages are kernel
+    // memory, not file pages) needs no lock.
     try {
       const bytes = lockCode();
       logger.info({ mappedFilesBytes: bytes }, 'code locked in memory (mlock2 MLOCK_ONFAULT on the mapped files)');

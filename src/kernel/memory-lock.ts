@@ -1,6 +1,6 @@
 /**
- * The agent's code locked in RAM (native/memory_lock.cc: mlock2 with MLOCK_ONFAULT on every
- * file-backed mapping). A node near the end of memory reclaims file pages first, and an
+ * The agent's code locked in RAM (native/addon.cc lockMappedFiles: mlock2 with MLOCK_ONFAULT on
+ * every file-backed mapping). A node near the end of memory reclaims file pages first, and an
  * idle agent's code is file pages: without the lock, the moment it must act is the moment its
  * code is paged out, and each fault waits on a disk that reclaim keeps busy. earlyoom and nohang
  * lock themselves for the same reason (mlockall; a V8 process cannot: see the addon).
@@ -10,7 +10,7 @@ import { addon } from './addon';
 
 /**
  * Locks the pages of every file mapped now (the node binary, its libraries, the addon) once
- * touched, and of the libraries the addon loads later (libbpf). Returns the mappings' size in bytes (what RLIMIT_MEMLOCK counts, not what is resident).
+ * touched. Returns the mappings' size in bytes (what RLIMIT_MEMLOCK counts, not what is resident).
  * Throws a KernelError (EPERM or ENOMEM without CAP_IPC_LOCK), nothing then locked.
  */
 export function lockCode(): number {
