@@ -23,7 +23,7 @@ import type { EvictionConfig, PolicyConfig } from '../policy/config';
 import type { PolicyState } from '../policy/evaluate';
 import type { ActivePod, FilesystemLayout, NodeCondition, PodSpec } from '../policy/types';
 import { badValue } from '../errors';
-import { admissionLine, recordedState, recordingHeader } from '../sim/recording';
+import { admissionLine, recordedState, recordingHeader, type RecordedState } from '../sim/recording';
 import { lineEnds, podText, SpecTexts, type LineEnds } from '../sim/recording-text';
 import type { PassTrigger } from './controller';
 import { msBetween, systemClock } from './clock';
@@ -139,10 +139,7 @@ export class Recorder {
     const t0 = performance.now();
     const o = this.o;
     const layout = d.observation.layout;
-    if (this.layout === null) {
-      this.layout = layout;
-      this.write(JSON.stringify(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs })) + '\n');
-    }
+    if (this.layout === null) this.writeHeader(layout);
     const ends = lineEnds({
       atNs: d.given.now - o.startNs,
       startNs: o.startNs,
@@ -311,9 +308,14 @@ export class Recorder {
     this.stream = this.open();
     this.partBytes = 0;
     this.stats.parts++;
+    this.writeHeader(layout, { part: this.stats.parts, ...(stateBefore ? { state: recordedState(o.policy, layout, stateBefore, o.startNs) } : {}) });
+  }
+
+  /** A part's header: the layout it says is the one its lines compare theirs with. */
+  private writeHeader(layout: FilesystemLayout, more: { part?: number; state?: RecordedState } = {}): void {
+    const o = this.o;
     this.layout = layout;
-    const state = stateBefore ? recordedState(o.policy, layout, stateBefore, o.startNs) : undefined;
-    this.write(JSON.stringify(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs, part: this.stats.parts, ...(state ? { state } : {}) })) + '\n');
+    this.write(JSON.stringify(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs, ...more })) + '\n');
   }
 
   /**

@@ -60,7 +60,7 @@ export interface RunSettings {
   logLevel: string;
   podSource: 'api' | 'kubelet' | 'runtime';
   realtimePriority: number;
-  /** mlockall the agent's pages (kernel/memory-lock.ts) */
+  /** lock the agent's code in RAM (kernel/memory-lock.ts: mlock2 on its mapped files) */
   lockMemory: boolean;
   stateDir: string;
   /** the eviction fields in force (file under flags), as a recording keeps them */

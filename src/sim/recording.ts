@@ -147,23 +147,6 @@ function usageFields(u: ContainerUsage): Record<string, number> {
 /** The spec's container names in the order a scenario's reader lists them: app containers, then init ones. */
 export const containerNames = (s: PodSpec): string[] => [...s.containers, ...(s.initContainers ?? [])].map((c) => c.name);
 
-/**
- * Whether the pod's stats sit one to one on its containers, in the order a scenario's reader
- * lists them (app containers, then init ones): then each goes on its container. Otherwise (a
- * container twice, as memory and disk stats are read apart; a name the spec lacks, as a pod known
- * from its sandbox alone has) they go as the pod's `containerUsage` list, as they are.
- */
-function statsPerContainer(specNames: readonly string[], stats: readonly ContainerUsage[]): boolean {
-  for (let i = 0; i < stats.length; i++) if (hasStats(stats, stats[i]!.name, i + 1)) return false;
-  // The spec's names that have stats, in the spec's order, are the stats' names.
-  let k = 0;
-  for (const n of specNames) {
-    if (k < stats.length && stats[k]!.name === n) k++;
-    else if (hasStats(stats, n)) return false;
-  }
-  return k === stats.length;
-}
-
 /** Whether stats[from..] hold a container of that name (a loop: this runs for every pod of every recorded pass). */
 function hasStats(stats: readonly ContainerUsage[], name: string, from = 0): boolean {
   for (let i = from; i < stats.length; i++) if (stats[i]!.name === name) return true;
@@ -184,22 +167,32 @@ export interface UsagePlacement {
 const NO_STATS: UsagePlacement = { onContainers: [], emptyOnFirst: false };
 const AS_LIST: UsagePlacement = { onContainers: null, emptyOnFirst: false };
 
+/**
+ * The stats go each on its container when they sit one to one on the containers, in the order a
+ * scenario's reader lists them (app containers, then init ones). Otherwise (a container twice, as
+ * memory and disk stats are read apart; a name the spec lacks, as a pod known from its sandbox
+ * alone has) they go as the pod's `containerUsage` list, as they are.
+ */
 export function placeUsage(p: ActivePod, specNames: readonly string[]): UsagePlacement {
   const u = p.usage;
   if (!u) return NO_STATS;
-  if (!statsPerContainer(specNames, u.containers)) return AS_LIST;
-  // One to one and in the spec's order: the next stats go on the container that carries their name.
+  const stats = u.containers;
+  for (let i = 0; i < stats.length; i++) if (hasStats(stats, stats[i]!.name, i + 1)) return AS_LIST;
+  // The spec's names that have stats, in the spec's order, are the stats' names: the next stats
+  // go on the container that carries their name.
   const onContainers: (ContainerUsage | undefined)[] = [];
   const apps = p.spec.containers.length;
   let k = 0;
   let onApps = false;
   for (let i = 0; i < specNames.length; i++) {
-    const c = u.containers[k];
+    const c = stats[k];
     const mine = c !== undefined && c.name === specNames[i];
+    if (!mine && hasStats(stats, specNames[i]!)) return AS_LIST;
     onContainers.push(mine ? c : undefined);
     if (mine) k++;
     if (mine && i < apps) onApps = true;
   }
+  if (k !== stats.length) return AS_LIST;
   return { onContainers, emptyOnFirst: apps > 0 && !onApps && u.processes === undefined && u.volumes.length === 0 };
 }
 

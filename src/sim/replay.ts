@@ -88,12 +88,15 @@ const signalOf = (entries: readonly string[]): string | undefined => {
   return undefined;
 };
 
+const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
 export function replay(rec: Recording): ReplayResult {
   const { scenario, passes } = rec;
   let state = rec.initial;
   const result: ReplayResult = { passes: passes.length, admissions: rec.admissions.length, recorded: [], replayed: [], differences: [] };
-  // Each replayed pass's conditions, when it was at and when it had decided: what admission had.
-  const held: HeldConditions[] = [];
+  // Each replayed pass's conditions, when it was at and when it had decided: what admission had
+  // (before any pass: the part's starting ones).
+  const held: HeldConditions[] = [{ pass: 0, atNs: -Infinity, decidedNs: -Infinity, conditions: rec.initial.conditions }];
   // The pod each line's standing order last named in the replay: a used order must be it.
   const lastOrder = new Map<string, string>();
   // A use is checked at the first pass that confirms it: later passes confirm it again until
@@ -110,7 +113,7 @@ export function replay(rec: Recording): ReplayResult {
     for (const what of ['met', 'conditions', 'actions', 'orders'] as const) {
       const a = pass.decided[what];
       const b = r.decided[what];
-      if (a.length !== b.length || a.some((x, j) => x !== b[j])) result.differences.push({ pass: n, at, signal: signalOf([...a, ...b]) ?? fallback, what, recorded: a, replayed: b });
+      if (!sameList(a, b)) result.differences.push({ pass: n, at, signal: signalOf([...a, ...b]) ?? fallback, what, recorded: a, replayed: b });
     }
     for (const c of pass.confirmed) {
       const use = `${c.line} ${c.pod} ${c.crossedAt ?? ''}`;
@@ -129,9 +132,8 @@ export function replay(rec: Recording): ReplayResult {
     once(result.recorded, evictionsIn(pass.decided.actions, n, at, confirming));
     once(result.replayed, evictionsIn(r.decided.actions, n, at, confirming));
   });
-  const before: HeldConditions = { pass: 0, atNs: -Infinity, decidedNs: -Infinity, conditions: rec.initial.conditions };
   for (const a of rec.admissions) {
-    const d = answerDifference(a, conditionsFor(a, [before, ...held]));
+    const d = answerDifference(a, conditionsFor(a, held));
     if (d) result.differences.push(d);
   }
   return result;
@@ -145,8 +147,6 @@ interface HeldConditions {
   decidedNs: number;
   conditions: readonly NodeCondition[];
 }
-
-const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /**
  * The conditions an answer was given on: the last replayed pass's before its time (before any:
