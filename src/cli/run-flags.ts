@@ -62,7 +62,7 @@ const FLAGS: FlagDef[] = [
   {
     name: 'lock-memory',
     bool: true,
-    help: "lock evictd's pages in RAM once touched (mlockall, MCL_ONFAULT), so that near the end of memory its code is not paged out just as it must act (needs CAP_IPC_LOCK; where the node refuses it, evictd says so and runs)",
+    help: "lock the files evictd maps at start (node, its libraries, the addon) in RAM once touched (mlock2, MLOCK_ONFAULT), so that near the end of memory its code is not paged out just as it must act (needs CAP_IPC_LOCK; where the node refuses it, evictd says so and runs)",
     def: 'true',
   },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },

@@ -97,8 +97,8 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   if (s.lockMemory) {
-    // Before anything is armed; what the agent maps later (the BPF object's pages are kernel
-    // memory, not file pages) needs no lock.
+    // Before anything is armed. What is mapped later is not covered: the BPF program's pages are
+    // kernel memory and need none, but libbpf, loaded with the tripwire, stays pageable for now.
     try {
       const bytes = lockCode();
       logger.info({ mappedFilesBytes: bytes }, 'code locked in memory (mlock2 MLOCK_ONFAULT on the mapped files)');
