@@ -269,7 +269,7 @@ export class Recorder {
   /** The line's end, in the part it lands in (a new one when this one would pass the size bound), and its write. */
   private finish(line: PendingLine): void {
     const t0 = performance.now();
-    if (this.partBytes > 0 && this.partBytes + line.bytes + line.ends.tail(this.layout!).length + 1 > this.o.maxBytes) this.rotate(line.layout, line.stateBefore);
+    if (this.partBytes > 0 && this.partBytes + line.bytes + Buffer.byteLength(line.ends.tail(this.layout!)) + 1 > this.o.maxBytes) this.rotate(line.layout, line.stateBefore);
     this.addChunk(line, line.ends.tail(this.layout!) + '\n');
     this.specs.endPass();
     // Not corked: a writev of the whole line was measured at 1 ms on the loop, where the stream
