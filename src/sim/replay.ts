@@ -8,7 +8,7 @@
  */
 import { decideActions } from '../policy/actions';
 import type { PolicyConfig } from '../policy/config';
-import { formatDuration } from '../policy/duration';
+import { formatDuration, parseDuration } from '../policy/duration';
 import { assess, planEvictions, type PolicyState } from '../policy/evaluate';
 import { decideOrders } from '../policy/standing-order';
 import { admit, type AdmissionResult } from '../policy/admission';
@@ -97,8 +97,9 @@ export function replay(rec: Recording): ReplayResult {
   // Each replayed pass's conditions, when it was at and when it had decided: what admission had
   // (before any pass: the part's starting ones).
   const held: HeldConditions[] = [{ pass: 0, atNs: -Infinity, decidedNs: -Infinity, conditions: rec.initial.conditions }];
-  // The pod each line's standing order last named in the replay: a used order must be it.
-  const lastOrder = new Map<string, string>();
+  // Each line's standing orders as the replay's passes named them (or none), and when each pass
+  // had decided: a used order must be one in force at its crossing.
+  const named = new Map<string, Naming[]>();
   // A use is checked at the first pass that confirms it: later passes confirm it again until
   // its sandbox stop is done, after orders on the line have moved on.
   const checked = new Set<string>();
@@ -108,7 +109,8 @@ export function replay(rec: Recording): ReplayResult {
     const at = formatDuration(step.at);
     const r = decidePass(scenario.config, state, step, pass, pass.layout, rec.header.standingOrders);
     state = r.state;
-    held.push({ pass: n, atNs: step.at, decidedNs: step.at + pass.ms.decide * 1e6, conditions: r.decided.conditions });
+    const decidedNs = step.at + pass.ms.decide * 1e6;
+    held.push({ pass: n, atNs: step.at, decidedNs, conditions: r.decided.conditions });
     const fallback = signalOf(pass.decided.met) ?? '-';
     for (const what of ['met', 'conditions', 'actions', 'orders'] as const) {
       const a = pass.decided[what];
@@ -119,13 +121,12 @@ export function replay(rec: Recording): ReplayResult {
       const use = `${c.line} ${c.pod} ${c.crossedAt ?? ''}`;
       if (checked.has(use)) continue;
       checked.add(use);
-      const named = lastOrder.get(c.line);
-      if (named !== undefined && named !== c.pod) result.differences.push({ pass: n, at, signal: c.line.replace(/\[\d+\]$/, ''), what: 'confirm', recorded: [`order on ${c.line} used on ${c.pod}`], replayed: [`order on ${c.line} named ${named}`] });
+      const want = inForce(named.get(c.line) ?? [], c.crossedAt === undefined ? Infinity : parseDuration(c.crossedAt));
+      if (want.length > 0 && !want.includes(c.pod)) result.differences.push({ pass: n, at, signal: c.line.replace(/\[\d+\]$/, ''), what: 'confirm', recorded: [`order on ${c.line} used on ${c.pod}`], replayed: [`order on ${c.line} named ${want.join(' or ')}`] });
     }
-    for (const o of r.decided.orders) {
-      const [line, pod] = o.split(' ');
-      lastOrder.set(line!, pod!);
-    }
+    const now = new Map(r.decided.orders.map((o) => o.split(' ') as [string, string]));
+    for (const line of now.keys()) if (!named.has(line)) named.set(line, []);
+    for (const [line, list] of named) list.push({ pod: now.get(line) ?? null, decidedNs });
     // A pod is evicted once: a later pass confirming it again (its stop retried) is not another.
     const once = (list: Decided[], more: Decided[]) => list.push(...more.filter((e) => !list.some((x) => x.pod === e.pod && x.how === e.how)));
     const confirming = pass.confirmed.some((c) => !c.reported);
@@ -137,6 +138,32 @@ export function replay(rec: Recording): ReplayResult {
     if (d) result.differences.push(d);
   }
   return result;
+}
+
+/** What a replayed pass named on a line (null: no order), and when that pass had decided. */
+interface Naming {
+  pod: string | null;
+  decidedNs: number;
+}
+
+/**
+ * How long after its pass decided an order may still not be in the kernel: the agent places it
+ * once the pass's actions are issued, a moment later; a use on its way meanwhile is the old one's.
+ */
+const PLACEMENT_SLACK_NS = 250e6;
+
+/**
+ * The pods a line's order may have named at a crossing: the last pass's that had decided by then,
+ * and, within PLACEMENT_SLACK_NS of that decision, the one's before it. A use reaches the loop
+ * when it is free, so it can be confirmed after passes that named another pod: the crossing's
+ * time, not the confirming pass, says which order it used. Empty: nothing to check against.
+ */
+export function inForce(namings: readonly Naming[], crossedNs: number): string[] {
+  let i = namings.length - 1;
+  while (i >= 0 && namings[i]!.decidedNs > crossedNs) i--;
+  if (i < 0) return [];
+  const from = i > 0 && crossedNs - namings[i]!.decidedNs < PLACEMENT_SLACK_NS ? i - 1 : i;
+  return namings.slice(from, i + 1).flatMap((x) => (x.pod === null ? [] : [x.pod]));
 }
 
 /** A pass's node conditions in the replay, as admission would have had them. */
