@@ -71,17 +71,20 @@ export class PodListing {
   }
 
   /**
-   * The runtime's pods for this pass. A pass woken by the kernel decides on the last listing
-   * when every pod cgroup observed now belongs to a pod some listing named (no pod started
-   * since; a stopped pod's cgroup may linger, see everListed), and refreshes it
-   * in the background: the CRI round trip (2-10 ms while a hog saturates a core) stays out of
-   * the path from the event to the kill. Housekeeping passes, and any pass that sees a pod
-   * cgroup no listing has named, wait for a fresh listing.
+   * The runtime's pods for this pass. A pass woken by the kernel, or one that places or
+   * refreshes standing orders, decides on the last listing when every pod cgroup observed now
+   * belongs to a pod some listing named (no pod started since; a stopped pod's cgroup may linger,
+   * see everListed), and refreshes it in the background: the CRI round trip (2-10 ms while a hog
+   * saturates a core, up to its 1 s deadline when containerd itself is short of memory) stays
+   * out of the path from the event to the kill, and out of an order's refresh, which must end
+   * before the order's TTL (the background listing withdraws the orders if the pod set moved).
+   * Housekeeping passes, and any pass that sees a pod cgroup no listing has named, wait for a
+   * fresh listing.
    */
   async forPass(obs: Observation, trigger: PassTrigger): Promise<RuntimePod[]> {
-    const kernelOnly = trigger.firstEventNs !== null && !trigger.sources.housekeeping && !trigger.sources.start;
+    const quick = (trigger.firstEventNs !== null || trigger.sources['standing-order'] !== undefined) && !trigger.sources.housekeeping && !trigger.sources.start;
     this.forgetRemoved(new Set(obs.pods.keys()));
-    if (kernelOnly && this.runtimeOk && this.listedAt !== null && msSince(this.clock, this.listedAt) < POD_LIST_MAX_AGE_MS) {
+    if (quick && this.runtimeOk && this.listedAt !== null && msSince(this.clock, this.listedAt) < POD_LIST_MAX_AGE_MS) {
       if ([...obs.pods.keys()].every((uid) => this.everListed.has(uid))) {
         this.usedCache = true;
         this.refreshing ??= this.list()

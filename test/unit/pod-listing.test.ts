@@ -1,5 +1,5 @@
 /**
- * When a kernel-woken pass may decide on the last pod listing instead of a CRI round trip:
+ * When a kernel-woken pass (or a standing order's) may decide on the last pod listing instead of a CRI round trip:
  * every pod cgroup it sees belongs to a pod some listing named. A pod that stopped leaves its
  * cgroup behind for a while (the kubelet removes it seconds later): that is no new pod.
  * The runtime here is a fake that counts ListPodSandbox calls; the real one is in the e2e and
@@ -71,4 +71,33 @@ test('a pod is forgotten once neither a cgroup nor the last listing names it (th
   // Were a cgroup of that uid to appear again, nothing would vouch for it any more.
   await l.forPass(seen('web', 'old'), kernel);
   assert.equal(l.usedCache, false);
+});
+
+test("a standing order's refresh pass decides on the cached listing and does not wait on a slow runtime; housekeeping does", async () => {
+  // containerd short of memory itself: a listing takes as long as the pass's 1 s deadline. A
+  // refresh pass (at half the order's 1 s TTL) that waited on it would end past the TTL.
+  let slow = false;
+  let calls = 0;
+  let answered = 0;
+  const runtime = {
+    listPods: () => {
+      calls++;
+      const done = () => (answered++, [pod('web'), pod('hog')]);
+      return slow ? new Promise<RuntimePod[]>((resolve) => setTimeout(() => resolve(done()), 300)) : Promise.resolve(done());
+    },
+  } as unknown as RuntimePort;
+  const l = new PodListing({ runtime, logger: pino({ level: 'silent' }), metrics: new AgentMetrics(), memoryMount: '/nonexistent', podCgroupRoot: '/kubepods', podRootMemoryDir: '/nonexistent/kubepods' });
+  await l.forPass(seen('web', 'hog'), housekeeping);
+  slow = true;
+  const refresh: PassTrigger = { sources: { 'standing-order': 1 }, firstEventNs: null, firstNotifiedNs: 1n };
+  const pods = await l.forPass(seen('web', 'hog'), refresh);
+  assert.equal(l.usedCache, true, 'the cached listing');
+  assert.deepEqual(pods.map((p) => p.uid), ['web', 'hog']);
+  assert.equal(answered, 1, 'decided before the slow listing answered');
+  assert.equal(calls, 2, 'which runs in the background');
+  // A refresh that sees a pod cgroup no listing has named waits, as any pass does.
+  await l.forPass(seen('web', 'hog', 'new'), refresh);
+  assert.equal(l.usedCache, false);
+  await l.forPass(seen('web', 'hog'), housekeeping);
+  assert.equal(l.usedCache, false, 'housekeeping lists fresh');
 });
