@@ -128,6 +128,8 @@ export class Agent extends EventEmitter {
    * has armed the lines), not at start: until then the brake is all that holds a ramping pod.
    */
   private brakeRecovery: NodeJS.Timeout | null = null;
+  /** retries of evictions a crashed run began, whose stop failed (finishEviction) */
+  private readonly finishRetries = new Set<NodeJS.Timeout>();
   private recordedBrakes: BrakeEntry[] | null = null;
   private lastProblem = 'no pass yet';
   /** null when standing orders are off */
@@ -278,6 +280,8 @@ export class Agent extends EventEmitter {
     this.orders?.close();
     for (const t of [this.orderRefreshTimer, this.orderRetryTimer]) if (t) clearTimeout(t);
     this.orderRefreshTimer = this.orderRetryTimer = null;
+    for (const t of this.finishRetries) clearTimeout(t);
+    this.finishRetries.clear();
     if (this.driftTimer) clearTimeout(this.driftTimer);
     this.driftTimer = null;
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
@@ -294,16 +298,34 @@ export class Agent extends EventEmitter {
     await this.volumes?.close();
   }
 
-  private async finishEviction(e: JournalEntry): Promise<void> {
+  /**
+   * An eviction a crashed run began: its stop, then its report. A failed stop is tried again
+   * (from 250 ms, doubling up to the housekeeping interval) for as long as this run lives: right
+   * after a crash the runtime may be busy (the lab saw the stop fail there), and the entry stays
+   * in the journal for the next start meanwhile.
+   */
+  private async finishEviction(e: JournalEntry, attempt = 0): Promise<void> {
     const o = this.o;
-    this.journal!.begin(e);
     const pod = `${e.pod.namespace}/${e.pod.name}`;
-    o.logger.warn({ pod, uid: e.pod.uid, signal: e.signal, began: new Date(e.atMs).toISOString() }, 'eviction from a previous run: finishing it (stop, then report)');
+    if (attempt === 0) {
+      this.journal!.begin(e);
+      o.logger.warn({ pod, uid: e.pod.uid, signal: e.signal, began: new Date(e.atMs).toISOString() }, 'eviction from a previous run: finishing it (stop, then report)');
+    }
     try {
       // Idempotent in the runtime: a sandbox already stopped, or gone, is a success.
       await o.runtime.stopPod({ sandboxId: e.sandboxId, uid: e.pod.uid, name: e.pod.name, namespace: e.pod.namespace, labels: {}, annotations: {}, ready: true }, e.gracePeriodSeconds);
     } catch (err) {
-      o.logger.error({ pod, uid: e.pod.uid, err }, 'eviction from a previous run: its sandbox stop failed; kept for the next start');
+      if (this.stopping) {
+        o.logger.error({ pod, uid: e.pod.uid, err }, 'eviction from a previous run: its sandbox stop failed; kept for the next start');
+        return;
+      }
+      const retryInMs = Math.min(250 * 2 ** attempt, Math.max(250, o.housekeepingIntervalMs));
+      o.logger.warn({ pod, uid: e.pod.uid, err, attempt: attempt + 1, retryInMs }, 'eviction from a previous run: its sandbox stop failed; trying again');
+      const t = setTimeout(() => {
+        this.finishRetries.delete(t);
+        void this.finishEviction(e, attempt + 1);
+      }, retryInMs);
+      this.finishRetries.add(t);
       return;
     }
     reportAndEnd({ reporter: o.reporter, journal: this.journal!, logger: o.logger }, { pod: e.pod, signal: e.signal, gracePeriodSeconds: e.gracePeriodSeconds, message: e.message, annotations: e.annotations, recovered: true });

@@ -99,6 +99,30 @@ test('pass: an eviction is journaled until reported; a run that died before the 
   await first.agent.stop();
 });
 
+test('pass: an eviction a crashed run began whose stop fails at the next start is tried again in that run until it is stopped and reported', async () => {
+  const node = new FakeNode(1000, pods);
+  node.otherBytes = 60 * MiB;
+  const first = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { reporter: { report: () => new Promise<void>(() => undefined) } });
+  await first.agent.controller.idle();
+  const journal = path.join(first.stateDir, EVICTION_JOURNAL_FILE);
+  assert.ok(fs.existsSync(journal));
+  // The runtime is busy right after the crash: the next start's first stops fail.
+  const grower = [...node.pods.values()].find((p) => p.spec.name === 'grower')!;
+  grower.stop = 'fail';
+  node.stops.length = 0;
+  const again: Parameters<EvictionReporter['report']>[0][] = [];
+  const next = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir: first.stateDir, reporter: { report: (e) => (again.push(e), Promise.resolve()) } });
+  await waitFor('two failed stops', () => node.stops.length >= 2, 5000);
+  assert.equal(again.length, 0, 'no report before the stop');
+  assert.ok(fs.existsSync(journal), 'kept in the journal meanwhile');
+  grower.stop = 'ok';
+  await waitFor('the report', () => again.length === 1, 5000);
+  await waitFor('the journal emptied', () => !fs.existsSync(journal), 2000);
+  assert.ok(node.logged('eviction from a previous run: its sandbox stop failed; trying again').length >= 2);
+  await next.agent.stop();
+  await first.agent.stop();
+});
+
 test('pass: the first candidate\'s stop fails: the next one is evicted in the same pass', async () => {
   const node = new FakeNode(1000, [{ name: 'a', workingSetMi: 300, stop: 'fail' }, { name: 'b', workingSetMi: 250 }]);
   node.otherBytes = 400 * MiB;
