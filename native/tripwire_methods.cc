@@ -60,15 +60,15 @@ void ArmSlot(TripwireRing* ring, int slot, uint64_t cgroup_id, uint32_t measure,
   __atomic_store_n(&l->direction, dir, __ATOMIC_SEQ_CST);
 }
 
-// Starts the program's node poll (memcg_tripwire.bpf.c). A charge that walks up to a watched
-// root starts it too, but an idle node may charge nothing for seconds (each CPU's stock serves
-// 64 pages before the page counters are touched; tasks in the root cgroup are never charged):
-// running tripwire_start_node_poll through BPF_PROG_TEST_RUN starts it now.
+// Starts the program's node poll (memcg_tripwire.bpf.c) by running tripwire_start_node_poll
+// through BPF_PROG_TEST_RUN: the one place it starts (never from a charge), so that the timer is
+// set up in this syscall's process context. A failure is kept where tripwireStatus reads the
+// program's own (nodePollError); the lines still fire on charges, and the drift tick looks.
 void StartNodePoll(TripwireRing* ring) {
   bpf_test_run_opts opts = {};
   opts.sz = sizeof(opts);
   if (ring->program.bpf->prog_test_run_opts(ring->program.start_node_poll_fd, &opts) != 0) {
-    // Then the node's next charge starts it.
+    ring->program.globals->node_poll_error = -errno;
   }
 }
 

@@ -233,8 +233,11 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
 // any memcg take free pages, and a task stalled in direct reclaim charges nothing until it
 // returns (measured in the lab's race: the kubelet's signal 100 ms past the line before the next
 // charge). So while the root has lines, a BPF timer re-checks the node's lines every
-// `node_poll_ns` in the kernel: no thread wakes unless a line is crossed. Started by the first
-// charge that finds the root watched; it stops itself when the root has no lines left.
+// `node_poll_ns` in the kernel: no thread wakes unless a line is crossed. Started only by the
+// addon when it arms a root line (tripwire_start_node_poll, in the addon's own syscall), never
+// from a charge: bpf_timer_init allocates, and an allocation inside memcg charging is a context
+// the kernel has had to fix (Debian's 6.1 carries "bpf: Tell memcg to use allow_spinning=false
+// path in bpf_timer_init()"). It stops itself when the root has no lines left.
 #define CLOCK_MONOTONIC 1
 struct node_poll {
   struct bpf_timer timer;
@@ -250,9 +253,16 @@ struct {
 static int node_poll_fire(void *map, __u32 *key, struct node_poll *p) {
   __u64 root = 1;  // the cgroup2 root's id
   __u64 period = tw.node_poll_ns;
-  if (period == 0 || !bpf_map_lookup_elem(&watched, &root)) {
+  if (period == 0) {
     tw.node_poll_running = 0;
     return 0;
+  }
+  if (!bpf_map_lookup_elem(&watched, &root)) {
+    // Stop, then look again: a root line armed between the lookup above and the stop found the
+    // poll running and did not start it (node_poll_ensure); it is seen here, and the poll goes on.
+    __sync_val_compare_and_swap(&tw.node_poll_running, 1, 0);
+    if (!bpf_map_lookup_elem(&watched, &root)) return 0;
+    if (__sync_val_compare_and_swap(&tw.node_poll_running, 0, 1) != 0) return 0;  // restarted already
   }
   check_lines(root, tw.root_usage_pages, 0, 0, CHECK_NODE_ONLY | CHECK_MAY_SIGNAL);
   __sync_fetch_and_add(&tw.node_polls, 1);
@@ -261,7 +271,7 @@ static int node_poll_fire(void *map, __u32 *key, struct node_poll *p) {
 }
 
 static __always_inline void node_poll_ensure(void) {
-  if (tw.node_poll_ns == 0 || tw.node_poll_running) return;
+  if (tw.node_poll_ns == 0) return;
   if (__sync_val_compare_and_swap(&tw.node_poll_running, 0, 1) != 0) return;
   __u32 key = 0;
   struct node_poll *p = bpf_map_lookup_elem(&node_poll_timer, &key);
@@ -272,14 +282,13 @@ static __always_inline void node_poll_ensure(void) {
   if (!err) err = bpf_timer_start(&p->timer, tw.node_poll_ns, 0);
   if (err) {
     tw.node_poll_error = err;
-    tw.node_poll_running = 0;  // the next charge tries again
+    tw.node_poll_running = 0;  // the next root line's start tries again
   }
 }
 
-// The addon starts the node poll itself when it arms a line on the root (an idle node, or tasks
-// in the root cgroup, which is never charged, may not charge for a long time): it runs this
-// program through BPF_PROG_TEST_RUN, which calls bpf_fentry_test1 (net/bpf/test_run.c), the
-// kernel's own entry point for running fentry programs on demand.
+// The addon starts the node poll when it arms a line on the root: it runs this program through
+// BPF_PROG_TEST_RUN, which calls bpf_fentry_test1 (net/bpf/test_run.c), the kernel's own entry
+// point for running fentry programs on demand, in the addon's process context.
 SEC("fentry/bpf_fentry_test1")
 int BPF_PROG(tripwire_start_node_poll, int a) {
   __u64 root = 1;
@@ -319,7 +328,6 @@ static __always_inline void counter_changed(struct page_counter *counter, __u64 
     // Only a watched cgroup costs the read of its statistics' address.
     if (bpf_map_lookup_elem(&watched, &id)) {
       check_lines(id, usage, (__u64)BPF_CORE_READ(memcg, vmstats), began_ns, began_ns ? CHECK_MAY_SIGNAL : 0);
-      if (!parent) node_poll_ensure();
     }
     c = parent;
   }

@@ -99,6 +99,8 @@ export interface TripwireStatus {
   /** the in-kernel re-check of the node's lines between charges: its period (0: off) and the checks made */
   nodePollNs?: number;
   nodePolls?: number;
+  /** the last failure to start that re-check (a negative errno; 0: none) */
+  nodePollError?: number;
   /** why the last load has no order thread */
   ordersError?: Error & { code?: string };
   /** the last load failure: code, errno, syscall 'bpf', stage 'open' | 'load' | 'attach' | 'ring_buffer' */

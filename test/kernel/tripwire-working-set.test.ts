@@ -208,7 +208,7 @@ test("the node's lines are re-checked in the kernel every millisecond while the 
   const polls = () => tripwireStatus().nodePolls ?? 0;
   const node = watchTripwire(V2, machineWorkingSetBytes() + 512 * MiB, 'working-set');
   assert.equal(tripwireStatus().nodePollNs, 1_000_000, 'the poll period: 1 ms');
-  // The first charge that walks up to the watched root starts the poll; there is always one.
+  // Arming the root's line starts the poll (the addon runs the program's start; no charge does).
   await sleep(100);
   const p0 = polls();
   await sleep(500);
@@ -220,6 +220,15 @@ test("the node's lines are re-checked in the kernel every millisecond while the 
   const p1 = polls();
   await sleep(300);
   assert.equal(polls(), p1, 'no root line: the poll stopped itself');
+  // A new root line starts it again.
+  const again = watchTripwire(V2, machineWorkingSetBytes() + 512 * MiB, 'working-set');
+  t.after(() => again.close());
+  await sleep(100);
+  const p2 = polls();
+  await sleep(500);
+  const resumed = polls() - p2;
+  assert.ok(resumed >= 100, `a new root line restarts the poll (${resumed} polls in 500 ms)`);
+  assert.equal(tripwireStatus().nodePollError ?? 0, 0, 'no start of the poll failed');
 });
 
 test('a standing order is never used once expired or withdrawn', async (t) => {
