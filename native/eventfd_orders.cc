@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,6 +33,24 @@ int64_t ReadNumber(int fd) {
   return end == buffer ? -1 : static_cast<int64_t>(v);
 }
 
+// When the thread reads an order's usage again, `left` bytes below its line, with the usage
+// rising at `rate` bytes/s: the time a ramp of eight times that (at least 64 MiB/s) takes to cover
+// what is left, between 100 µs and 50 ms (eventfd_orders.h). A node that stays near the line costs
+// a read every 16 ms per MiB left; a ramp is read often enough to be seen within a charge batch.
+constexpr double kSlowestRampBytesPerSec = 64.0 * 1024 * 1024;
+constexpr uint64_t kMinReadNs = 100'000;
+constexpr uint64_t kMaxReadNs = 50'000'000;
+constexpr uint64_t kRateWindowNs = 20'000'000;
+constexpr uint64_t kLearnReadNs = 2'000'000;
+uint64_t ReadAfterNs(uint64_t left, double rate) {
+  double fastest = 8 * rate > kSlowestRampBytesPerSec ? 8 * rate : kSlowestRampBytesPerSec;
+  double ns = static_cast<double>(left) * 1e9 / fastest;
+  return ns < kMinReadNs ? kMinReadNs : (ns > kMaxReadNs ? kMaxReadNs : static_cast<uint64_t>(ns));
+}
+
+// The id of the kick eventfd in the epoll set (order ids count up from 1; 0 is the stop).
+constexpr uint64_t kKickId = ~0ull;
+
 }  // namespace
 
 EventfdOrders* EventfdOrders::Start(AddonData* data, int* err) {
@@ -39,6 +59,7 @@ EventfdOrders* EventfdOrders::Start(AddonData* data, int* err) {
     *err = e;
     if (self->epoll_fd_ >= 0) close(self->epoll_fd_);
     if (self->stop_fd_ >= 0) close(self->stop_fd_);
+    if (self->kick_fd_ >= 0) close(self->kick_fd_);
     delete self;
     return nullptr;
   };
@@ -50,6 +71,10 @@ EventfdOrders* EventfdOrders::Start(AddonData* data, int* err) {
   ev.events = EPOLLIN;
   ev.data.u64 = 0;  // ids start at 1
   if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, self->stop_fd_, &ev) != 0) return fail(errno);
+  self->kick_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (self->kick_fd_ < 0) return fail(errno);
+  ev.data.u64 = kKickId;
+  if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, self->kick_fd_, &ev) != 0) return fail(errno);
   uv_loop_t* loop = nullptr;
   if (napi_get_uv_event_loop(data->env, &loop) != napi_ok) return fail(EINVAL);
   int e = uv_async_init(loop, &self->async_, &EventfdOrders::OnAsync);
@@ -97,6 +122,11 @@ uint64_t EventfdOrders::Place(const Order& order, Napi::Function on_fired) {
     entries_.emplace(id, std::move(entry));
   }
   callbacks_.emplace(id, Napi::Persistent(on_fired));
+  // The thread reads the new order's usage now and sets its next read from there.
+  uint64_t one = 1;
+  if (write(kick_fd_, &one, sizeof one) < 0) {
+    // Only an overflowing counter fails: the thread is being kicked anyway.
+  }
   return id;
 }
 
@@ -141,7 +171,8 @@ void EventfdOrders::Stop() {
   async_context_.reset();
   close(epoll_fd_);
   close(stop_fd_);
-  epoll_fd_ = stop_fd_ = -1;
+  close(kick_fd_);
+  epoll_fd_ = stop_fd_ = kick_fd_ = -1;
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), &EventfdOrders::OnClosed);
 }
 
@@ -153,28 +184,131 @@ void EventfdOrders::OnClosed(uv_handle_t* handle) {
   data->MaybeDone();
 }
 
-// The order thread: waits for the lines' eventfds and the stop signal, nothing else.
+// The order thread: waits for the lines' eventfds, the kick of a placed order, the stop signal,
+// and the time of the next due read of an order's usage.
 void EventfdOrders::Run() {
   // Named so that a kernel trace of the kill names its sender.
   pthread_setname_np(pthread_self(), "evictd-order");
   struct epoll_event events[16];
   for (;;) {
-    int n = epoll_wait(epoll_fd_, events, 16, -1);
+    bool fired = false;
+    int64_t wait_ns = ReadDue(&fired);
+    if (fired) uv_async_send(&async_);
+    int n = Wait(events, 16, wait_ns);
     if (n < 0) {
       if (errno == EINTR) continue;
       return;
     }
     uint64_t now = MonotonicNs();
     for (int i = 0; i < n; i++) {
-      if (events[i].data.u64 == 0) return;
-      Woken(events[i].data.u64, now);
+      uint64_t id = events[i].data.u64;
+      if (id == 0) return;
+      if (id == kKickId) {
+        uint64_t count;
+        if (read(kick_fd_, &count, sizeof count) < 0) {
+          // EAGAIN: another wake-up drained it; the reads below run either way.
+        }
+        continue;
+      }
+      Woken(id, now);
     }
   }
 }
 
-// On the order thread: the kill first, everything else after.
-void EventfdOrders::Woken(uint64_t id, uint64_t woken_ns) {
+// epoll_wait for at most `wait_ns` (< 0: until an event), to the microsecond where the kernel has
+// epoll_pwait2 (Linux 5.11), else to the millisecond, rounded up.
+int EventfdOrders::Wait(struct epoll_event* events, int max, int64_t wait_ns) {
+  if (wait_ns < 0) return epoll_wait(epoll_fd_, events, max, -1);
+#ifdef SYS_epoll_pwait2
+  static bool pwait2 = true;
+  if (pwait2) {
+    struct timespec ts = {static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    long n = syscall(SYS_epoll_pwait2, epoll_fd_, events, max, &ts, nullptr, 0);
+    if (n >= 0 || errno != ENOSYS) return static_cast<int>(n);
+    pwait2 = false;
+  }
+#endif
+  return epoll_wait(epoll_fd_, events, max, static_cast<int>((wait_ns + 999'999) / 1'000'000));
+}
+
+// On the order thread: reads the usage of every order whose read is due, kills on a crossing
+// upwards, and returns the time to the next due read (-1: none in force).
+int64_t EventfdOrders::ReadDue(bool* fired) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t now = MonotonicNs();
+  uint64_t next = 0;
+  for (auto& [id, entry] : entries_) {
+    if (entry.fired || entry.kill_fd < 0 || now >= entry.expires_ns) continue;
+    if (entry.next_read_ns <= now) {
+      int64_t usage = ReadNumber(entry.usage_fd);
+      if (usage < 0) {
+        entry.next_read_ns = now + kMaxReadNs;
+      } else if (static_cast<uint64_t>(usage) < entry.line_bytes) {
+        entry.below_seen = true;
+        uint64_t after = ReadAfterNs(entry.line_bytes - static_cast<uint64_t>(usage), Rate(entry, usage, now));
+        // A new order knows no rate yet (each refresh places a new one): read every 2 ms until it does.
+        if (!entry.rate_known && after > kLearnReadNs) after = kLearnReadNs;
+        entry.next_read_ns = now + after;
+      } else if (entry.below_seen) {
+        *fired |= Fire(id, entry, static_cast<uint64_t>(usage), now);
+        continue;
+      } else {
+        // Past the line since before the order: only a crossing counts, so wait for a dip.
+        entry.next_read_ns = now + kMaxReadNs;
+      }
+    }
+    uint64_t due = entry.next_read_ns < entry.expires_ns ? entry.next_read_ns : entry.expires_ns;
+    if (next == 0 || due < next) next = due;
+  }
+  if (next == 0) return -1;
+  return next > now ? static_cast<int64_t>(next - now) : 0;
+}
+
+// On the order thread, under mutex_: how fast the usage rises, bytes/s: over the last window of
+// 20 ms, or since it began if faster (a ramp that just started).
+double EventfdOrders::Rate(Entry& entry, int64_t usage, uint64_t now) {
+  if (entry.window_ns == 0) {
+    entry.window_ns = now;
+    entry.window_usage = usage;
+    return 0;
+  }
+  uint64_t span = now - entry.window_ns;
+  double current = span > 0 && usage > entry.window_usage
+                       ? static_cast<double>(usage - entry.window_usage) * 1e9 / static_cast<double>(span)
+                       : 0;
+  if (span >= kRateWindowNs) {
+    entry.rate = current;
+    entry.rate_known = true;
+    entry.window_ns = now;
+    entry.window_usage = usage;
+  }
+  return current > entry.rate ? current : entry.rate;
+}
+
+// On the order thread, under mutex_: writes the kill and queues its use for the loop. True when
+// the order was spent (written or failed), the caller then wakes the loop.
+bool EventfdOrders::Fire(uint64_t id, Entry& entry, uint64_t usage, uint64_t woken_ns) {
   Outcome outcome;
+  ssize_t written = write(entry.kill_fd, "1", 1);
+  outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
+  outcome.killed_ns = MonotonicNs();
+  outcome.id = id;
+  outcome.usage_bytes = usage;
+  outcome.line_bytes = entry.line_bytes;
+  outcome.woken_ns = woken_ns;
+  outcome.placed_ns = entry.placed_ns;
+  outcome.path = entry.path;
+  // One use: the line keeps its eventfd, the order is spent.
+  entry.fired = true;
+  close(entry.kill_fd);
+  entry.kill_fd = -1;
+  outcomes_.push_back(outcome);
+  used_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// On the order thread, woken by a line's eventfd: the kill first, everything else after.
+void EventfdOrders::Woken(uint64_t id, uint64_t woken_ns) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(id);
@@ -183,23 +317,14 @@ void EventfdOrders::Woken(uint64_t id, uint64_t woken_ns) {
     if (entry.fired || entry.kill_fd < 0 || woken_ns >= entry.expires_ns) return;
     // The threshold fires both ways: only a crossing upwards is the line crossed.
     int64_t usage = ReadNumber(entry.usage_fd);
-    if (usage < 0 || static_cast<uint64_t>(usage) < entry.line_bytes) return;
-    ssize_t written = write(entry.kill_fd, "1", 1);
-    outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
-    outcome.killed_ns = MonotonicNs();
-    outcome.id = id;
-    outcome.usage_bytes = static_cast<uint64_t>(usage);
-    outcome.line_bytes = entry.line_bytes;
-    outcome.woken_ns = woken_ns;
-    outcome.placed_ns = entry.placed_ns;
-    outcome.path = entry.path;
-    // One use: the line keeps its eventfd, the order is spent.
-    entry.fired = true;
-    close(entry.kill_fd);
-    entry.kill_fd = -1;
-    outcomes_.push_back(outcome);
+    if (usage < 0) return;
+    if (static_cast<uint64_t>(usage) < entry.line_bytes) {
+      entry.below_seen = true;
+      entry.next_read_ns = 0;  // read again at once: the next due read is set from here
+      return;
+    }
+    Fire(id, entry, static_cast<uint64_t>(usage), woken_ns);
   }
-  used_.fetch_add(1, std::memory_order_relaxed);
   uv_async_send(&async_);
 }
 

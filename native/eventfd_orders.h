@@ -11,11 +11,21 @@
 // (and so resets) the counter on the loop, and an edge-triggered epoll is woken by every signal
 // whatever the counter holds.
 //
+// The kernel checks a v1 threshold only every 128 page events per CPU (512 KiB: 2.5 ms of a
+// 200 MiB/s ramp), so the eventfd alone comes up to that late. While an order is in force the
+// thread also reads the line's usage itself, sooner the nearer the line and the faster the usage
+// rises: the time a ramp eight times as fast as the last 20 ms (at least 64 MiB/s) would take to
+// cover what is left, 100 µs to 50 ms apart. A crossing by a steady ramp is then seen within one
+// charge batch (the counter moves up to 256 KiB at a time); a node that stays near the line costs
+// a read every 16 ms per MiB left; a ramp that starts right at the line is left to the eventfd.
+// Like the eventfd, a read kills only on the way up: once it has seen the usage below the line.
+//
 // Threads: Place, Withdraw and Stop run on the loop thread; the order thread reads the table
 // and writes the kill under the same mutex, so an fd is never closed under it.
 #pragma once
 
 #include <napi.h>
+#include <sys/epoll.h>
 #include <uv.h>
 
 #include <atomic>
@@ -70,6 +80,12 @@ class EventfdOrders {
     uint64_t placed_ns = 0;
     std::string path;
     bool fired = false;
+    bool below_seen = false;   // a read saw the usage below the line: the next one past it is a crossing
+    uint64_t next_read_ns = 0;  // when the thread reads the usage again (0: at once)
+    uint64_t window_ns = 0;     // the usage's rise rate: the current window's start,
+    int64_t window_usage = 0;   // the usage then,
+    double rate = 0;            // and the last whole window's rate, bytes/s
+    bool rate_known = false;    // a whole window has passed
   };
   struct Outcome {
     uint64_t id = 0;
@@ -85,6 +101,10 @@ class EventfdOrders {
   explicit EventfdOrders(AddonData* data) : data_(data) {}
   void Run();
   void Woken(uint64_t id, uint64_t woken_ns);
+  int64_t ReadDue(bool* fired);
+  static double Rate(Entry& entry, int64_t usage, uint64_t now);
+  bool Fire(uint64_t id, Entry& entry, uint64_t usage, uint64_t woken_ns);
+  int Wait(struct epoll_event* events, int max, int64_t wait_ns);
   void CloseEntry(Entry& entry);
   static void OnAsync(uv_async_t* handle);
   static void OnClosed(uv_handle_t* handle);
@@ -92,6 +112,7 @@ class EventfdOrders {
   AddonData* data_;
   int epoll_fd_ = -1;
   int stop_fd_ = -1;
+  int kick_fd_ = -1;  // a placed order: the thread reads its usage at once
   std::thread thread_;
   uv_async_t async_;
   std::unique_ptr<Napi::AsyncContext> async_context_;

@@ -163,6 +163,45 @@ test('a standing order on a memcg threshold kills its pod from the addon\'s thre
   assert.equal(orders.length, 1, 'a used order is never used again');
 });
 
+test('a memcg threshold\'s standing order kills within one charge batch of the crossing, though the kernel checks the threshold only every 512 KiB', async (t) => {
+  if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
+  const { cg, hog } = await setup(t);
+  // 50 MiB/s: the kernel's check every 128 page events (512 KiB) is 10 ms of this ramp, its
+  // eventfd alone 5 ms late on average. The order's thread reads the usage itself near the line.
+  const rate = 50 * MiB;
+  const usageFile = cg.file('memory.usage_in_bytes');
+  const lateMs: number[] = [];
+  const pastKiB: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const victim = victimPod(t, `memcg-order-batch-${i}`);
+    const deadline = Date.now() + 5000;
+    while (victim.cg.pids().length !== 1 && Date.now() < deadline) await sleep(5);
+    const line = Number(cg.read('memory.usage_in_bytes')) + 24 * MiB + i * 64 * 1024;
+    const w = watchMemcgThreshold(cg.dir, line);
+    const orders: OrderEvent[] = [];
+    w.on('order', (o: OrderEvent) => orders.push(o));
+    await w.ready();
+    assert.equal(w.setOrder!(victim.cg.dir, 30_000), true);
+    const step = await hog.alloc(32 * MiB, usageFile, line, rate);
+    const until = Date.now() + 5000;
+    while (orders.length === 0 && Date.now() < until) await sleep(5);
+    await w.close();
+    await hog.free();
+    assert.equal(orders.length, 1, `trial ${i}: the order was used`);
+    assert.equal(await victim.exited, 'SIGKILL');
+    const o = orders[0]!;
+    assert.ok(step.crossNs > 0n, `trial ${i}: the hog stamped its crossing`);
+    lateMs.push(Number(o.killedNs - step.crossNs) / 1e6);
+    pastKiB.push((o.usageBytes - line) / 1024);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  t.diagnostic(`crossing -> kill written, ms: ${lateMs.map((x) => x.toFixed(2)).join(', ')}; usage read past the line, KiB: ${pastKiB.map((x) => x.toFixed(0)).join(', ')}`);
+  // The hog stamps its last read below the line, at most 16 pages (1.25 ms of this ramp) before
+  // the counter crossed; a read after the next charge batch (256 KiB: 5 ms) is late by far more.
+  assert.ok(median(lateMs) < 3, `the kill within about one read of the crossing (median ${median(lateMs).toFixed(2)} ms at 50 MiB/s)`);
+  assert.ok(median(pastKiB) <= 256, `the usage read at the kill within one charge batch past the line (median ${median(pastKiB).toFixed(0)} KiB)`);
+});
+
 test('a memcg threshold\'s standing order is never used once expired or withdrawn, nor on the way down', async (t) => {
   if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
