@@ -70,7 +70,10 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   const metrics = await get(`http://${agent.metricsAddress}/metrics`);
   assert.equal(metrics.status, 200);
   assert.match(metrics.body, new RegExp(`evictd_evictions_total\\{signal="${r.signal}"\\} 1`));
-  assert.match(metrics.body, /evictd_notifications_total\{source="memcg-threshold"\} \d+/);
+  // A kernel notification woke the loop: the line's own, or its standing order's use. Both come
+  // from the same crossing, and when the order acts there the line's own wake-up may not have
+  // reached the loop by the time the eviction is reported (seen in the lab on main, 1 run in 3).
+  assert.match(metrics.body, /evictd_notifications_total\{source="(memcg-threshold|standing-order-used)"\} \d+/);
   // A pass's decision is timed from the kernel event; a standing order's kill from the crossing.
   if (r.action === 'standing-order') assert.match(metrics.body, /evictd_standing_order_crossed_to_killed_seconds_count\{signal="[a-zA-Z.]+"\} 1/);
   else assert.match(metrics.body, /evictd_event_to_decision_seconds_count\{source="[a-z-]+"\} 1/);
