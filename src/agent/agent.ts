@@ -9,6 +9,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
+import { doublingMs } from '../kube/backoff';
 import { hostCgroups, type CgroupPort } from '../node/cgroup-port';
 import type { CgroupLayout } from '../node/cgroups';
 import type { NodeObserver } from '../node/observer';
@@ -319,7 +320,7 @@ export class Agent extends EventEmitter {
         o.logger.error({ pod, uid: e.pod.uid, err }, 'eviction from a previous run: its sandbox stop failed; kept for the next start');
         return;
       }
-      const retryInMs = Math.min(250 * 2 ** attempt, Math.max(250, o.housekeepingIntervalMs));
+      const retryInMs = doublingMs(attempt + 1, 250, Math.max(250, o.housekeepingIntervalMs));
       o.logger.warn({ pod, uid: e.pod.uid, err, attempt: attempt + 1, retryInMs }, 'eviction from a previous run: its sandbox stop failed; trying again');
       const t = setTimeout(() => {
         this.finishRetries.delete(t);

@@ -15,6 +15,7 @@
  * call fired (the mechanism delivers on the loop).
  */
 import type { Logger } from 'pino';
+import { doublingMs } from '../kube/backoff';
 import { availableAtCrossing, reportedUnder, type LineSignal, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
 import type { JoinedPod } from './active-pods';
 import { Arming } from './arming';
@@ -304,7 +305,7 @@ export class StandingOrders {
     let attempts = 0;
     for (const p of this.pending.values()) attempts = Math.max(attempts, p.attempts);
     if (attempts === 0) return null;
-    return Math.min(capMs, 1000 * 2 ** Math.min(attempts - 1, 20));
+    return doublingMs(attempts, 1000, capMs);
   }
 
   /**

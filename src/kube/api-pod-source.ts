@@ -15,7 +15,8 @@
  */
 import { ApiError, type KubeClient, type WatchEvent } from './client';
 import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
-import { backoffMs, CachedPodSource, type Logger, sleep } from './pod-source';
+import { backoffMs } from './backoff';
+import { CachedPodSource, type Logger, sleep } from './pod-source';
 
 export interface ApiPodSourceOptions {
   client: KubeClient;

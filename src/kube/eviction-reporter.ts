@@ -19,7 +19,8 @@
  * report() never rejects: failures are logged and counted; the agent's pass never waits on it.
  */
 import { ApiError, type KubeClient } from './client';
-import { backoffMs, type Logger, silentLogger, sleep } from './pod-source';
+import { backoffMs } from './backoff';
+import { type Logger, silentLogger, sleep } from './pod-source';
 import type { Eviction as PolicyEviction } from '../policy/evaluate';
 import { SIGNAL_TABLE, isSignal } from '../policy/signals';
 

@@ -6,7 +6,8 @@
  */
 import type { KubeClient } from './client';
 import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
-import { backoffMs, CachedPodSource, type Logger, sleep } from './pod-source';
+import { backoffMs } from './backoff';
+import { CachedPodSource, type Logger, sleep } from './pod-source';
 
 export interface KubeletPodSourceOptions {
   /** a client whose server is the kubelet (e.g. https://127.0.0.1:10250) */

@@ -59,12 +59,6 @@ export interface Logger {
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** Exponential backoff with +-20% jitter so a fleet of nodes does not retry in step. */
-export function backoffMs(attempt: number, initialMs: number, maxMs: number, random: () => number = Math.random): number {
-  const base = Math.min(maxMs, initialMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(base * (0.8 + 0.4 * random()));
-}
-
 /** A sleep that ends early when the signal aborts. */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
