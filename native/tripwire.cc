@@ -67,15 +67,17 @@ int TripwireRing::OnRecord(void* ctx, void* record, size_t size) {
   __u32 dir = usage >= l->line_pages ? TRIPWIRE_DOWN : TRIPWIRE_UP;
   __atomic_store_n(&l->direction, dir, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->pending, 0u, __ATOMIC_SEQ_CST);
+  // Stamped as the record is read, not once when the poll woke: one consume runs every listener
+  // in turn, and a record written during a listener (another line crossed meanwhile) is read in
+  // the same loop; the wake's stamp would put it before its own crossing (seen under emulation:
+  // 5.5 ms early). The first record's stamp is the wake's plus the ring's own few hundred ns.
   // The listener may close lines or open new ones: nothing here is freed before the next turn.
-  line->Crossed(*e, ring->now_ns);
+  line->Crossed(*e, MonotonicNs());
   return 0;
 }
 
 void TripwireRing::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
   auto* ring = static_cast<TripwireRing*>(handle->data);
-  // Timestamp first, as the watchers do: the latency reported is to this point.
-  ring->now_ns = MonotonicNs();
   if (status < 0) {
     // libuv has stopped the handle. An epoll fd of ours is not expected to fail, but if it does
     // the lines must not go deaf quietly.

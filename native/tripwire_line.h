@@ -33,7 +33,7 @@ class TripwireLine : public Napi::ObjectWrap<TripwireLine> {
   void Prepare(const std::string& dir, Napi::Function callback);
   void Attach(Tripwire* tripwire, int slot);
 
-  // A crossing of this line, from the ring buffer's poll callback, which woke at `now_ns`: to
+  // A crossing of this line, from the ring buffer's poll callback, read at `now_ns`: to
   // the JS callback now if started, else held for start().
   void Crossed(const tripwire_event& e, uint64_t now_ns);
   // The next loop turn (Tripwire::Later): the close callbacks once closed, or the crossings held

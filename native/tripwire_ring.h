@@ -40,7 +40,6 @@ struct TripwireRing {
   int holding = 0;  // lines started, ref'd and open
   bool unload_when_idle = false;
   std::vector<TripwireLine*> queue;
-  uint64_t now_ns = 0;  // when the ring buffer poll woke (CLOCK_MONOTONIC)
 
   tripwire_line* Line(int slot) { return &program.globals->lines[slot]; }
 

@@ -135,6 +135,35 @@ test('a line on a parent fires for a child allocation (the pod cgroup root), and
   await high.waitEvent((e) => e.counters?.above === 0, 10_000, n);
 });
 
+test("an event is stamped when it is read: one written while another line's listener ran is not stamped before it fired", async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const { cg, hog, base } = await setup(t);
+  const low = new Recorder(watchTripwire(cg.dir, base + 8 * MiB));
+  const high = new Recorder(watchTripwire(cg.dir, base + 40 * MiB));
+  t.after(() => Promise.all([low, high].map((r) => r.watcher.close())).then(() => undefined));
+  await Promise.all([low.watcher.ready(), high.watcher.ready()]);
+  // The low line's listener holds the JS thread, inside the ring's consume, while the workload
+  // goes on past the high line: the high line's record is written meanwhile and read by the same
+  // consume. Its stamp must be when it was read, not when the poll woke for the low line.
+  let blockedMs = 0;
+  low.watcher.once('event', () => {
+    const start = Date.now();
+    while (Date.now() - start < 500) {
+      /* busy: the record of the high line lands meanwhile */
+    }
+    blockedMs = Date.now() - start;
+  });
+  await hog.alloc(64 * MiB);
+  const a = await low.waitEvent((e) => e.counters?.above === 1, 10_000);
+  const b = await high.waitEvent((e) => e.counters?.above === 1, 10_000);
+  assert.ok(blockedMs >= 500, 'the low line held the thread');
+  for (const [name, e] of [['low', a], ['high', b]] as const) {
+    const fired = BigInt(e.counters?.fired_ns ?? 0);
+    assert.ok(e.monotonicNs >= fired, `${name}: read at ${e.monotonicNs}, not before it fired at ${fired} (${Number(fired - e.monotonicNs) / 1e6} ms early)`);
+  }
+  assert.ok(BigInt(b.counters?.fired_ns ?? 0) > a.monotonicNs, 'the high line crossed after the low event was read (the case under test)');
+});
+
 test('rearm moves the line in place, at once: no kernel registration, no grace period', async (t) => {
   if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const { cg, hog, base } = await setup(t);
