@@ -75,7 +75,7 @@ test('the tarball holds the product: no lab, no tests, no VM or harness scripts,
   );
   assert.deepEqual(refused, []);
   // What an install needs: the CLI, the compiled product, and what node-gyp builds the addon from.
-  for (const f of ['package.json', 'bin/evictd.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/cli/main.js', 'binding.gyp', 'native/addon.cc', 'native/bpf/build.sh', 'native/bpf/embed.js', 'native/bpf/memcg_tripwire.bpf.c', 'native/bpf/memcg_tripwire.bpf.o', 'docs/embedding.md']) {
+  for (const f of ['package.json', 'bin/evictd.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/cli/main.js', 'dist/src/cli/main.bundle.js', 'binding.gyp', 'native/addon.cc', 'native/bpf/build.sh', 'native/bpf/embed.js', 'native/bpf/memcg_tripwire.bpf.c', 'native/bpf/memcg_tripwire.bpf.o', 'docs/embedding.md']) {
     assert.ok(files.includes(f), `${f} is in the tarball`);
   }
   assert.ok(files.some((f) => f.startsWith('proto/')), 'the CRI protos are in the tarball');
@@ -109,9 +109,14 @@ test('the installed CLI runs; demo and bench say in one line (exit 2) that they 
   const version = spawnSync(bin, ['--version'], { encoding: 'utf8' });
   assert.equal(version.status, 0, version.stderr);
   assert.equal(version.stdout.trim(), (JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as { version: string }).version);
-  const help = spawnSync(bin, ['run', '--help'], { encoding: 'utf8' });
+  // The bundle is what runs (an installed package has no src/); Node's own module log says
+  // which file was loaded.
+  const help = spawnSync(bin, ['run', '--help'], { encoding: 'utf8', env: { ...process.env, NODE_DEBUG: 'module' } });
   assert.equal(help.status, 0, help.stderr);
   assert.match(help.stdout, /^usage: evictd run \[flags\]/);
+  const loaded = [...help.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(embedder(), m[1]!));
+  assert.ok(loaded.includes(path.join('node_modules', 'evictd', 'dist', 'src', 'cli', 'main.bundle.js')), `the bundle ran: ${loaded.join(', ')}`);
+  assert.ok(!loaded.some((f) => f.endsWith(path.join('cli', 'main.js'))), `not the tree: ${loaded.join(', ')}`);
   for (const [command, args] of [['demo', ['demo']], ['bench', ['bench', 'policy']], ['bench', ['bench']]] as const) {
     const r = spawnSync(bin, [...args], { encoding: 'utf8' });
     assert.equal(r.status, 2, `evictd ${args.join(' ')}: ${r.stderr}`);

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
@@ -18,4 +20,35 @@ test('an unknown command is one line on stderr, exit 2, no stack', () => {
   assert.equal(r.stderr.trim().split('\n').length, 1);
   assert.match(r.stderr, /frobnicate/);
   assert.doesNotMatch(r.stderr, /\n\s+at /);
+});
+
+test('bin/evictd.js runs the bundle; in a source checkout, the tree when it was compiled after the bundle', () => {
+  // A copy of bin/evictd.js over a dist/ whose two entries say which one ran.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bin-'));
+  try {
+    fs.mkdirSync(path.join(dir, 'bin'));
+    fs.copyFileSync(bin, path.join(dir, 'bin', 'evictd.js'));
+    const cli = path.join(dir, 'dist', 'src', 'cli');
+    fs.mkdirSync(cli, { recursive: true });
+    for (const name of ['main.js', 'main.bundle.js']) {
+      fs.writeFileSync(path.join(cli, name), `exports.main = () => process.stdout.write(${JSON.stringify(name)});\n`);
+    }
+    const ran = () => spawnSync(process.execPath, [path.join(dir, 'bin', 'evictd.js')], { encoding: 'utf8' }).stdout;
+    const at = (name: string, s: number) => fs.utimesSync(path.join(cli, name), s, s);
+    // An installed package (no src/): the bundle, whatever the unpacking left as mtimes.
+    at('main.bundle.js', 1000);
+    at('main.js', 3000);
+    assert.equal(ran(), 'main.bundle.js', 'installed: the bundle');
+    // A source checkout.
+    fs.mkdirSync(path.join(dir, 'src'));
+    assert.equal(ran(), 'main.js', 'the tree compiled after the bundle (tsc alone): the tree');
+    at('main.bundle.js', 3000);
+    assert.equal(ran(), 'main.bundle.js', 'built together: the bundle');
+    at('main.bundle.js', 4000);
+    assert.equal(ran(), 'main.bundle.js', 'bundled after the tree: the bundle');
+    fs.rmSync(path.join(cli, 'main.bundle.js'));
+    assert.equal(ran(), 'main.js', 'no bundle: the tree');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
