@@ -1,9 +1,9 @@
 // The CLI in one file: dist/src/cli/main.bundle.js, beside the compiled main.js, so every
 // __dirname-relative path in the sources (the package root, the proto, the lab) resolves the
 // same from the bundle as from the tree. Loading one file instead of ~400 modules is what it
-// is for: `evictd run` starts several times faster where the CPU is slow (measured in the lab's
-// emulated VM: 5.4 s of module loading -> 1.6 s), so a restarted agent is back on watch sooner.
-// bin/evictd.js prefers the bundle unless the tree was compiled after it.
+// is for: `evictd run` starts faster where the CPU is slow (measured in the lab's emulated VM:
+// 5.4 s of module loading -> 1.6 s), so a restarted agent is back on watch sooner.
+// bin/evictd.js runs the bundle, except in a source checkout whose tree was compiled after it.
 //
 // Inputs are the compiled tree (tsc's output), so the bundle runs exactly the code the tests
 // import. The addon (a .node file, required by a computed path) stays outside.
