@@ -232,6 +232,19 @@ Napi::Value FlushOrderUses(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// eventfdOrderStats(): the memcg v1 standing orders' counts in this environment: used (a kill
+// written) and refused (a usage line crossed while the working set, read fresh, was below the
+// kubelet's line). The tripwire's are in tripwireStatus().
+Napi::Value EventfdOrderStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonData* data = Data(env);
+  Napi::Object stats = Napi::Object::New(env);
+  EventfdOrders* orders = data->eventfd_orders;
+  stats.Set("used", static_cast<double>(orders != nullptr ? orders->used() : 0));
+  stats.Set("refused", static_cast<double>(orders != nullptr ? orders->refused() : 0));
+  return stats;
+}
+
 void FinalizeData(Napi::Env /*env*/, AddonData* data) {
   data->instance_finalized = true;
   data->watcher_constructor.Reset();
@@ -260,6 +273,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setRealtimePriority", Napi::Function::New(env, SetRealtimePriority, "setRealtimePriority"));
   exports.Set("lockMappedFiles", Napi::Function::New(env, LockMappedFiles, "lockMappedFiles"));
   exports.Set("flushOrderUses", Napi::Function::New(env, FlushOrderUses, "flushOrderUses"));
+  exports.Set("eventfdOrderStats", Napi::Function::New(env, EventfdOrderStats, "eventfdOrderStats"));
   exports.Set("sdNotify", Napi::Function::New(env, SdNotify, "sdNotify"));
   Tripwire::Init(env, exports, data);
   return exports;

@@ -101,9 +101,10 @@ uint64_t EventfdOrders::Place(const Order& order, Napi::Function on_fired) {
   entry.expires_ns = order.expires_ns;
   entry.placed_ns = MonotonicNs();
   entry.path = order.path;
+  int signal_err = entry.signal.Open(order.memory_dir, order.working_set_line);
   entry.event_fd = fcntl(order.event_fd, F_DUPFD_CLOEXEC, 0);
   entry.usage_fd = fcntl(order.usage_fd, F_DUPFD_CLOEXEC, 0);
-  int err = entry.event_fd < 0 || entry.usage_fd < 0 ? errno : 0;
+  int err = signal_err != 0 ? signal_err : (entry.event_fd < 0 || entry.usage_fd < 0 ? errno : 0);
   uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -153,6 +154,7 @@ void EventfdOrders::CloseEntry(Entry& entry) {
   if (entry.usage_fd >= 0) close(entry.usage_fd);
   if (entry.kill_fd >= 0) close(entry.kill_fd);
   entry.event_fd = entry.usage_fd = entry.kill_fd = -1;
+  entry.signal.Close();
 }
 
 void EventfdOrders::Stop() {
@@ -250,8 +252,10 @@ int64_t EventfdOrders::ReadDue(bool* fired) {
         if (!entry.rate_known && after > kLearnReadNs) after = kLearnReadNs;
         entry.next_read_ns = now + after;
       } else if (entry.below_seen) {
-        *fired |= Fire(id, entry, static_cast<uint64_t>(usage), now);
-        continue;
+        if (Confirm(id, entry, now)) {
+          *fired = true;
+          continue;
+        }
       } else {
         // Past the line since before the order: only a crossing counts, so wait for a dip.
         entry.next_read_ns = now + kMaxReadNs;
@@ -285,18 +289,46 @@ double EventfdOrders::Rate(Entry& entry, int64_t usage, uint64_t now) {
   return current > entry.rate ? current : entry.rate;
 }
 
+// On the order thread, under mutex_: the usage line is crossed. Kills only when the kubelet's
+// working set, read now, is at or past the order's line (eventfd_orders.h); otherwise moves the
+// thread's usage line to where that line is now and reads the usage again at once. True when
+// the order was spent (the caller wakes the loop).
+bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
+  int64_t inactive = 0;
+  uint64_t check_start = MonotonicNs();
+  int64_t working_set = entry.signal.Read(&inactive);
+  uint64_t check_ns = MonotonicNs() - check_start;
+  if (working_set >= 0 && static_cast<uint64_t>(working_set) >= entry.signal.line_bytes()) {
+    return Fire(id, entry, static_cast<uint64_t>(working_set), woken_ns, check_ns);
+  }
+  if (working_set < 0) {
+    // The cgroup's files are gone or unreadable: nothing to decide on, no kill.
+    entry.next_read_ns = MonotonicNs() + kMaxReadNs;
+    return false;
+  }
+  refused_.fetch_add(1, std::memory_order_relaxed);
+  // Usage is below the moved line (working set < line means usage < line + inactive_file): the
+  // next read past it is a new crossing.
+  entry.line_bytes = entry.signal.line_bytes() + static_cast<uint64_t>(inactive);
+  entry.below_seen = true;
+  entry.next_read_ns = MonotonicNs();  // read the usage again at once (0 would mean "no read due")
+  return false;
+}
+
 // On the order thread, under mutex_: writes the kill and queues its use for the loop. True when
 // the order was spent (written or failed), the caller then wakes the loop.
-bool EventfdOrders::Fire(uint64_t id, Entry& entry, uint64_t usage, uint64_t woken_ns) {
+bool EventfdOrders::Fire(uint64_t id, Entry& entry, uint64_t working_set, uint64_t woken_ns, uint64_t check_ns) {
   Outcome outcome;
   ssize_t written = write(entry.kill_fd, "1", 1);
   outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
   outcome.killed_ns = MonotonicNs();
   outcome.id = id;
-  outcome.usage_bytes = usage;
-  outcome.line_bytes = entry.line_bytes;
+  // In the kubelet's terms: the working set read at the kill, and the line it was past.
+  outcome.usage_bytes = working_set;
+  outcome.line_bytes = entry.signal.line_bytes();
   outcome.woken_ns = woken_ns;
   outcome.placed_ns = entry.placed_ns;
+  outcome.check_ns = check_ns;
   outcome.path = entry.path;
   // One use: the line keeps its eventfd, the order is spent.
   entry.fired = true;
@@ -323,7 +355,7 @@ void EventfdOrders::Woken(uint64_t id, uint64_t woken_ns) {
       entry.next_read_ns = 0;  // read again at once: the next due read is set from here
       return;
     }
-    Fire(id, entry, static_cast<uint64_t>(usage), woken_ns);
+    if (!Confirm(id, entry, woken_ns)) return;
   }
   uv_async_send(&async_);
 }
@@ -349,11 +381,11 @@ void EventfdOrders::Flush() {
     char text[320];
     int len = snprintf(text, sizeof text,
                        "usage_bytes %llu\nline_bytes %llu\ncharge_began_ns %llu\nfired_ns %llu\nkilled_ns %llu\n"
-                       "placed_ns %llu\nerrno %d\nsignalled 0\n",
+                       "placed_ns %llu\nerrno %d\ncheck_ns %llu\n",
                        static_cast<unsigned long long>(o.usage_bytes), static_cast<unsigned long long>(o.line_bytes),
                        static_cast<unsigned long long>(o.woken_ns), static_cast<unsigned long long>(o.woken_ns),
                        static_cast<unsigned long long>(o.killed_ns), static_cast<unsigned long long>(o.placed_ns),
-                       o.error);
+                       o.error, static_cast<unsigned long long>(o.check_ns));
     Napi::Env e(env);
     Napi::HandleScope scope(e);
     napi_value args[] = {Napi::String::New(e, text, static_cast<size_t>(len > 0 ? len : 0)),

@@ -20,6 +20,13 @@
 // a read every 16 ms per MiB left; a ramp that starts right at the line is left to the eventfd.
 // Like the eventfd, a read kills only on the way up: once it has seen the usage below the line.
 //
+// A usage line only says the kubelet's line may be crossed: it sits at the working-set line plus
+// inactive_file as a pass last read it, and page cache moves inactive_file. So a crossing of it
+// is a candidate: the thread reads the kubelet's own numbers fresh (fresh_signal.h: usage and
+// memory.stat total_inactive_file) and kills only when the working set is at or past the order's
+// working-set line. Otherwise it refuses (counted) and moves its own usage line to that line plus
+// the inactive_file it just read; the kernel's threshold stays where the loop put it.
+//
 // Threads: Place, Withdraw and Stop run on the loop thread; the order thread reads the table
 // and writes the kill under the same mutex, so an fd is never closed under it.
 #pragma once
@@ -37,6 +44,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "fresh_signal.h"
+
 namespace evictd {
 
 struct AddonData;
@@ -49,10 +58,12 @@ class EventfdOrders {
   struct Order {
     int event_fd;      // the line's eventfd (duplicated here; the caller keeps its own)
     int usage_fd;      // the line's usage file (duplicated here)
-    uint64_t line_bytes;
-    int kill_fd;       // the pod's cgroup.kill, owned from now on
-    std::string path;  // the file kill_fd was opened from
+    uint64_t line_bytes;  // the usage line (the threshold's)
+    int kill_fd;          // the pod's cgroup.kill, owned from now on
+    std::string path;     // the file kill_fd was opened from
     uint64_t expires_ns;
+    std::string memory_dir;       // the line's memory cgroup, whose numbers are read at the kill
+    uint64_t working_set_line;    // the kubelet's line: a kill needs the working set at or past it
   };
 
   // Loop thread. Places an order; returns its id (> 0), or 0 with errno set (kill_fd closed).
@@ -69,6 +80,8 @@ class EventfdOrders {
   void Flush();
 
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  // Crossings of a usage line where the working set, read fresh, was below the order's line.
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
  private:
   struct Entry {
@@ -86,6 +99,7 @@ class EventfdOrders {
     int64_t window_usage = 0;   // the usage then,
     double rate = 0;            // and the last whole window's rate, bytes/s
     bool rate_known = false;    // a whole window has passed
+    FreshSignal signal;         // the kubelet's numbers of the line's cgroup, and its working-set line
   };
   struct Outcome {
     uint64_t id = 0;
@@ -95,6 +109,7 @@ class EventfdOrders {
     uint64_t killed_ns = 0;
     uint64_t placed_ns = 0;
     int error = 0;
+    uint64_t check_ns = 0;  // the fresh read of the kubelet's numbers that confirmed the kill
     std::string path;
   };
 
@@ -103,7 +118,8 @@ class EventfdOrders {
   void Woken(uint64_t id, uint64_t woken_ns);
   int64_t ReadDue(bool* fired);
   static double Rate(Entry& entry, int64_t usage, uint64_t now);
-  bool Fire(uint64_t id, Entry& entry, uint64_t usage, uint64_t woken_ns);
+  bool Confirm(uint64_t id, Entry& entry, uint64_t woken_ns);
+  bool Fire(uint64_t id, Entry& entry, uint64_t working_set, uint64_t woken_ns, uint64_t check_ns);
   int Wait(struct epoll_event* events, int max, int64_t wait_ns);
   void CloseEntry(Entry& entry);
   static void OnAsync(uv_async_t* handle);
@@ -123,6 +139,7 @@ class EventfdOrders {
   // Loop thread only: the callback of every order that may still report a use.
   std::unordered_map<uint64_t, Napi::FunctionReference> callbacks_;
   std::atomic<uint64_t> used_{0};
+  std::atomic<uint64_t> refused_{0};
 };
 
 }  // namespace evictd

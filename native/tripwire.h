@@ -38,11 +38,12 @@ class Tripwire {
   // grace period).
   void Rearm(int slot, double line_bytes, double usage_bytes);
   // Places `slot`'s standing order (kill_fd: an open cgroup.kill, owned from now on) for
-  // `ttl_ms`, with the victim pod's cgroup2 id and level when known (0: unknown), or with
-  // kill_fd -1 withdraws it. Returns the order's generation (0: withdrawn),
-  // or -1 when this load has no order thread.
-  int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, uint64_t victim_cgroup = 0,
-                   uint32_t victim_level = 0);
+  // `ttl_ms`, confirmed at the kill on the working set of `memory_dir` read fresh against
+  // `working_set_line` bytes, or with kill_fd -1 withdraws it. Returns the order's generation
+  // (0: withdrawn), -1 when this load has no order thread (kill_fd left open), or -2 with *err
+  // set when the cgroup's files cannot be opened (kill_fd closed).
+  int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, const std::string& memory_dir = "",
+                   uint64_t working_set_line = 0, int* err = nullptr);
   // { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull, error? }
   Napi::Object Status(Napi::Env env) const;
   // The last load's failure as a JS error (code, errno, syscall 'bpf', stage).

@@ -231,12 +231,12 @@ Napi::Value TripwireLine::Rearm(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// setOrder(killPath, ttlMs, onFired[, victimCgroupId, victimLevel]) places the line's standing
-// order: the first crossing within ttlMs writes "1" to killPath (a pod's cgroup.kill, opened now)
-// from the order thread, then onFired(text, killPath) runs here (the latest onFired given, for
-// every use). With the victim pod cgroup's cgroup2 id and level, a task of that pod whose charge
-// crosses the line is sent SIGKILL by the program within that charge. setOrder(null) withdraws
-// it. Returns false when this load has no order thread; throws when killPath cannot be opened.
+// setOrder(killPath, ttlMs, onFired, memoryDir, workingSetLineBytes) places the line's standing
+// order: the first crossing within ttlMs, confirmed on the working set of memoryDir (the line's
+// memory cgroup) read fresh at or past workingSetLineBytes (fresh_signal.h), writes "1" to
+// killPath (a pod's cgroup.kill, opened now) from the order thread, then onFired(text, killPath)
+// runs here (the latest onFired given, for every use). setOrder(null) withdraws it. Returns false
+// when this load has no order thread; throws when killPath or the cgroup's files cannot be opened.
 Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!open() || slot_ < 0) throw Napi::Error::New(env, "tripwire watcher is closed");
@@ -246,26 +246,23 @@ Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
     // The callback stays: a use written just before the withdrawal is still delivered.
     return Napi::Boolean::New(env, true);
   }
-  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsFunction()) {
-    throw Napi::TypeError::New(env, "setOrder(killPath, ttlMs, onFired) or setOrder(null)");
+  if (info.Length() < 5 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsFunction() || !info[3].IsString() ||
+      !info[4].IsNumber()) {
+    throw Napi::TypeError::New(env, "setOrder(killPath, ttlMs, onFired, memoryDir, workingSetLineBytes) or setOrder(null)");
   }
   std::string path = info[0].As<Napi::String>().Utf8Value();
   double ttl_ms = info[1].As<Napi::Number>().DoubleValue();
   if (!(ttl_ms > 0 && ttl_ms <= 60000)) throw Napi::RangeError::New(env, "setOrder: ttlMs must be in (0, 60000]");
-  // Optional: the victim pod cgroup's id and level, for the kill in the crossing charge.
-  uint64_t victim_cgroup = 0;
-  uint32_t victim_level = 0;
-  if (info.Length() >= 5 && info[3].IsNumber() && info[4].IsNumber()) {
-    double id = info[3].As<Napi::Number>().DoubleValue();
-    double level = info[4].As<Napi::Number>().DoubleValue();
-    if (id > 0 && id < 9007199254740992.0 && level >= 0 && level < 4096) {
-      victim_cgroup = static_cast<uint64_t>(id);
-      victim_level = static_cast<uint32_t>(level);
-    }
+  std::string memory_dir = info[3].As<Napi::String>().Utf8Value();
+  double ws_line = info[4].As<Napi::Number>().DoubleValue();
+  if (!(ws_line > 0 && ws_line < 9007199254740992.0)) {
+    throw Napi::RangeError::New(env, "setOrder: workingSetLineBytes must be a positive number of bytes");
   }
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw SystemError(env, errno, "open", path);
-  int64_t generation = tripwire_->SetOrder(slot_, fd, path, ttl_ms, victim_cgroup, victim_level);
+  int err = 0;
+  int64_t generation = tripwire_->SetOrder(slot_, fd, path, ttl_ms, memory_dir, static_cast<uint64_t>(ws_line), &err);
+  if (generation == -2) throw SystemError(env, err, "open", memory_dir + "/memory.stat");
   if (generation < 0) {
     ::close(fd);
     return Napi::Boolean::New(env, false);
@@ -286,12 +283,14 @@ void TripwireLine::OrderFired(const OrderOutcome& outcome) {
   char text[kTextSize];
   int len = snprintf(text, sizeof text,
                      "usage_bytes %llu\nline_bytes %llu\ncharge_began_ns %llu\nfired_ns %llu\nkilled_ns %llu\n"
-                     "placed_ns %llu\nerrno %d\nsignalled %u\n",
-                     static_cast<unsigned long long>(e.usage_pages * kPageSize),
-                     static_cast<unsigned long long>(e.line_pages * kPageSize),
+                     "placed_ns %llu\nerrno %d\ntrigger_bytes %llu\ncheck_ns %llu\n",
+                     static_cast<unsigned long long>(outcome.working_set_bytes),
+                     static_cast<unsigned long long>(outcome.line_bytes),
                      static_cast<unsigned long long>(e.began_ns), static_cast<unsigned long long>(e.ktime_ns),
                      static_cast<unsigned long long>(outcome.killed_ns),
-                     static_cast<unsigned long long>(outcome.placed_ns), outcome.error, e.signalled);
+                     static_cast<unsigned long long>(outcome.placed_ns), outcome.error,
+                     static_cast<unsigned long long>(e.usage_pages * kPageSize),
+                     static_cast<unsigned long long>(outcome.check_ns));
   Napi::HandleScope scope(env);
   napi_value args[] = {Napi::String::New(env, text, static_cast<size_t>(std::clamp(len, 0, static_cast<int>(kTextSize) - 1))),
                        Napi::String::New(env, outcome.path)};

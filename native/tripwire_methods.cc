@@ -126,15 +126,18 @@ void Tripwire::Rearm(int slot, double line_bytes, double usage_bytes) {
   ArmSlot(ring_, slot, l->cgroup_id, l->measure, BytesToPages(line_bytes), UsagePages(usage_bytes));
 }
 
-int64_t Tripwire::SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, uint64_t victim_cgroup,
-                           uint32_t victim_level) {
+int64_t Tripwire::SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, const std::string& memory_dir,
+                           uint64_t working_set_line, int* err) {
   if (ring_ == nullptr || ring_->orders == nullptr) return -1;
   if (kill_fd < 0) {
     ring_->orders->Withdraw(slot);
     return 0;
   }
   uint64_t expires = MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6);
-  return ring_->orders->Place(slot, kill_fd, path, expires, victim_cgroup, victim_level);
+  int e = 0;
+  uint32_t generation = ring_->orders->Place(slot, kill_fd, path, expires, memory_dir, working_set_line, &e);
+  if (generation == 0 && err != nullptr) *err = e;
+  return generation == 0 ? -2 : generation;
 }
 
 void Tripwire::Release(TripwireLine* line) {
@@ -191,7 +194,11 @@ Napi::Object Tripwire::Status(Napi::Env env) const {
     status.Set("events", static_cast<double>(__atomic_load_n(&bss->events_emitted, __ATOMIC_RELAXED)));
     status.Set("ringbufFull", static_cast<double>(__atomic_load_n(&bss->ringbuf_full, __ATOMIC_RELAXED)));
     status.Set("orders", ring_->orders != nullptr);
-    if (ring_->orders != nullptr) status.Set("ordersUsed", static_cast<double>(ring_->orders->used()));
+    if (ring_->orders != nullptr) {
+      status.Set("ordersUsed", static_cast<double>(ring_->orders->used()));
+      status.Set("ordersRefused", static_cast<double>(ring_->orders->refused()));
+      status.Set("ordersDropped", static_cast<double>(ring_->orders->dropped()));
+    }
     status.Set("ordersFull", static_cast<double>(__atomic_load_n(&bss->orders_full, __ATOMIC_RELAXED)));
     status.Set("nodePollNs", static_cast<double>(bss->node_poll_ns));
     status.Set("nodePolls", static_cast<double>(__atomic_load_n(&bss->node_polls, __ATOMIC_RELAXED)));

@@ -56,20 +56,31 @@ TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* 
   return self;
 }
 
-uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns, uint64_t victim_cgroup,
-                               uint32_t victim_level) {
+uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns,
+                               const std::string& memory_dir, uint64_t working_set_line, int* err) {
+  FreshSignal signal;
+  int e = signal.Open(memory_dir, working_set_line);
+  if (e != 0) {
+    close(kill_fd);
+    *err = e;
+    return 0;
+  }
   tripwire_line* l = ring_->Line(slot);
   std::lock_guard<std::mutex> lock(mutex_);
   Entry& entry = entries_[slot];
   if (entry.fd >= 0) close(entry.fd);
   if (++next_generation_ == 0) next_generation_ = 1;  // 0 means "no order" to the program
-  entry = {kill_fd, next_generation_, MonotonicNs(), path};
+  entry.fd = kill_fd;
+  entry.generation = next_generation_;
+  entry.placed_ns = MonotonicNs();
+  entry.path = path;
+  entry.signal = std::move(signal);
   // Off, then the new order's fields, then its generation: the program never pairs an old
-  // generation with a new deadline, or fires the new order on the old one's `order_fired`.
+  // generation with a new deadline, or fires the new order on the old one's `order_fired`. A new
+  // order starts without bias: each pass's placement re-checks from the line itself.
   __atomic_store_n(&l->order_generation, 0u, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->order_expires_ns, expires_ns, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&l->order_victim_level, victim_level, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&l->order_victim_cgroup, victim_cgroup, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->order_bias_pages, 0ull, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->order_fired, 0u, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->order_generation, entry.generation, __ATOMIC_SEQ_CST);
   return entry.generation;
@@ -81,7 +92,10 @@ void TripwireOrders::Withdraw(int slot) {
   __atomic_store_n(&l->order_generation, 0u, __ATOMIC_SEQ_CST);
   Entry& entry = entries_[slot];
   if (entry.fd >= 0) close(entry.fd);
-  entry = {};
+  entry.fd = -1;
+  entry.generation = 0;
+  entry.path.clear();
+  entry.signal.Close();
 }
 
 void TripwireOrders::Stop() {
@@ -95,7 +109,9 @@ void TripwireOrders::Stop() {
     for (int slot = 0; slot < TRIPWIRE_MAX_LINES; slot++) {
       __atomic_store_n(&ring_->Line(slot)->order_generation, 0u, __ATOMIC_SEQ_CST);
       if (entries_[slot].fd >= 0) close(entries_[slot].fd);
-      entries_[slot] = {};
+      entries_[slot].fd = -1;
+      entries_[slot].generation = 0;
+      entries_[slot].signal.Close();
     }
     outcomes_.clear();
   }
@@ -126,29 +142,63 @@ void TripwireOrders::Run() {
   }
 }
 
-// On the order thread, inside ring_buffer__consume: the kill first, everything else after.
+// On the order thread, inside ring_buffer__consume: the fresh check and the kill first,
+// everything else after.
 int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
   auto* self = static_cast<TripwireOrders*>(ctx);
   if (size < sizeof(tripwire_order_event)) return 0;
   const auto* e = static_cast<const tripwire_order_event*>(record);
   if (e->slot >= TRIPWIRE_MAX_LINES) return 0;
+  tripwire_line* l = self->ring_->Line(static_cast<int>(e->slot));
   OrderOutcome outcome;
   {
     std::lock_guard<std::mutex> lock(self->mutex_);
     Entry& entry = self->entries_[e->slot];
-    // Withdrawn or replaced since the program fired it: not this order's kill to write.
-    if (entry.fd < 0 || entry.generation != e->order_generation) return 0;
+    if (entry.fd < 0) {
+      // Withdrawn since the program saw the crossing: the program kills nobody, so nobody died.
+      self->dropped_.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+    if (entry.generation != e->order_generation) {
+      // Replaced (a pass refreshed it) while the record was in flight: the crossing stands, and
+      // the order in force now carries it out. Its use is claimed here so the program does not
+      // fire it a second time; if the program has already, its own record follows.
+      uint32_t zero = 0;
+      if (!__atomic_compare_exchange_n(&l->order_fired, &zero, 1u, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return 0;
+    }
+    uint64_t check_start = MonotonicNs();
+    int64_t working_set = entry.signal.Read();
+    uint64_t check_ns = MonotonicNs() - check_start;
+    if (working_set < 0 || static_cast<uint64_t>(working_set) < entry.signal.line_bytes()) {
+      self->refused_.fetch_add(1, std::memory_order_relaxed);
+      // The program's measure ran ahead of the kubelet's number (or the cgroup is gone): the
+      // order stays, and fires again once the measure has moved as far again.
+      if (working_set >= 0) {
+        uint64_t fresh_pages = static_cast<uint64_t>(working_set) / 4096;
+        uint64_t bias = e->usage_pages > fresh_pages ? e->usage_pages - fresh_pages : 0;
+        __atomic_store_n(&l->order_bias_pages, bias, __ATOMIC_SEQ_CST);
+      }
+      if (__atomic_load_n(&l->order_generation, __ATOMIC_SEQ_CST) == entry.generation) {
+        __atomic_store_n(&l->order_fired, 0u, __ATOMIC_SEQ_CST);
+      }
+      return 0;
+    }
     ssize_t written = write(entry.fd, "1", 1);
     outcome.killed_ns = MonotonicNs();
     outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
     outcome.slot = static_cast<int>(e->slot);
     outcome.generation = entry.generation;
     outcome.event = *e;
+    // In the kubelet's terms: the working set read at the kill, and the line it was past.
+    outcome.working_set_bytes = static_cast<uint64_t>(working_set);
+    outcome.line_bytes = entry.signal.line_bytes();
+    outcome.check_ns = check_ns;
     outcome.placed_ns = entry.placed_ns;
     outcome.path = entry.path;
     // One use: the program will not fire this generation again.
     close(entry.fd);
     entry.fd = -1;
+    entry.signal.Close();
     self->outcomes_.push_back(outcome);
   }
   self->used_.fetch_add(1, std::memory_order_relaxed);

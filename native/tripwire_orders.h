@@ -1,8 +1,12 @@
 // Standing orders (issue 20): a pass near a hard memory line leaves, on that line, the pod the
 // kubelet's ranking would evict if the line were crossed now. The BPF program reports the first
 // crossing of a line that holds an unexpired order through its own `orders` ring buffer; a thread
-// of the addon, not the JS loop, consumes it and writes the pod's cgroup.kill at once, then tells
-// the line on the loop, where the agent's next pass confirms the eviction (CRI stop, report).
+// of the addon, not the JS loop, consumes it, reads the kubelet's numbers of the line's cgroup
+// fresh (fresh_signal.h: the program's working set uses memcg statistics as the kernel last
+// folded them) and, when they are past the line, writes the pod's cgroup.kill at once, then
+// tells the line on the loop, where the agent's next pass confirms the eviction (CRI stop,
+// report). When they are not, the order is refused (counted) and given back to the program with
+// the gap as its bias (memcg_tripwire.h, order_bias_pages).
 // A JS pass takes tens of milliseconds under emulation and grows with the pods on the node; this
 // path is a ring buffer wake-up and one write, whatever the loop is doing.
 //
@@ -24,6 +28,7 @@
 #include <thread>
 
 #include "bpf/memcg_tripwire.h"
+#include "fresh_signal.h"
 
 struct memcg_tripwire;
 
@@ -39,6 +44,9 @@ struct OrderOutcome {
   uint64_t placed_ns = 0;  // when the order was placed
   uint64_t killed_ns = 0;  // right after the kill was written
   int error = 0;           // errno of the write; 0: the pod was killed
+  uint64_t working_set_bytes = 0;  // the kubelet's working set read at the kill
+  uint64_t line_bytes = 0;         // the order's working-set line
+  uint64_t check_ns = 0;           // the fresh read that confirmed the kill
   std::string path;        // the kill file written
 };
 
@@ -49,11 +57,11 @@ class TripwireOrders {
   static TripwireOrders* Start(TripwireRing* ring, uv_loop_t* loop, int* err);
 
   // Loop thread. Places `slot`'s order: the kill goes to `kill_fd` (owned from now on; opened
-  // from `path`) until `expires_ns` (CLOCK_MONOTONIC). With `victim_cgroup` (the pod cgroup's
-  // cgroup2 id, at `victim_level`), a charging task of that pod is killed in the crossing charge
-  // itself. Returns the order's generation.
-  uint32_t Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns, uint64_t victim_cgroup,
-                 uint32_t victim_level);
+  // from `path`) until `expires_ns` (CLOCK_MONOTONIC), once the working set of `memory_dir` read
+  // fresh is at or past `working_set_line` bytes. Returns the order's generation, or 0 with
+  // *err set when the cgroup's files cannot be opened (kill_fd is then closed).
+  uint32_t Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns, const std::string& memory_dir,
+                 uint64_t working_set_line, int* err);
   // Loop thread. Withdraws `slot`'s order, if any (a released line, a withdrawn order).
   void Withdraw(int slot);
   // Loop thread. Stops and joins the thread, closes the fds, then the async handle; the ring's
@@ -65,6 +73,10 @@ class TripwireOrders {
   void Flush();
 
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  // Crossings the program saw where the kubelet's numbers, read fresh, were not past the line.
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
+  // Records of an order withdrawn before the thread read them: nobody was killed.
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
   struct Entry {
@@ -72,6 +84,7 @@ class TripwireOrders {
     uint32_t generation = 0;
     uint64_t placed_ns = 0;
     std::string path;
+    FreshSignal signal;
   };
 
   explicit TripwireOrders(TripwireRing* ring) : ring_(ring) {}
@@ -90,6 +103,8 @@ class TripwireOrders {
   uint32_t next_generation_ = 0;
   std::deque<OrderOutcome> outcomes_;
   std::atomic<uint64_t> used_{0};
+  std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> dropped_{0};
 };
 
 }  // namespace evictd

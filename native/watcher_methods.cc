@@ -71,11 +71,13 @@ Napi::Value Watcher::Read(const Napi::CallbackInfo& info) {
   return Napi::String::New(env, buffer, static_cast<size_t>(len));
 }
 
-// setOrder(killPath, ttlMs, lineBytes, onFired) places this memcg v1 threshold line's standing
-// order (eventfd_orders.h): the first upward crossing within ttlMs, seen as the line's usage
-// file at or past lineBytes when the eventfd wakes the order thread, writes "1" to killPath (a
-// pod's cgroup.kill); then onFired(text, killPath) runs here. setOrder(null) withdraws it. Returns false when the line is not an armed
-// threshold; throws when killPath cannot be opened or the thread cannot start.
+// setOrder(killPath, ttlMs, lineBytes, onFired, workingSetLineBytes) places this memcg v1
+// threshold line's standing order (eventfd_orders.h): the first upward crossing within ttlMs,
+// seen as the line's usage file at or past lineBytes, is confirmed on the kubelet's working set
+// read fresh from the line's cgroup (at or past workingSetLineBytes), and then "1" is written to
+// killPath (a pod's cgroup.kill); then onFired(text, killPath) runs here. setOrder(null)
+// withdraws it. Returns false when the line is not an armed threshold; throws when killPath or
+// the cgroup's files cannot be opened or the thread cannot start.
 Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (source_ == nullptr || source_->closing) throw Napi::Error::New(env, "watcher is closed");
@@ -83,8 +85,9 @@ Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
   if (source_->order_id != 0 && data->eventfd_orders != nullptr) data->eventfd_orders->Withdraw(source_->order_id);
   source_->order_id = 0;
   if (info.Length() >= 1 && info[0].IsNull()) return Napi::Boolean::New(env, true);
-  if (info.Length() < 4 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsFunction()) {
-    throw Napi::TypeError::New(env, "setOrder(killPath, ttlMs, lineBytes, onFired) or setOrder(null)");
+  if (info.Length() < 5 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsFunction() ||
+      !info[4].IsNumber()) {
+    throw Napi::TypeError::New(env, "setOrder(killPath, ttlMs, lineBytes, onFired, workingSetLineBytes) or setOrder(null)");
   }
   // Only a threshold in force: its usage file says which way a wake-up went.
   if (source_->kind != SourceKind::kEventfd || source_->arming || !source_->probe_fd.valid()) return Napi::Boolean::New(env, false);
@@ -92,7 +95,13 @@ Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
   double ttl_ms = info[1].As<Napi::Number>().DoubleValue();
   double line = info[2].As<Napi::Number>().DoubleValue();
   if (!(ttl_ms > 0 && ttl_ms <= 60000)) throw Napi::RangeError::New(env, "setOrder: ttlMs must be in (0, 60000]");
+  double ws_line = info[4].As<Napi::Number>().DoubleValue();
   if (!(line > 0 && line < 9007199254740992.0)) throw Napi::RangeError::New(env, "setOrder: lineBytes must be a positive number of bytes");
+  if (!(ws_line > 0 && ws_line < 9007199254740992.0)) {
+    throw Napi::RangeError::New(env, "setOrder: workingSetLineBytes must be a positive number of bytes");
+  }
+  // The line's cgroup: the directory of its usage file.
+  std::string memory_dir = source_->probe_path.substr(0, source_->probe_path.rfind('/'));
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw SystemError(env, errno, "open", path);
   if (data->eventfd_orders == nullptr) {
@@ -108,9 +117,11 @@ Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
                              static_cast<uint64_t>(line),
                              fd,
                              path,
-                             MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6)};
+                             MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6),
+                             memory_dir,
+                             static_cast<uint64_t>(ws_line)};
   uint64_t id = data->eventfd_orders->Place(order, info[3].As<Napi::Function>());
-  if (id == 0) throw SystemError(env, errno, "epoll_ctl", source_->poll_path);
+  if (id == 0) throw SystemError(env, errno, "setOrder", memory_dir);
   source_->order_id = id;
   return Napi::Boolean::New(env, true);
 }

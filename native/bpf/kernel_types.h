@@ -87,8 +87,7 @@ struct mem_cgroup {
 
 #pragma clang attribute pop
 
-enum zone_stat_item { NR_FREE_PAGES = 0 };
-enum node_stat_item { NR_INACTIVE_FILE = 0 };
+enum node_stat_item { NR_INACTIVE_FILE = 0, NR_ANON_MAPPED = 1, NR_FILE_PAGES = 2 };
 enum cgroup_subsys_id { memory_cgrp_id = 0 };
 
 #endif

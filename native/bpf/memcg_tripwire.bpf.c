@@ -92,15 +92,12 @@ static __always_inline __u64 charge_ends(void) {
   return ns;
 }
 
-// The node counters /proc/meminfo prints are plain kernel arrays of atomic_long_t: MemTotal is
-// _totalram_pages, MemFree vm_zone_stat[NR_FREE_PAGES], Inactive(file)
-// vm_node_stat[NR_INACTIVE_FILE] (si_meminfo, meminfo_proc_show). Untyped ksyms: libbpf takes
-// their addresses from /proc/kallsyms (Debian's BTF describes per-CPU variables only), and CO-RE
-// gives the indexes from the running kernel's enums. Per-CPU deltas fold into these arrays in
-// batches (vmstat's stat_threshold), for /proc/meminfo's reader as for this one: what the program
-// computes is the number the kubelet reads at that instant, not a finer one.
-extern const void _totalram_pages __ksym;
-extern const void vm_zone_stat __ksym;
+// The machine's page counters are plain kernel arrays of atomic_long_t: vm_node_stat
+// [NR_ANON_MAPPED] (AnonPages), [NR_FILE_PAGES] (the page cache, shmem and buffers included),
+// [NR_INACTIVE_FILE] (Inactive(file)). Untyped ksym: libbpf takes its address from
+// /proc/kallsyms (Debian's BTF describes per-CPU variables only), and CO-RE gives the indexes
+// from the running kernel's enum. Per-CPU deltas fold into this array in bounded batches
+// (vmstat's stat_threshold), for /proc/meminfo's reader as for this one.
 extern const void vm_node_stat __ksym;
 
 static __always_inline __u64 read_stat(const void *array, __u32 index) {
@@ -109,15 +106,19 @@ static __always_inline __u64 read_stat(const void *array, __u32 index) {
   return v > 0 ? (__u64)v : 0;  // a fold in progress can leave a global briefly negative
 }
 
-// MemTotal - MemFree - Inactive(file), pages: the working set behind the kubelet's node
-// memory.available on cgroup v2 (cadvisor's root usage is MemTotal - MemFree there, minus the
-// root's inactive_file).
+// anon + file - inactive_file, pages: the kubelet's node working set on cgroup v2 (runc's
+// rootStatsFromMeminfo: usage = the root memory.stat's anon + file; cAdvisor subtracts
+// inactive_file). The root memcg's own statistics of these pages are folded lazily (up to 2 s);
+// the machine's counters of the same pages are not, and hold what no memcg was charged for too,
+// so this is at or a little above the kubelet's number: a trigger that may come early, never
+// late. The order thread confirms every kill on the root's memory.stat, read fresh.
 static __always_inline __u64 node_working_set(void) {
-  const __u32 free_pages = bpf_core_enum_value(enum zone_stat_item, NR_FREE_PAGES);
+  const __u32 anon = bpf_core_enum_value(enum node_stat_item, NR_ANON_MAPPED);
+  const __u32 file = bpf_core_enum_value(enum node_stat_item, NR_FILE_PAGES);
   const __u32 inactive_file = bpf_core_enum_value(enum node_stat_item, NR_INACTIVE_FILE);
-  __u64 total = read_stat(&_totalram_pages, 0);
-  __u64 available = read_stat(&vm_zone_stat, free_pages) + read_stat(&vm_node_stat, inactive_file);
-  return available < total ? total - available : 0;
+  __u64 usage = read_stat(&vm_node_stat, anon) + read_stat(&vm_node_stat, file);
+  __u64 inactive = read_stat(&vm_node_stat, inactive_file);
+  return inactive < usage ? usage - inactive : 0;
 }
 
 // A memcg's hierarchical inactive_file, pages, as memory.stat shows it: vmstats->state, which
@@ -147,23 +148,17 @@ __noinline __u64 measure(__u32 kind, __u64 usage, __u64 vmstats_addr) {
 }
 
 // A line's standing order, once: independent of the line's own event (which may still be pending
-// while JS is busy), so the kill never waits for the loop.
-__noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns, __u32 may_signal) {
+// while JS is busy), so the kill never waits for the loop. The program only tells the addon's
+// order thread, which reads the kubelet's numbers fresh and kills: this measure may be stale.
+// The record is reserved before the order is marked used, and a full ring is counted: a crossing
+// the thread never hears of is never a kill it did not report.
+__noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns) {
   if (slot >= TRIPWIRE_MAX_LINES) return 0;
   struct tripwire_line *l = &tw.lines[slot];
   __u64 now = bpf_ktime_get_ns();
   if (now >= l->order_expires_ns) return 0;
   __u32 generation = l->order_generation;
   if (__sync_val_compare_and_swap(&l->order_fired, 0, 1) != 0) return 0;
-  // The task on this CPU belongs to the victim pod (the runaway allocator crossing the line
-  // itself, or, from the node poll, the task the timer interrupted): kill it here, in the
-  // crossing charge or tick. The ancestor at the pod cgroup's level is the pod cgroup itself only
-  // for its own tasks; ids are never reused while the order holds the pod's cgroup.kill open, and
-  // in a cgroup namespace the levels differ and nothing matches (the order thread still acts).
-  __u32 signalled = 0;
-  __u64 victim = l->order_victim_cgroup;
-  if (may_signal && victim != 0 && bpf_get_current_ancestor_cgroup_id(l->order_victim_level) == victim)
-    signalled = bpf_send_signal(9 /* SIGKILL */) == 0;
   struct tripwire_order_event *e = bpf_ringbuf_reserve(&orders, sizeof(*e), 0);
   if (!e) {
     __sync_fetch_and_add(&tw.orders_full, 1);
@@ -177,16 +172,11 @@ __noinline int use_order(__u32 slot, __u64 value, __u64 line, __u64 began_ns, __
   e->began_ns = began_ns ? began_ns : now;
   e->slot = slot;
   e->order_generation = generation;
-  e->signalled = signalled;
-  e->pad = 0;
   bpf_ringbuf_submit(e, 0);
   return 1;
 }
 
-// `flags`: CHECK_MAY_SIGNAL where the current task is a real one (a charge, the node poll's
-// tick: an order may signal it if it is the victim's); CHECK_NODE_ONLY from the node poll,
-// which has only the node's counters fresh.
-#define CHECK_MAY_SIGNAL 1
+// `flags`: CHECK_NODE_ONLY from the node poll, which has only the node's counters fresh.
 #define CHECK_NODE_ONLY 2
 
 __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u64 began_ns, __u32 flags) {
@@ -203,7 +193,7 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
     l->usage_pages = value;
     __u32 dir = l->direction;
     __u64 line = l->line_pages;
-    if (l->order_generation != 0 && value >= line) use_order(slot, value, line, began_ns, flags & CHECK_MAY_SIGNAL);
+    if (l->order_generation != 0 && value >= line + l->order_bias_pages) use_order(slot, value, line, began_ns);
     bool hit = (dir == TRIPWIRE_UP && value >= line) || (dir == TRIPWIRE_DOWN && value < line);
     if (!hit) continue;
     if (__sync_val_compare_and_swap(&l->pending, 0, 1) != 0) continue;
@@ -264,7 +254,7 @@ static int node_poll_fire(void *map, __u32 *key, struct node_poll *p) {
     if (!bpf_map_lookup_elem(&watched, &root)) return 0;
     if (__sync_val_compare_and_swap(&tw.node_poll_running, 0, 1) != 0) return 0;  // restarted already
   }
-  check_lines(root, tw.root_usage_pages, 0, 0, CHECK_NODE_ONLY | CHECK_MAY_SIGNAL);
+  check_lines(root, tw.root_usage_pages, 0, 0, CHECK_NODE_ONLY);
   __sync_fetch_and_add(&tw.node_polls, 1);
   bpf_timer_start(&p->timer, period, 0);
   return 0;
@@ -327,7 +317,7 @@ static __always_inline void counter_changed(struct page_counter *counter, __u64 
     __u64 id = BPF_CORE_READ(memcg, css.cgroup, kn, id);
     // Only a watched cgroup costs the read of its statistics' address.
     if (bpf_map_lookup_elem(&watched, &id)) {
-      check_lines(id, usage, (__u64)BPF_CORE_READ(memcg, vmstats), began_ns, began_ns ? CHECK_MAY_SIGNAL : 0);
+      check_lines(id, usage, (__u64)BPF_CORE_READ(memcg, vmstats), began_ns, 0);
     }
     c = parent;
   }

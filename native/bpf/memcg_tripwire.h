@@ -32,8 +32,11 @@ enum tripwire_measure {
   // the kernel last flushed it: memcg statistics are folded lazily, see the .bpf.c).
   TRIPWIRE_WORKING_SET = 1,
   // The node's working set as the kubelet computes it on cgroup v2, where the root has no
-  // memory.current: MemTotal - MemFree - Inactive(file), the very counters /proc/meminfo prints.
-  // Armed on the root cgroup (every charge walks up to the root's counter).
+  // memory.current: anon + file - inactive_file (the root's memory.stat, as runc's
+  // rootStatsFromMeminfo reads it for cAdvisor), here from the machine's own counters of the
+  // same pages (AnonPages, the page cache, Inactive(file)), which fold in bounded per-CPU
+  // batches where the root memcg's fold lazily. Armed on the root cgroup (every charge walks up
+  // to the root's counter).
   TRIPWIRE_NODE_WORKING_SET = 2,
 };
 
@@ -54,19 +57,18 @@ struct tripwire_line {
   __u32 measure;  // enum tripwire_measure
   // The line's standing order (native/tripwire_orders.h): while `order_generation` is non-zero
   // and the clock is before `order_expires_ns`, the first charge that takes the measure to or
-  // past the line (whatever `direction` waits for) sets `order_fired` 0 -> 1 and emits an order
-  // event to the `orders` ring buffer, which a thread of the addon consumes and acts on at once.
-  // The addon writes these three; the program only sets `order_fired`.
+  // past the line plus `order_bias_pages` (whatever `direction` waits for) sets `order_fired`
+  // 0 -> 1 and emits an order event to the `orders` ring buffer, which a thread of the addon
+  // consumes at once. The program never kills: its measure may be stale (a memcg's statistics
+  // are folded lazily), so the thread reads the kubelet's numbers fresh and kills only when they
+  // are past the line. When they are not, it sets `order_bias_pages` to how far the program's
+  // measure was ahead of the fresh one and `order_fired` back to 0: the order fires again once
+  // the measure has moved that much further. The addon writes these four; the program only sets
+  // `order_fired`.
   __u64 order_expires_ns;
   __u32 order_generation;
   __u32 order_fired;
-  // The victim pod's cgroup (its cgroup2 id and level), 0 when unknown: when the task whose
-  // charge crosses the line is in it (the runaway pod itself, most often), the program sends it
-  // SIGKILL within that charge, before any thread wakes; the addon's thread then kills the rest
-  // of the pod through cgroup.kill as usual.
-  __u64 order_victim_cgroup;
-  __u32 order_victim_level;
-  __u32 order_pad;
+  __u64 order_bias_pages;
 };
 
 // The slots of the lines on one cgroup, keyed by cgroup id (the cgroup2 directory's inode).
@@ -124,8 +126,6 @@ struct tripwire_order_event {
   __u64 began_ns;  // when the crossing charge began (its fentry)
   __u32 slot;
   __u32 order_generation;
-  __u32 signalled;  // 1 when the program sent SIGKILL to the charging task (it was in the victim pod)
-  __u32 pad;
 };
 
 #endif

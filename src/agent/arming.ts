@@ -101,6 +101,8 @@ export class Arming {
   rearms = 0;
   /** per line, whether usage was at or past it at the last update */
   private readonly met = new Map<LineKey, boolean>();
+  /** per line, the kubelet's line in working-set terms at the last update: an order's kill is confirmed against it */
+  private readonly wsLines = new Map<LineKey, number>();
   private headroom: number | null = null;
   /** lines that hold an order now, with the order's TTL */
   private readonly ordered = new Map<LineKey, number>();
@@ -245,6 +247,8 @@ export class Arming {
       this.met.set(key, met);
     }
     for (const key of [...this.met.keys()]) if (!want.has(key)) this.met.delete(key);
+    this.wsLines.clear();
+    for (const [key, { wsLine, near }] of want) if (!near) this.wsLines.set(key, wsLine);
     for (const [key, { dir, bytes, wsLine, costlyTolerance, usage, ws, near }] of want) {
       const h = this.lines.get(key);
       if (h) {
@@ -339,7 +343,7 @@ export class Arming {
       }
       let placed = false;
       try {
-        placed = h.setOrder(o.order);
+        placed = h.setOrder({ ...o.order, workingSetLineBytes: this.wsLines.get(line) });
       } catch (err) {
         this.o.logger.warn({ err, line }, 'standing order refused by the line');
       }

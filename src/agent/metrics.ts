@@ -38,10 +38,11 @@ export class AgentMetrics {
   readonly ordersUnavailable: Counter<'line' | 'why'>;
   readonly ordersStanding: Gauge<'line'>;
   readonly ordersUsed: Counter<'signal'>;
+  readonly orderRefusals: Counter<'mechanism'>;
   readonly orderAge: Histogram<'signal'>;
   readonly orderCrossedToKilled: Histogram<'signal'>;
 
-  constructor(opts: { processMetrics?: boolean } = {}) {
+  constructor(opts: { processMetrics?: boolean; orderRefusals?: () => Record<string, number> } = {}) {
     const r = [this.registry];
     this.evictions = new Counter({ name: 'evictd_evictions_total', help: 'Pods evicted, by eviction signal', labelNames: ['signal'], registers: r });
     this.evictionFailures = new Counter({
@@ -121,6 +122,24 @@ export class AgentMetrics {
       help: 'Standing orders the kernel side used (the pod killed as the line was crossed), by signal',
       labelNames: ['signal'],
       registers: r,
+    });
+    // Counted by the order threads in native code (src/kernel orderCounts()); read at scrape.
+    const refusalsSeen = new Map<string, number>();
+    const refusals = opts.orderRefusals;
+    this.orderRefusals = new Counter({
+      name: 'evictd_standing_order_refusals_total',
+      help: "Crossings of a line holding a standing order where the kubelet's working set, read fresh by the order thread, was below the line: no kill (page cache, or memcg statistics the kernel had not folded), by mechanism",
+      labelNames: ['mechanism'],
+      registers: r,
+      collect() {
+        if (!refusals) return;
+        for (const [mechanism, n] of Object.entries(refusals())) {
+          const seen = refusalsSeen.get(mechanism) ?? 0;
+          // An order thread restarted with the addon's environment counts from 0 again.
+          if (n > seen) this.inc({ mechanism }, n - seen);
+          refusalsSeen.set(mechanism, n);
+        }
+      },
     });
     this.orderAge = new Histogram({
       name: 'evictd_standing_order_age_seconds',

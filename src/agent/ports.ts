@@ -30,6 +30,12 @@ export interface StandingOrder {
   podCgroupDir: string;
   /** how long the order stands from now, ms (expired orders are never used) */
   ttlMs: number;
+  /**
+   * The kubelet's line in working-set terms (capacity - threshold, plus one byte): the mechanism
+   * kills only when the working set of the line's cgroup, read fresh at the crossing, is at or
+   * past it. Set by the arming from the line it places the order on.
+   */
+  workingSetLineBytes?: number;
 }
 
 /** A standing order was used: the pod's kill was written at killedNs. */
@@ -41,13 +47,13 @@ export interface OrderFired {
   killedNs: bigint;
   /** the order's age when used, ms */
   ageMs: number;
-  /** the line's measure at the crossing and the line, bytes */
+  /** the kubelet's working set read fresh at the kill, and the line it was at or past, bytes */
   valueBytes: number;
   lineBytes: number;
   /** set when the kill could not be written (the pod was not killed) */
   error?: string;
-  /** the crossing charge was the victim's own: its task was sent SIGKILL within that charge, before killedNs */
-  killedInCharge?: boolean;
+  /** the order thread's fresh read of the kubelet's numbers that confirmed the kill, µs */
+  checkUs?: number;
 }
 
 export interface ThresholdHandle extends WatchHandle {

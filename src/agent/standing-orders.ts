@@ -219,7 +219,7 @@ export class StandingOrders {
       availableBytes: available,
       orderAgeMs: f.ageMs,
       crossedToKilledUs: Number(f.killedNs - f.crossedNs) / 1000,
-      ...(f.killedInCharge ? { killedInCharge: true } : {}),
+      freshReadUs: f.checkUs,
       reasons: placed?.choice.reasons,
     };
     this.withdrawAll('used');

@@ -19,6 +19,7 @@ import { cgroupDir, detectCgroups } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
 import { setRealtimePriority } from '../kernel/scheduling';
 import { lockCode } from '../kernel/memory-lock';
+import { orderCounts } from '../kernel/order-event';
 import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
 import { formatDuration } from '../policy/duration';
 import { badValue } from '../errors';
@@ -108,7 +109,13 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
 
-  const metrics = new AgentMetrics({ processMetrics: true });
+  const metrics = new AgentMetrics({
+    processMetrics: true,
+    orderRefusals: () => {
+      const c = orderCounts();
+      return { 'memcg-threshold-eventfd': c.eventfd.refused, 'bpf-tripwire': c.tripwire.refused };
+    },
+  });
   const observer = new NodeObserver({ layout, cgroupRoot: s.cgroupRoot, podCgroupRoot: s.podCgroupRoot, nodefsPath: s.nodefsPath });
   const runtime = CriRuntime.connect(s.endpoint);
   const kube = s.podSource === 'runtime' ? null : await startKube(s.podSource, s.dryRun, flags, metrics, logger);

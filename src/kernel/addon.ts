@@ -19,13 +19,14 @@ export interface NativeWatcher {
 export interface NativeMemcgWatcher extends NativeWatcher {
   /**
    * Places a threshold line's standing order (native/eventfd_orders.h): at the first upward
-   * crossing within `ttlMs` (the usage file at or past `lineBytes` when the eventfd wakes the
-   * addon's order thread), "1" is written to `killPath` from that thread, then
+   * crossing within `ttlMs` (the usage file at or past `lineBytes`), confirmed by the addon's
+   * order thread on the kubelet's working set of the line's cgroup read fresh (at or past
+   * `workingSetLineBytes`), "1" is written to `killPath` from that thread, then
    * `onFired(text, killPath)` runs on the loop with the same fields as a tripwire order's use
    * (charge_began_ns and fired_ns: the wake-up). null withdraws it. False when this is not a
-   * threshold in force; throws when killPath cannot be opened.
+   * threshold in force; throws when killPath or the cgroup's memory.stat cannot be opened.
    */
-  setOrder(killPath: string | null, ttlMs?: number, lineBytes?: number, onFired?: (text: string, killPath: string) => void): boolean;
+  setOrder(killPath: string | null, ttlMs?: number, lineBytes?: number, onFired?: (text: string, killPath: string) => void, workingSetLineBytes?: number): boolean;
 }
 
 /**
@@ -38,14 +39,15 @@ export interface NativeTripwireLine extends NativeWatcher {
   rearm(lineBytes: number, usageBytes: number): void;
   /**
    * Places the line's standing order (native/tripwire_orders.h): the first crossing within
-   * `ttlMs` writes "1" to `killPath` from the addon's order thread, then `onFired(text, killPath)`
-   * runs on the loop (usage_bytes, line_bytes, charge_began_ns, fired_ns, killed_ns, placed_ns,
-   * errno, signalled), for every use, even of an order replaced or withdrawn since. With the
-   * victim pod cgroup's id and level, a task of that pod whose own charge crosses the line is sent
-   * SIGKILL by the program in that charge (signalled 1). setOrder(null) withdraws it. False when
-   * this load has no order thread; throws when killPath cannot be opened.
+   * `ttlMs` the program sees is confirmed by the addon's order thread on the kubelet's working set
+   * of `memoryDir` read fresh (at or past `workingSetLineBytes`), which then writes "1" to
+   * `killPath`; `onFired(text, killPath)` runs on the loop (usage_bytes and line_bytes: the
+   * working set at the kill and the line; trigger_bytes: the program's measure; charge_began_ns,
+   * fired_ns, killed_ns, placed_ns, errno), for every use, even of an order replaced or withdrawn
+   * since. setOrder(null) withdraws it. False when this load has no order thread; throws when
+   * killPath or the cgroup's memory.stat cannot be opened.
    */
-  setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string, killPath: string) => void, victimCgroupId?: number, victimLevel?: number): boolean;
+  setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string, killPath: string) => void, memoryDir?: string, workingSetLineBytes?: number): boolean;
 }
 
 /** (err) on failure, after which the watcher is closed; else (null, count, ns, text). */
@@ -57,6 +59,8 @@ export interface NativeAddon {
   openPsiTrigger(path: string, trigger: string, cb: NativeCallback): NativeWatcher;
   openKernfsFile(path: string, cb: NativeCallback): NativeWatcher;
   monotonicNs(): bigint;
+  /** the memcg v1 standing orders' kills written and refusals (a usage line crossed, the working set read fresh below the line) */
+  eventfdOrderStats?(): { used: number; refused: number };
   liveSources(): number;
   /** SCHED_FIFO at `priority` for the calling (main) thread, SCHED_OTHER for 0; children reset on fork */
   setRealtimePriority(priority: number): void;
@@ -96,6 +100,10 @@ export interface TripwireStatus {
   orders?: boolean;
   ordersUsed?: number;
   ordersFull?: number;
+  /** crossings the program saw where the kubelet's numbers, read fresh, were below the line (no kill) */
+  ordersRefused?: number;
+  /** uses of an order withdrawn before its record was read (the program kills nobody: no kill) */
+  ordersDropped?: number;
   /** the in-kernel re-check of the node's lines between charges: its period (0: off) and the checks made */
   nodePollNs?: number;
   nodePolls?: number;

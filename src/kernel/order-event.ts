@@ -6,7 +6,8 @@ import type { OrderEvent } from './types';
 /**
  * A standing order's use as the addon reports it (the tripwire's order thread and the memcg v1
  * eventfd's share the fields: usage_bytes, line_bytes, charge_began_ns, fired_ns, killed_ns,
- * placed_ns, errno, signalled), for the kill file it wrote: the order used, which may not be the
+ * placed_ns, errno; usage_bytes and line_bytes are the kubelet's working set read at the kill and
+ * the order's line), for the kill file it wrote: the order used, which may not be the
  * latest placed.
  */
 export function orderEventOf(text: string, killPath: string): OrderEvent {
@@ -21,7 +22,7 @@ export function orderEventOf(text: string, killPath: string): OrderEvent {
     killedNs: ns('killed_ns'),
     placedNs: ns('placed_ns'),
     errno: c.errno ?? 0,
-    signalledInCharge: (c.signalled ?? 0) === 1,
+    checkNs: ns('check_ns'),
   };
 }
 
@@ -33,4 +34,24 @@ export function orderEventOf(text: string, killPath: string): OrderEvent {
  */
 export function flushOrderUses(): void {
   if (nativeAvailable()) addon().flushOrderUses?.();
+}
+
+/** What the standing orders' threads did in this process, per mechanism (all 0 without the addon). */
+export interface OrderCounts {
+  /** kills written */
+  used: number;
+  /** crossings where the kubelet's working set, read fresh at the kill, was below the line: no kill */
+  refused: number;
+}
+
+/** The memcg v1 order thread's and the tripwire's counts (each since its thread started). */
+export function orderCounts(): { eventfd: OrderCounts; tripwire: OrderCounts & { dropped: number; full: number } } {
+  const none = { used: 0, refused: 0 };
+  if (!nativeAvailable()) return { eventfd: none, tripwire: { ...none, dropped: 0, full: 0 } };
+  const a = addon();
+  const s = a.tripwireStatus();
+  return {
+    eventfd: a.eventfdOrderStats?.() ?? none,
+    tripwire: { used: s.ordersUsed ?? 0, refused: s.ordersRefused ?? 0, dropped: s.ordersDropped ?? 0, full: s.ordersFull ?? 0 },
+  };
 }

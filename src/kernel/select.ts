@@ -3,7 +3,7 @@ import path from 'node:path';
 import { watchAdaptivePoll } from './adaptive-poller';
 import { nativeAvailable, nativeLoadError } from './addon';
 import { watchCgroupEvents } from './cgroup-events';
-import { isCgroup2Root } from './machine-usage';
+import { isCgroup2Root } from './cgroup2-root';
 import { watchMemcgThreshold } from './memcg';
 import { pollCounters } from './polling';
 import { tripwireUnavailable, watchTripwire } from './tripwire';

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { addon, nativeAvailable, nativeLoadError, type NativeCallback, type NativeTripwireLine, type TripwireStatus } from './addon';
 import { watchCgroupEvents } from './cgroup-events';
-import { isCgroup2Root, machineUsageBytes } from './machine-usage';
+import { isCgroup2Root } from './cgroup2-root';
+import { rootUsageBytes } from './kubelet-memory';
 import { NativeBackedWatcher } from './native-watcher';
 import { orderEventOf } from './order-event';
 import type { KernelEvent, ThresholdWatcher, Watcher } from './types';
@@ -15,8 +16,10 @@ import { measureReader, type LineMeasure } from './working-set';
 // (native/tripwire.h) polls that ring buffer and calls each line's callback from there.
 //
 // A line compares the cgroup's counter ('usage') or the kubelet's working set ('working-set'),
-// which the program computes at the charge itself: usage - inactive_file for a cgroup, MemTotal
-// - MemFree - Inactive(file) for the v2 root (enum tripwire_measure in memcg_tripwire.h).
+// which the program computes at the charge itself: usage - inactive_file for a cgroup, anon +
+// file - inactive_file for the v2 root (enum tripwire_measure in memcg_tripwire.h). The
+// program's numbers may be stale (memcg statistics fold lazily), so they only wake: a standing
+// order's kill waits for the addon's order thread to read the kubelet's numbers fresh.
 
 const PAGE = 4096;
 /** How often a line on the v2 root re-measures the gap between the machine's usage and the root's counter. */
@@ -74,20 +77,20 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
   private readonly side: (() => number) | null;
 
   constructor(
-    cgroupDir: string,
+    private readonly cgroupDir: string,
     private readonly root: boolean,
     thresholdBytes: number,
     readonly measure: LineMeasure,
   ) {
     const id = fs.statSync(cgroupDir).ino;
     // The root's usage is calibrated against the machine's; a working set needs no calibration:
-    // the program computes the very number the reader reads.
+    // the program computes the kubelet's formula, from counters at most a fold behind.
     const calibrating = root && measure === 'usage';
     const code = measure === 'usage' ? 0 : root ? 2 : 1;
     const side = calibrating ? null : measureReader(cgroupDir, measure).read;
     const state = { offset: 0, calibrated: true };
     super('memcg-threshold', root ? cgroupDir : path.join(cgroupDir, 'memory.current'), (cb: NativeCallback, onArmed) => {
-      Object.assign(state, TripwireWatcher.calibrate(calibrating));
+      Object.assign(state, TripwireWatcher.calibrate(calibrating, cgroupDir));
       const native = addon().openTripwire!(cgroupDir, id, code, TripwireWatcher.counterLine(thresholdBytes, state.offset), side ? side() : -1, cb);
       onArmed();
       return native;
@@ -97,8 +100,8 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     this.offset = state.offset;
     this.calibrated = state.calibrated;
     if (calibrating) {
-      // The gap drifts (kernel memory nobody is charged for, processes in the root cgroup): keep
-      // the counter's line where the machine-usage line is. Reading /proc/meminfo once a second
+      // The gap drifts (kernel memory charged to the counter, processes in the root cgroup): keep
+      // the counter's line where the root's usage line is. Reading memory.stat once a second
       // only places the line; the crossing itself is the program's.
       this.calibration = setInterval(() => this.recalibrate(), ROOT_CALIBRATION_MS);
       this.calibration.unref();
@@ -135,20 +138,18 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     return Promise.resolve();
   }
 
-  setOrder(podCgroupDir: string | null, ttlMs = 1000): boolean {
+  setOrder(podCgroupDir: string | null, ttlMs = 1000, workingSetLineBytes?: number): boolean {
     if (this.closed) return false;
     if (podCgroupDir === null) return this.current().setOrder(null);
+    // The kill is confirmed on the kubelet's working set against this line (a working-set line's
+    // own bytes); a usage line does not know where the kubelet's line is.
+    const wsLine = workingSetLineBytes ?? (this.measure === 'working-set' ? this.bytes : undefined);
+    if (wsLine === undefined) throw new TypeError('setOrder: a usage line needs workingSetLineBytes');
+    checkBytes(wsLine);
     // cgroup.kill (Linux 5.14): one write kills every process of the pod's cgroup tree.
     const killPath = path.join(podCgroupDir, 'cgroup.kill');
     if (!fs.existsSync(killPath)) return false;
-    const victim = cgroupIdentity(podCgroupDir);
-    return this.current().setOrder(
-      killPath,
-      ttlMs,
-      (text: string, written: string) => this.emit('order', orderEventOf(text, written)),
-      victim?.id,
-      victim?.level,
-    );
+    return this.current().setOrder(killPath, ttlMs, (text: string, written: string) => this.emit('order', orderEventOf(text, written)), this.cgroupDir, wsLine);
   }
 
   override close(): Promise<void> {
@@ -182,7 +183,7 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
 
   private recalibrate(): void {
     if (this.closed) return;
-    const { offset, calibrated } = TripwireWatcher.calibrate(true);
+    const { offset, calibrated } = TripwireWatcher.calibrate(true, this.cgroupDir);
     if (!calibrated) return;
     const moved = Math.abs(offset - this.offset) >= PAGE * 64 || !this.calibrated;
     this.offset = offset;
@@ -190,11 +191,11 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     if (moved) this.current().rearm(TripwireWatcher.counterLine(this.bytes, offset), -1);
   }
 
-  /** A root usage line: the gap between machine usage and the root counter (0 elsewhere). */
-  private static calibrate(calibrating: boolean): { offset: number; calibrated: boolean } {
+  /** A root usage line: the gap between the root's usage (the kubelet's: anon + file) and the root counter (0 elsewhere). */
+  private static calibrate(calibrating: boolean, rootDir: string): { offset: number; calibrated: boolean } {
     if (!calibrating) return { offset: 0, calibrated: true };
     const counter = rootCounterBytes();
-    const machine = machineUsageBytes();
+    const machine = rootUsageBytes(rootDir);
     // Counter not seen yet: put the line at zero (fires at the next charge, which calibrates).
     if (counter === null) return { offset: machine, calibrated: false };
     return { offset: machine - counter, calibrated: true };
@@ -208,8 +209,8 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
 /**
  * A line on a cgroup v2 memory cgroup, watched by the tripwire: fires when `measure` crosses
  * `thresholdBytes` up or down, within one charge batch (64 pages per CPU) of the crossing.
- * 'usage' compares the counter; on the v2 root that line is in machine-usage terms (MemTotal -
- * MemFree) and is placed on the root's page counter by their measured gap. 'working-set'
+ * 'usage' compares the counter; on the v2 root that line is in the kubelet's usage terms (the
+ * root's memory.stat anon + file) and is placed on the root's page counter by their measured gap. 'working-set'
  * compares the kubelet's working set, computed by the program at each charge (see above).
  * Events carry usage_bytes (the measure) and line_bytes (at the crossing), charge_began_ns (when
  * the crossing charge began: no reader can see it past the line before), fired_ns (the program's
@@ -221,28 +222,4 @@ export function watchTripwire(cgroupDir: string, thresholdBytes: number, measure
   const why = tripwireUnavailable();
   if (why !== null) throw new Error(`memcg tripwire unavailable: ${why}`);
   return new TripwireWatcher(cgroupDir, isCgroup2Root(cgroupDir), thresholdBytes, measure);
-}
-
-/**
- * A cgroup2 directory's id (its inode: the kernfs node id) and level (0 for the hierarchy's
- * root: the directories above it on the same mount), as bpf_get_current_ancestor_cgroup_id
- * counts them; null when it cannot be read. Inside a cgroup namespace the level is the
- * namespace's, not the kernel's: the program's check then matches nothing, and the kill in the
- * crossing charge does not happen (the order thread's cgroup.kill still does).
- */
-function cgroupIdentity(dir: string): { id: number; level: number } | null {
-  try {
-    let d = path.resolve(dir);
-    const st = fs.statSync(d);
-    let level = 0;
-    for (;;) {
-      const parent = path.dirname(d);
-      if (parent === d || fs.statSync(parent).dev !== st.dev) break;
-      level++;
-      d = parent;
-    }
-    return { id: st.ino, level };
-  } catch {
-    return null;
-  }
 }

@@ -74,17 +74,19 @@ export interface ThresholdWatcher extends Watcher {
   rearm(thresholdBytes: number): Promise<void>;
   /**
    * Places this line's standing order: the mechanism kills the pod of `podCgroupDir` itself at
-   * the first crossing within `ttlMs`, off the JS loop, then emits 'order' (OrderEvent). null
-   * withdraws it. False (or absent) where the mechanism cannot: the eBPF tripwire and the memcg
-   * v1 eventfd can (each from a thread of the addon); the pollers cannot.
+   * the first crossing within `ttlMs`, off the JS loop, then emits 'order' (OrderEvent), but only
+   * when the kubelet's working set of the line's cgroup, read fresh at that moment, is at or past
+   * `workingSetLineBytes` (default: the line itself, on a working-set line; required on a usage
+   * line). null withdraws it. False (or absent) where the mechanism cannot: the eBPF tripwire
+   * and the memcg v1 eventfd can (each from a thread of the addon); the pollers cannot.
    */
-  setOrder?(podCgroupDir: string | null, ttlMs?: number): boolean;
+  setOrder?(podCgroupDir: string | null, ttlMs?: number, workingSetLineBytes?: number): boolean;
 }
 
 /** A standing order used ('order' on a ThresholdWatcher). Times are CLOCK_MONOTONIC ns. */
 export interface OrderEvent {
   podCgroupDir: string;
-  /** the line's measure at the crossing, and the line */
+  /** the kubelet's working set read fresh at the kill, and the order's line (working-set terms) */
   usageBytes: number;
   lineBytes: number;
   /** the crossing charge began; the program saw it; the kill was written; the order was placed */
@@ -94,8 +96,8 @@ export interface OrderEvent {
   placedNs: bigint;
   /** errno of the kill write, 0 when the pod was killed */
   errno: number;
-  /** the task whose charge crossed the line was the victim pod's: the program killed it within that charge */
-  signalledInCharge?: boolean;
+  /** how long the order thread's fresh read of the kubelet's numbers took before the kill */
+  checkNs: bigint;
 }
 
 export interface PsiWatcher extends Watcher {

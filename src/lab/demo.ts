@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Quantity } from '../policy/quantity';
 import { demoReplay } from './demo-replay';
+import { cacheRamp, type CacheRampResult } from './demo-cache';
 
 const MiB = 1024 * 1024;
 /** deploy/daemonset.yaml and deploy/evictd.service run evictd run --realtime-priority=10 */
@@ -105,6 +106,22 @@ export async function demo(argv: string[]): Promise<number> {
       `demo: evictd run --cgroup-root ${lab.root} --eviction-hard memory.available<${o.threshold} ${deployed.join(' ')} (pid ${agent.child.pid}, metrics http://${agent.metricsAddress}/metrics)`,
     );
     const oomBefore = NodeLab.oomKills();
+    const lineMiB = Quantity.parse(o.threshold).value() / MiB;
+    // Page cache first: usage far past the line, the kubelet's signal above it, an order standing.
+    const caches: CacheRampResult[] = [];
+    if (!interrupted) {
+      out({ event: 'cache-ramp-start' }, `\ncache ramp: a ballast pod brings memory.available near ${o.threshold}, then cache-writer fills the node with clean page cache (synced files on a disk mount)`);
+      const c = await cacheRamp(lab, agent, { nodeMiB: o.nodeMiB, thresholdMiB: lineMiB, namespace: 'demo' });
+      caches.push(c);
+      out(
+        { event: 'cache-ramp', ...c },
+        [
+          `  ${c.writtenMiB} MiB written: node usage ${c.usageMiB} MiB of ${o.nodeMiB} (past the line), working set ${c.workingSetMiB} MiB, memory.available ${c.availableMiB} MiB > ${c.lineMiB} MiB`,
+          `  ${c.spared ? 'not evicted' : `EVICTED: ${c.evicted.join(', ') || 'a pod stopped'}`}: page cache is reclaimable, and the kubelet's signal (capacity - (usage - inactive_file)) never crossed; ` +
+            `a standing order stood on ballast ${c.orderStood ? 'the whole time' : '(not placed)'}, and its thread refused ${c.refusals ?? '?'} crossing(s) of the usage line after reading the kubelet's numbers fresh`,
+        ].join('\n'),
+      );
+    }
     const results: RampResult[] = [];
     const targetMiB = o.nodeMiB + 128;
     for (let i = 0; i < o.rates.length && !interrupted; i++) {
@@ -151,7 +168,6 @@ export async function demo(argv: string[]): Promise<number> {
     const stopped = agent;
     agent = null;
     await stopped.stop();
-    const lineMiB = Quantity.parse(o.threshold).value() / MiB;
     // Lower: a line no agent can act on before memory runs out (1 KiB lasts microseconds at
     // these rates), so the what-if names the ramps the OOM killer would take wherever the demo
     // runs; a hundredth of the line did on the host and not in the lab, whose ramps are slower.
@@ -186,18 +202,20 @@ export async function demo(argv: string[]): Promise<number> {
       ratesMiBs: o.rates.slice(0, results.length),
       protectedPodsSurvived: (await lab.sandboxReady(guaranteed)) && (await lab.sandboxReady(burstable)),
       idleCpuPercent: round(idleCpuPercent, 2),
+      cacheRamps: { ramps: caches.length, spared: caches.filter((c) => c.spared).length },
       replay: { passes: replayed.passes, recorded: replayed.recorded, replayed: replayed.replayed, differences: replayed.differences.length, earlierWithHigherLine: replayed.higher.earlier, oomFirstWithLowerLine: replayed.lower.oomFirst, bytesPerPass: replayed.bytesPerPass, recordMsMean: replayed.recordMsMean },
       durationS: round((Date.now() - t0) / 1000, 1),
     };
     if (!o.json) {
       process.stdout.write(
-        `\nsummary: evicted ${summary.evicted.length}/${results.length} hogs before the kernel OOM killer (kernel OOM kills: ${oomKills})\n` +
+        `\nsummary: evicted ${summary.evicted.length}/${results.length} hogs before the kernel OOM killer (kernel OOM kills: ${oomKills}); page-cache ramps spared ${summary.cacheRamps.spared}/${summary.cacheRamps.ramps}\n` +
           `  reaction (crossing -> kill sent) p50 ${summary.reactionP50Ms} ms, p99 ${summary.reactionP99Ms} ms; memory back p50 ${summary.freedP50Ms} ms, p99 ${summary.freedP99Ms} ms\n` +
           `  Guaranteed and Burstable pods survived: ${summary.protectedPodsSurvived}; agent idle CPU ${summary.idleCpuPercent}% of a core\n`,
       );
     }
     process.stdout.write(JSON.stringify({ summary }) + '\n');
-    return summary.evicted.length === results.length && oomKills === 0 && replayed.differences.length === 0 ? 0 : 1;
+    const cacheSpared = summary.cacheRamps.spared === summary.cacheRamps.ramps;
+    return summary.evicted.length === results.length && oomKills === 0 && replayed.differences.length === 0 && cacheSpared ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);
     if (!o.json) process.stdout.write('demo: tearing down\n');

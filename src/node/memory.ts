@@ -2,13 +2,15 @@
  * Memory of one cgroup, the way the kubelet computes memory.available:
  *   working set = usage - inactive_file (never below 0), available = capacity - working set.
  * v1 reads memory.usage_in_bytes and memory.stat total_inactive_file (hierarchical), v2 reads
- * memory.current and memory.stat inactive_file (already hierarchical). Capacity is the
+ * memory.current and memory.stat inactive_file (already hierarchical), the v2 root memory.stat
+ * anon + file and inactive_file (src/kernel/kubelet-memory.ts). Capacity is the
  * cgroup's own limit when it has one below the machine's RAM, else MemTotal: that is how a
  * `--cgroup-root` with a limit becomes a small node on a big machine.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseKeyValues, readCgroupFile, readCgroupNumber } from './cgroups';
+import { readKubeletMemory, type MemoryCgroupKind } from '../kernel/kubelet-memory';
+import { readCgroupNumber } from './cgroups';
 
 export interface MemoryReading {
   capacityBytes: number;
@@ -40,43 +42,27 @@ export function readMeminfo(text = fs.readFileSync('/proc/meminfo', 'utf8')): Ma
 }
 
 /**
- * Reads a memory cgroup directory. `root` marks the hierarchy root, which on cgroup v2 has no
- * memory.current: there usage comes from /proc/meminfo (MemTotal - MemFree). Returns null when
- * the cgroup is gone (a pod cgroup removed mid-pass).
+ * Reads a memory cgroup directory, with the kubelet's formula (src/kernel/kubelet-memory.ts).
+ * `root` marks the hierarchy root, which on cgroup v2 has no memory.current: there usage is its
+ * memory.stat anon + file, as runc's rootStatsFromMeminfo gives cAdvisor. Returns null when the
+ * cgroup is gone (a pod cgroup removed mid-pass).
  */
 export function readCgroupMemory(dir: string, version: 1 | 2, opts: { root?: boolean; machine?: MachineMemory } = {}): MemoryReading | null {
   const machine = opts.machine ?? readMeminfo();
-  let usage: number | null;
-  let inactive: number;
-  let limit: number | null;
-  if (version === 1) {
-    usage = readCgroupNumber(path.join(dir, 'memory.usage_in_bytes'));
-    const stat = readCgroupFile(path.join(dir, 'memory.stat'));
-    if (usage === null || stat === null) return null;
-    inactive = parseKeyValues(stat)['total_inactive_file'] ?? 0;
-    limit = readCgroupNumber(path.join(dir, 'memory.limit_in_bytes'));
-  } else if (opts.root) {
-    usage = machine.totalBytes - machine.freeBytes;
-    inactive = machine.inactiveFileBytes;
-    limit = null;
-  } else {
-    usage = readCgroupNumber(path.join(dir, 'memory.current'));
-    const stat = readCgroupFile(path.join(dir, 'memory.stat'));
-    if (usage === null || stat === null) return null;
-    inactive = parseKeyValues(stat)['inactive_file'] ?? 0;
-    limit = readCgroupNumber(path.join(dir, 'memory.max'));
-  }
+  const kind: MemoryCgroupKind = version === 1 ? 'v1' : opts.root ? 'v2-root' : 'v2';
+  const numbers = readKubeletMemory(dir, kind);
+  if (numbers === null) return null;
+  const limit = kind === 'v1' ? readCgroupNumber(path.join(dir, 'memory.limit_in_bytes')) : kind === 'v2' ? readCgroupNumber(path.join(dir, 'memory.max')) : null;
   // v1 "no limit" is PAGE_COUNTER_MAX pages (9223372036854771712 on x86-64): anything at or
   // above the machine's RAM is no limit for our purpose.
   const limited = limit !== null && limit < machine.totalBytes;
   const capacity = limited ? limit! : machine.totalBytes;
-  const workingSet = inactive < usage ? usage - inactive : 0;
   return {
     capacityBytes: capacity,
-    usageBytes: usage,
-    inactiveFileBytes: inactive,
-    workingSetBytes: workingSet,
-    availableBytes: capacity - workingSet,
+    usageBytes: numbers.usageBytes,
+    inactiveFileBytes: numbers.inactiveFileBytes,
+    workingSetBytes: numbers.workingSetBytes,
+    availableBytes: capacity - numbers.workingSetBytes,
     limited,
   };
 }

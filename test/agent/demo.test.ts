@@ -54,6 +54,7 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
     freedP99Ms: number;
     protectedPodsSurvived: boolean;
     ramps: number;
+    cacheRamps: { ramps: number; spared: number };
     replay: { passes: number; recorded: string[]; replayed: string[]; differences: number; earlierWithHigherLine: string[]; oomFirstWithLowerLine: string[]; bytesPerPass: number };
   };
   // The promise: every hog evicted, no kernel OOM kill, the Guaranteed and Burstable pods alive.
@@ -62,6 +63,9 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   // The pods' own counts read 0 once their cgroups are gone: the machine's count says it.
   assert.equal(s.machineOomKills, 0, 'no kernel OOM kill on the machine during the demo');
   assert.equal(s.ramps, 2);
+  // Page cache past the line, the kubelet's signal above it, a standing order in place: nobody evicted.
+  assert.ok(s.cacheRamps.ramps >= 1, 'the demo ran its page-cache ramp');
+  assert.equal(s.cacheRamps.spared, s.cacheRamps.ramps, JSON.stringify(events.find((e) => e.event === 'cache-ramp')));
   assert.equal(s.protectedPodsSurvived, true);
   assert.ok(s.reactionP99Ms >= s.reactionP50Ms);
   // The run was recorded (evictd run --record) and its replay decided every pass as the live

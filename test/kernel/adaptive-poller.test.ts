@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pollMarginBytes, watchAdaptivePoll } from '../../src/kernel/adaptive-poller';
-import { machineUsageBytes } from '../../src/kernel/machine-usage';
+import { rootUsageBytes } from '../../src/kernel/kubelet-memory';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
-import { cgroup2Root, memcgV1Root, skipped } from '../support/environment';
+import { cgroup2Root, memcgV1Root, needsPureV2, skipped } from '../support/environment';
 import { MiB, missingKernel, Recorder, sleep } from './support';
 
 // The adaptive poller on real cgroups: v1's memory.usage_in_bytes on a hybrid host, v2's
@@ -60,12 +60,12 @@ test('far from the line the adaptive poller idles at its slowest rate', async (t
   assert.equal(w.lastDelayMs, 1000);
 });
 
-test('on a cgroup2 root the adaptive poller reads the machine usage (MemTotal - MemFree)', async (t) => {
-  if (skipped(t, missingKernel({ cgroup2: true }))) return;
+test("on the cgroup v2 root the adaptive poller reads the kubelet's usage there (memory.stat anon + file)", async (t) => {
+  if (skipped(t, missingKernel({ cgroup2: true })) || needsPureV2(t)) return;
   const root = cgroup2Root()!;
-  const w = watchAdaptivePoll(root, machineUsageBytes() + 64 * 1024 * MiB);
+  const w = watchAdaptivePoll(root, rootUsageBytes() + 64 * 1024 * MiB);
   t.after(() => w.close());
-  assert.equal(w.source, '/proc/meminfo');
+  assert.equal(w.source, `${root}/memory.stat`);
   await sleep(50);
   assert.ok(w.reads >= 1);
 });

@@ -5,7 +5,16 @@ import { watchMemcgThreshold } from '../../src/kernel/memcg';
 import type { OrderEvent } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { needsV1, skipped, slow } from '../support/environment';
+import { readKubeletMemory } from '../../src/kernel/kubelet-memory';
 import { MiB, missingKernel, Recorder, sleep, v1Root, victimPod } from './support';
+
+/**
+ * The kubelet's line, in working-set terms, of a usage line on `dir` as the agent arms it (the
+ * working-set line plus inactive_file read now): an order's kill is confirmed against it.
+ */
+function wsLineOf(dir: string, usageLine: number): number {
+  return usageLine - readKubeletMemory(dir, 'v1')!.inactiveFileBytes;
+}
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
   const cg = ScratchCgroup.create(v1Root(), 'test', 1);
@@ -129,11 +138,13 @@ test('a standing order on a memcg threshold kills its pod from the addon\'s thre
   t.after(() => w.close());
   const orders: OrderEvent[] = [];
   w.on('order', (o: OrderEvent) => orders.push(o));
-  assert.equal(w.setOrder!(victim.cg.dir, 30_000), false, 'not before the registration is in force');
-  await w.ready();
-  assert.equal(w.setOrder!(victim.cg.dir, 30_000), true, 'the order is placed');
-  // A re-arm carries the order to the new registration, at the new line.
+  // A re-arm carries the order to the new registration, at the new line (the kubelet's line moved
+  // with it, as when capacity changes).
   const moved = base + 48 * MiB;
+  const wsMoved = wsLineOf(cg.dir, moved);
+  assert.equal(w.setOrder!(victim.cg.dir, 30_000, wsMoved), false, 'not before the registration is in force');
+  await w.ready();
+  assert.equal(w.setOrder!(victim.cg.dir, 30_000, wsMoved), true, 'the order is placed');
   await w.rearm(moved);
 
   // The hog allocates in its own process; this loop is busy the whole time, as during a long pass.
@@ -152,8 +163,8 @@ test('a standing order on a memcg threshold kills its pod from the addon\'s thre
   const o = orders[0]!;
   assert.equal(o.errno, 0);
   assert.equal(o.podCgroupDir, victim.cg.dir);
-  assert.equal(o.lineBytes, moved, 'the order stands at the re-armed line');
-  assert.ok(o.usageBytes >= moved, `usage at the wake-up ${o.usageBytes} is past the line ${moved}`);
+  assert.equal(o.lineBytes, wsMoved, "the order's kill was checked against the kubelet's line");
+  assert.ok(o.usageBytes >= wsMoved, `the working set at the kill ${o.usageBytes} is past the line ${wsMoved}`);
   assert.ok(o.killedNs >= o.firedNs && o.killedNs <= victimGoneAt!, 'woken <= killed, before the loop saw the victim gone');
   t.diagnostic(`eventfd wake-up -> kill written: ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs, order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`);
   // Once used, the order is spent: the way down and up again kill nobody else.
@@ -181,7 +192,7 @@ test('a memcg threshold\'s standing order kills within one charge batch of the c
     const orders: OrderEvent[] = [];
     w.on('order', (o: OrderEvent) => orders.push(o));
     await w.ready();
-    assert.equal(w.setOrder!(victim.cg.dir, 30_000), true);
+    assert.equal(w.setOrder!(victim.cg.dir, 30_000, wsLineOf(cg.dir, line)), true);
     const step = await hog.alloc(32 * MiB, usageFile, line, rate);
     const until = Date.now() + 5000;
     while (orders.length === 0 && Date.now() < until) await sleep(5);
@@ -192,14 +203,14 @@ test('a memcg threshold\'s standing order kills within one charge batch of the c
     const o = orders[0]!;
     assert.ok(step.crossNs > 0n, `trial ${i}: the hog stamped its crossing`);
     lateMs.push(Number(o.killedNs - step.crossNs) / 1e6);
-    pastKiB.push((o.usageBytes - line) / 1024);
+    pastKiB.push((o.usageBytes - o.lineBytes) / 1024);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  t.diagnostic(`crossing -> kill written, ms: ${lateMs.map((x) => x.toFixed(2)).join(', ')}; usage read past the line, KiB: ${pastKiB.map((x) => x.toFixed(0)).join(', ')}`);
+  t.diagnostic(`crossing -> kill written, ms: ${lateMs.map((x) => x.toFixed(2)).join(', ')}; working set read past the line, KiB: ${pastKiB.map((x) => x.toFixed(0)).join(', ')}`);
   // The hog stamps its last read below the line, at most 16 pages (1.25 ms of this ramp) before
   // the counter crossed; a read after the next charge batch (256 KiB: 5 ms) is late by far more.
   assert.ok(median(lateMs) < 3, `the kill within about one read of the crossing (median ${median(lateMs).toFixed(2)} ms at 50 MiB/s)`);
-  assert.ok(median(pastKiB) <= 256, `the usage read at the kill within one charge batch past the line (median ${median(pastKiB).toFixed(0)} KiB)`);
+  assert.ok(median(pastKiB) <= 256, `the working set read at the kill within one charge batch past the line (median ${median(pastKiB).toFixed(0)} KiB)`);
 });
 
 test('a memcg threshold\'s standing order is never used once expired or withdrawn, nor on the way down', async (t) => {
@@ -219,10 +230,10 @@ test('a memcg threshold\'s standing order is never used once expired or withdraw
   await Promise.all([a.ready(), b.ready(), c.ready()]);
   const used: OrderEvent[] = [];
   for (const w of [a, b, c]) w.on('order', (o: OrderEvent) => used.push(o));
-  assert.equal(a.setOrder!(expired.cg.dir, 20), true);
-  assert.equal(b.setOrder!(withdrawn.cg.dir, 30_000), true);
+  assert.equal(a.setOrder!(expired.cg.dir, 20, wsLineOf(cg.dir, base + 96 * MiB)), true);
+  assert.equal(b.setOrder!(withdrawn.cg.dir, 30_000, wsLineOf(cg.dir, base + 112 * MiB)), true);
   assert.equal(b.setOrder!(null), true);
-  assert.equal(c.setOrder!(down.cg.dir, 30_000), true);
+  assert.equal(c.setOrder!(down.cg.dir, 30_000, wsLineOf(cg.dir, base + 32 * MiB)), true);
   await sleep(100);
   await hog.free();
   await sleep(300);

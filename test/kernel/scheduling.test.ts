@@ -63,7 +63,7 @@ test("the standing orders' thread runs in the loop thread's real-time class (SCH
   const w = m.version === 1 ? watchMemcgThreshold(cg.dir, 1024 * MiB) : watchTripwire(cg.dir, 1024 * MiB, 'usage');
   try {
     await w.ready();
-    assert.equal(w.setOrder!(victim.dir, 30_000), true, 'the order is placed');
+    assert.equal(w.setOrder!(victim.dir, 30_000, 1024 * MiB), true, 'the order is placed');
     // The thread names itself and sets its class as it starts.
     const until = Date.now() + 2000;
     while (threadPolicy('evictd-order') !== SCHED_FIFO && Date.now() < until) await new Promise((r) => setTimeout(r, 10));

@@ -1,9 +1,11 @@
-import { spawn } from 'node:child_process';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { nativeAvailable, nativeLoadError } from '../../src/kernel/addon';
 import type { KernelEvent, Watcher } from '../../src/kernel/types';
-import { ScratchCgroup } from '../../src/lab/workload';
+import { onRamFilesystem, ScratchCgroup } from '../../src/lab/workload';
 import { cgroup2Root, memcgV1Root, missingRoot } from '../support/environment';
 
 export const MiB = 1024 * 1024;
@@ -129,4 +131,17 @@ export function victimPod(t: { after(fn: () => Promise<void> | void): void }, ta
     await cg.remove();
   });
   return { cg, child, exited };
+}
+
+/** Writes `bytes` of page cache from inside `cgroupDir` (charged there), synced so it is clean and reclaimable. */
+export function writePageCache(cgroupDir: string, file: string, bytes: number): void {
+  const script = `echo $$ > '${path.join(cgroupDir, 'cgroup.procs')}' && exec dd if=/dev/zero of='${file}' bs=1M count=${bytes / MiB} conv=fsync status=none`;
+  const r = spawnSync('/bin/sh', ['-c', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `dd: ${r.stderr}`);
+}
+
+/** A directory on a disk filesystem: tmpfs pages are shmem (anon on the LRU, never inactive_file). */
+export function scratchDir(): string {
+  const dir = os.tmpdir();
+  return onRamFilesystem(dir) ? '/var/tmp' : dir;
 }

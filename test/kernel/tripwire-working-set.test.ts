@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { machineWorkingSetBytes } from '../../src/kernel/machine-usage';
+import { rootWorkingSetBytes } from '../../src/kernel/kubelet-memory';
 import { tripwireStatus, tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
 import type { OrderEvent } from '../../src/kernel/types';
 import { measureReader } from '../../src/kernel/working-set';
-import { Memhog, ScratchCgroup, onRamFilesystem } from '../../src/lab/workload';
+import { Memhog, ScratchCgroup } from '../../src/lab/workload';
 import { readCgroupMemory } from '../../src/node/memory';
 import { needsPureV2, skipped, slow } from '../support/environment';
-import { MiB, missingKernel, Recorder, sleep, victimPod } from './support';
+import { MiB, missingKernel, Recorder, scratchDir, sleep, victimPod, writePageCache } from './support';
 
 // Working-set lines: the tripwire compares the kubelet's own number, computed by the BPF
 // program at each charge (enum tripwire_measure, native/bpf/memcg_tripwire.h), not usage. Pure
@@ -25,19 +23,6 @@ function missingTripwire(): string | null {
   return why === null ? null : `memcg tripwire unavailable: ${why}`;
 }
 
-/** Writes `bytes` of page cache from inside `cgroupDir` (charged there), synced so it is clean and reclaimable. */
-function writePageCache(cgroupDir: string, file: string, bytes: number): void {
-  const script = `echo $$ > '${path.join(cgroupDir, 'cgroup.procs')}' && exec dd if=/dev/zero of='${file}' bs=1M count=${bytes / MiB} conv=fsync status=none`;
-  const r = spawnSync('/bin/sh', ['-c', script], { encoding: 'utf8' });
-  assert.equal(r.status, 0, `dd: ${r.stderr}`);
-}
-
-function scratchDir(): string {
-  const dir = os.tmpdir();
-  // tmpfs pages are shmem (anon on the LRU, never inactive_file): the test needs a disk.
-  return onRamFilesystem(dir) ? '/var/tmp' : dir;
-}
-
 test("a node working-set line on the v2 root: page cache does not cross it, anonymous memory does, at the kubelet's number", async (t) => {
   if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const cg = ScratchCgroup.create(V2, 'tripwire-ws-node', 2);
@@ -47,7 +32,7 @@ test("a node working-set line on the v2 root: page cache does not cross it, anon
   const hog = await Memhog.start([cg.dir]);
   t.after(() => hog.kill());
 
-  const ws0 = machineWorkingSetBytes();
+  const ws0 = rootWorkingSetBytes();
   const line = ws0 + 96 * MiB;
   const w = watchTripwire(V2, line, 'working-set');
   t.after(() => w.close());
@@ -55,7 +40,7 @@ test("a node working-set line on the v2 root: page cache does not cross it, anon
   const rec = new Recorder(w);
   // What evictd computes for the node (src/node/memory.ts) is the same number.
   const node = readCgroupMemory(V2, 2, { root: true })!;
-  assert.ok(Math.abs(node.workingSetBytes - machineWorkingSetBytes()) < 8 * MiB, 'readCgroupMemory(root) and machineWorkingSetBytes() agree');
+  assert.ok(Math.abs(node.workingSetBytes - rootWorkingSetBytes()) < 8 * MiB, 'readCgroupMemory(root) and rootWorkingSetBytes() agree');
 
   // 160 MiB of clean page cache: usage (MemTotal - MemFree) passes where a usage line would be,
   // the kubelet's working set does not move by much (written pages land on the inactive list).
@@ -63,7 +48,7 @@ test("a node working-set line on the v2 root: page cache does not cross it, anon
   writePageCache(cg.dir, file, 160 * MiB);
   await sleep(200);
   const usage1 = measureReader(V2, 'usage').read();
-  t.diagnostic(`page cache: usage +${((usage1 - usage0) / MiB).toFixed(1)} MiB, working set +${((machineWorkingSetBytes() - ws0) / MiB).toFixed(1)} MiB`);
+  t.diagnostic(`page cache: usage +${((usage1 - usage0) / MiB).toFixed(1)} MiB, working set +${((rootWorkingSetBytes() - ws0) / MiB).toFixed(1)} MiB`);
   assert.ok(usage1 - usage0 > 96 * MiB, 'usage passed a line 96 MiB up');
   assert.equal(rec.events.filter((e) => e.counters?.above === 1).length, 0, 'page cache alone does not cross a working-set line');
 
@@ -71,7 +56,7 @@ test("a node working-set line on the v2 root: page cache does not cross it, anon
   await hog.alloc(160 * MiB);
   const up = await rec.waitEvent((e) => e.counters?.above === 1, 10_000);
   const at = up.counters!.usage_bytes;
-  const now = machineWorkingSetBytes();
+  const now = rootWorkingSetBytes();
   t.diagnostic(`crossing: the program computed ${(at / MiB).toFixed(2)} MiB, line ${(line / MiB).toFixed(2)} MiB (${((at - line) / MiB).toFixed(2)} MiB past); /proc/meminfo right after: ${(now / MiB).toFixed(2)} MiB`);
   assert.ok(at >= line, 'fired at or past the line');
   // One anonymous charge batch (64 pages per CPU, 2 MiB for a huge page) plus the per-CPU
@@ -157,43 +142,11 @@ test('a standing order kills its pod from the order thread at the crossing, whil
   assert.equal(orders.length, 1, 'one order, one use');
   const o = orders[0];
   assert.equal(o.errno, 0);
-  assert.equal(o.signalledInCharge, false, 'the crossing charge was the hog\'s, not the victim\'s: nobody was signalled in it');
   assert.equal(o.podCgroupDir, victim.cg.dir);
   assert.ok(o.usageBytes >= line && o.lineBytes <= line + 4096, `crossed at ${o.usageBytes} for line ${o.lineBytes}`);
   assert.ok(o.killedNs >= o.firedNs && o.firedNs >= o.chargeBeganNs, 'charge began <= fired <= killed');
   assert.ok(o.killedNs <= victimGoneAt!, 'killed before the loop saw the victim gone');
   t.diagnostic(`crossing charge -> kill written: ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs (fired -> killed ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs), order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`);
-});
-
-test('a standing order on the pod whose own charge crosses the line kills it within that charge', async (t) => {
-  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
-  // The pod cgroup (level 2: a child of the scratch cgroup) holds the hog in a container cgroup
-  // below it, as a pod's container sits below its pod cgroup.
-  const podCg = ScratchCgroup.create(V2, 'tripwire-order-self', 2);
-  const container = path.join(podCg.dir, 'app');
-  fs.mkdirSync(container);
-  const hog = await Memhog.start([container]);
-  const line = Number(podCg.read('memory.current')) + 32 * MiB;
-  const w = watchTripwire(podCg.dir, line, 'working-set');
-  t.after(async () => {
-    await w.close();
-    hog.kill();
-    await hog.exited;
-    fs.rmdirSync(container);
-    await podCg.remove();
-  });
-  const orders: OrderEvent[] = [];
-  w.on('order', (o: OrderEvent) => orders.push(o));
-  assert.equal(w.setOrder!(podCg.dir, 30_000), true, 'the order is placed');
-  await hog.alloc(96 * MiB).catch(() => undefined);
-  await waitFor(() => orders.length > 0, 5000);
-  assert.equal((await hog.exited).signal, 'SIGKILL');
-  assert.equal(orders.length, 1, 'one order, one use');
-  const o = orders[0]!;
-  assert.equal(o.signalledInCharge, true, 'the program sent SIGKILL to the charging task of the victim pod, in the crossing charge');
-  assert.equal(o.errno, 0, 'and the order thread still wrote the pod\'s cgroup.kill');
-  const peak = fs.existsSync(path.join(podCg.dir, 'memory.peak')) ? `${(Number(podCg.read('memory.peak')) / MiB).toFixed(1)} MiB` : 'not kept by this kernel';
-  t.diagnostic(`line ${(line / MiB).toFixed(1)} MiB, pod memory.peak ${peak}, crossing charge -> kill written ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs`);
 });
 
 test("the node's lines are re-checked in the kernel every millisecond while the root has lines, and only then", async (t) => {
@@ -206,7 +159,7 @@ test("the node's lines are re-checked in the kernel every millisecond while the 
     await cg.remove();
   });
   const polls = () => tripwireStatus().nodePolls ?? 0;
-  const node = watchTripwire(V2, machineWorkingSetBytes() + 512 * MiB, 'working-set');
+  const node = watchTripwire(V2, rootWorkingSetBytes() + 512 * MiB, 'working-set');
   assert.equal(tripwireStatus().nodePollNs, 1_000_000, 'the poll period: 1 ms');
   // Arming the root's line starts the poll (the addon runs the program's start; no charge does).
   await sleep(100);
@@ -221,7 +174,7 @@ test("the node's lines are re-checked in the kernel every millisecond while the 
   await sleep(300);
   assert.equal(polls(), p1, 'no root line: the poll stopped itself');
   // A new root line starts it again.
-  const again = watchTripwire(V2, machineWorkingSetBytes() + 512 * MiB, 'working-set');
+  const again = watchTripwire(V2, rootWorkingSetBytes() + 512 * MiB, 'working-set');
   t.after(() => again.close());
   await sleep(100);
   const p2 = polls();

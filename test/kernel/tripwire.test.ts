@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { packageRoot } from '../../src/kernel/addon';
-import { machineUsageBytes } from '../../src/kernel/machine-usage';
+import { rootUsageBytes } from '../../src/kernel/kubelet-memory';
 import { chooseLineMechanism } from '../../src/kernel/select';
 import { rootCounterBytes, tripwireStatus, tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
 import type { KernelError } from '../../src/kernel/types';
@@ -308,7 +308,7 @@ test('the v2 root: its counter tracks the machine usage evictd computes memory.a
   const c0 = rootCounterBytes();
   const m0 = node();
   assert.ok(c0 !== null, 'the program saw the root counter');
-  assert.ok(Math.abs(m0 - machineUsageBytes()) < 8 * MiB, 'machineUsageBytes() is the same formula as readCgroupMemory(root)');
+  assert.ok(Math.abs(m0 - rootUsageBytes()) < 8 * MiB, 'rootUsageBytes() is the same formula as readCgroupMemory(root)');
   const step = 128 * MiB;
   await hog.alloc(step);
   const c1 = rootCounterBytes()!;
@@ -351,7 +351,7 @@ test('a worker that is terminated with live tripwire lines does not crash and le
     const k = require(${JSON.stringify(kernel)});
     const { parentPort } = require('node:worker_threads');
     for (let i = 0; i < 8; i++) k.watchTripwire(${JSON.stringify(cg.dir)}, (i + 1) * 16 * 1048576);
-    k.watchTripwire('/sys/fs/cgroup', k.machineUsageBytes() + 1024 * 1048576);
+    k.watchTripwire('/sys/fs/cgroup', k.rootUsageBytes() + 1024 * 1048576);
     parentPort.postMessage(JSON.stringify(k.tripwireStatus()));
   `;
   const main = `

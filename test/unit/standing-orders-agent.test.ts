@@ -18,6 +18,7 @@ import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 import { FakeNotifications } from '../support/fake-notifications';
 import { waitFor } from '../support/wait';
 
+
 // 900 MiB of pods on 1050 MiB: 150 MiB available, 50 MiB above the 100Mi line (near: < 228 MiB).
 const PODS: FakePodInit[] = [
   { name: 'steady', workingSetMi: 300, requestMi: 400 },
@@ -93,7 +94,9 @@ test('standing orders: near a hard line, the pod the kubelet would evict is name
   const t = start();
   await t.idle();
   assert.deepEqual(t.orders(), ['grower']);
-  assert.deepEqual(t.port.orderCalls[0], { dir: '/fake', order: { podCgroupDir: GROWER_DIR, ttlMs: 60_000 } });
+  // The order carries the kubelet's line in working-set terms (1050Mi - 100Mi, plus one byte):
+  // the mechanism confirms its kill against it on numbers read fresh.
+  assert.deepEqual(t.port.orderCalls[0], { dir: '/fake', order: { podCgroupDir: GROWER_DIR, ttlMs: 60_000, workingSetLineBytes: (1050 - 100) * MiB + 1 } });
   assert.deepEqual(t.agent.standingOrderLines(), ['node:line0']);
   assert.deepEqual(await t.metric('evictd_standing_orders_placed_total'), ['evictd_standing_orders_placed_total{signal="memory.available"} 1']);
   assert.equal(t.node.logged('standing order placed')[0]?.pod, 'ns/grower');

@@ -24,15 +24,16 @@ function handle(w: ThresholdWatcher, cb: WatchCallbacks): ThresholdHandle {
       valueBytes: o.usageBytes,
       lineBytes: o.lineBytes,
       error: o.errno === 0 ? undefined : `kill write failed: errno ${o.errno}`,
-      ...(o.signalledInCharge ? { killedInCharge: true } : {}),
+      checkUs: Number(o.checkNs) / 1000,
     }),
   );
   return {
     setOrder: (order: StandingOrder | null) => {
       try {
-        return w.setOrder?.(order?.podCgroupDir ?? null, order?.ttlMs) ?? false;
+        return w.setOrder?.(order?.podCgroupDir ?? null, order?.ttlMs, order?.workingSetLineBytes) ?? false;
       } catch {
-        // The pod's cgroup.kill could not be opened (the pod is gone): no order stands.
+        // The pod's cgroup.kill or the line's memory.stat could not be opened (gone), or the
+        // order had no working-set line for a usage line: no order stands.
         return false;
       }
     },

@@ -68,6 +68,8 @@ interface Ramp extends RampResult {
   pods: number;
   /** the order thread's wake-up -> kill written, from the agent's 'standing order used' line */
   wakeToKillUs?: number;
+  /** of which the fresh read of the kubelet's numbers that confirmed the kill */
+  freshReadUs?: number;
 }
 
 interface Row {
@@ -81,6 +83,8 @@ interface Row {
   reactionP99Ms: number | null;
   wakeToKillP50Us: number | null;
   wakeToKillP99Us: number | null;
+  freshReadP50Us: number | null;
+  freshReadP99Us: number | null;
   meanPassMs: number | null;
 }
 
@@ -144,6 +148,7 @@ export async function run(argv: string[]): Promise<number> {
             const r: Ramp = { ...(await runRamp(lab, agent, { name: `hog-${count}-${rate}-${t}`, rateMiBs: rate, targetMiB: nodeMiB + 64, namespace: 'bench', stepKiB: 64 })), pods: count };
             const used = orderLine(agent, r.pod);
             if (typeof used?.crossedToKilledUs === 'number') r.wakeToKillUs = used.crossedToKilledUs;
+            if (typeof used?.freshReadUs === 'number') r.freshReadUs = used.freshReadUs;
             rs.push(r);
             await lab.removePod(r.labPod);
             // The next ramp starts on a settled node (the stop in the background, the last pass).
@@ -152,6 +157,7 @@ export async function run(argv: string[]): Promise<number> {
           const after = await passTotals(agent.metricsAddress);
           const reactions = rs.flatMap((r) => (r.outcome === 'evicted' && r.reactionMs !== undefined ? [r.reactionMs] : []));
           const wake = rs.flatMap((r) => (r.wakeToKillUs !== undefined ? [r.wakeToKillUs] : []));
+          const fresh = rs.flatMap((r) => (r.freshReadUs !== undefined ? [r.freshReadUs] : []));
           const row: Row = {
             pods: count,
             rateMiBs: rate,
@@ -163,11 +169,13 @@ export async function run(argv: string[]): Promise<number> {
             reactionP99Ms: round(percentile(reactions, 99), 3),
             wakeToKillP50Us: round(percentile(wake, 50), 0),
             wakeToKillP99Us: round(percentile(wake, 99), 0),
+            freshReadP50Us: round(percentile(fresh, 50), 1),
+            freshReadP99Us: round(percentile(fresh, 99), 1),
             meanPassMs: before && after && after.count > before.count ? round(((after.sum - before.sum) / (after.count - before.count)) * 1000, 2) : null,
           };
           rows.push(row);
           ramps.push(...rs);
-          log(`  ${String(count).padStart(3)} pods, ${rate} MiB/s: evicted ${row.evicted}/${row.trials} (${row.byOrder} by standing order), kernel OOM kills ${row.oomKills}, crossing -> kill sent p50 ${row.reactionP50Ms ?? '-'} ms p99 ${row.reactionP99Ms ?? '-'} ms, wake-up -> kill written p50 ${row.wakeToKillP50Us ?? '-'} µs, mean pass ${row.meanPassMs ?? '-'} ms`);
+          log(`  ${String(count).padStart(3)} pods, ${rate} MiB/s: evicted ${row.evicted}/${row.trials} (${row.byOrder} by standing order), kernel OOM kills ${row.oomKills}, crossing -> kill sent p50 ${row.reactionP50Ms ?? '-'} ms p99 ${row.reactionP99Ms ?? '-'} ms, wake-up -> kill written p50 ${row.wakeToKillP50Us ?? '-'} µs (fresh read ${row.freshReadP50Us ?? '-'} µs), mean pass ${row.meanPassMs ?? '-'} ms`);
         }
       } finally {
         await agent.stop();
@@ -177,8 +185,8 @@ export async function run(argv: string[]): Promise<number> {
     await session.close();
   }
   const table = pipeTable(
-    ['bystander pods', 'MiB/s', 'evicted before OOM', 'by standing order', 'kernel OOM kills', 'crossing -> kill sent, ms: p50 / p99', 'notification -> kill written, µs: p50 / p99', 'mean pass, ms'],
-    rows.map((r) => [String(r.pods), String(r.rateMiBs), `${r.evicted}/${r.trials}`, String(r.byOrder), String(r.oomKills), `${r.reactionP50Ms ?? '-'} / ${r.reactionP99Ms ?? '-'}`, `${r.wakeToKillP50Us ?? '-'} / ${r.wakeToKillP99Us ?? '-'}`, String(r.meanPassMs ?? '-')]),
+    ['bystander pods', 'MiB/s', 'evicted before OOM', 'by standing order', 'kernel OOM kills', 'crossing -> kill sent, ms: p50 / p99', 'notification -> kill written, µs: p50 / p99', 'of which the fresh read, µs: p50 / p99', 'mean pass, ms'],
+    rows.map((r) => [String(r.pods), String(r.rateMiBs), `${r.evicted}/${r.trials}`, String(r.byOrder), String(r.oomKills), `${r.reactionP50Ms ?? '-'} / ${r.reactionP99Ms ?? '-'}`, `${r.wakeToKillP50Us ?? '-'} / ${r.wakeToKillP99Us ?? '-'}`, `${r.freshReadP50Us ?? '-'} / ${r.freshReadP99Us ?? '-'}`, String(r.meanPassMs ?? '-')]),
   );
   log('\n' + table.join('\n'));
   log(`(${round((Date.now() - t0) / 1000, 0)} s)`);

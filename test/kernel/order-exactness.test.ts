@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { readKubeletMemory, rootWorkingSetBytes, type MemoryCgroupKind } from '../../src/kernel/kubelet-memory';
+import { watchMemcgThreshold } from '../../src/kernel/memcg';
+import { orderCounts } from '../../src/kernel/order-event';
+import { tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
+import type { OrderEvent, ThresholdWatcher } from '../../src/kernel/types';
+import { Memhog, ScratchCgroup, spawnInCgroups } from '../../src/lab/workload';
+import { needsPureV2, needsV1, skipped } from '../support/environment';
+import { MiB, missingKernel, scratchDir, sleep, v1Root, victimPod, writePageCache } from './support';
+
+// A standing order kills only when the kubelet's own number, read fresh at the kill, is past the
+// line (issue 31). Page cache moves a usage line (v1: armed at the working-set line plus
+// inactive_file) and a stale working set (the BPF program's, from statistics the kernel folds
+// lazily), and kernel memory moved the old v2 node formula (MemTotal - MemFree - Inactive(file)):
+// none of them may kill a pod the kubelet would spare. Each test then ramps anonymous memory on
+// the same line with the same order, which must still kill at the crossing.
+
+const V2 = '/sys/fs/cgroup';
+
+function missingTripwire(): string | null {
+  if (!fs.readFileSync(`${V2}/cgroup.subtree_control`, 'utf8').includes('memory')) return 'the memory controller is not enabled for children of the cgroup2 root';
+  const why = tripwireUnavailable();
+  return why === null ? null : `memcg tripwire unavailable: ${why}`;
+}
+
+async function waitFor(cond: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await sleep(5);
+}
+
+function workingSet(dir: string, kind: MemoryCgroupKind): number {
+  const m = readKubeletMemory(dir, kind);
+  assert.ok(m, `${dir}: memory cgroup gone`);
+  return m.workingSetBytes;
+}
+
+interface Trial {
+  /** the line's cgroup and how the kubelet reads it */
+  dir: string;
+  kind: MemoryCgroupKind;
+  /** arms the line with its order on `victim`, `wsLine` the kubelet's line in working-set terms */
+  arm: (wsLine: number, victimDir: string) => Promise<ThresholdWatcher>;
+  /** where page cache and the hog are charged (the line's cgroup or one below it) */
+  chargeDir: string;
+  refused: () => number;
+}
+
+/**
+ * The line 64 MiB of working set above now. Past it: 128 MiB of a file read into the page cache
+ * from inside the cgroup (written from outside and dropped from the cache first, so the reads
+ * charge new pages with no dirty throttling to fold the statistics on the way: the v2 program's
+ * inactive_file lags), then 64 MiB written and synced from inside (clean cache, the v1 case of
+ * the issue), then `extra` (slab, say). Usage ends far over the line while the kubelet's number
+ * barely moves; the victim must live. Then 96 MiB of anonymous memory on the same line with the
+ * same order: the victim is killed, at a working set past the line.
+ */
+async function cacheThenRamp(t: TestContext, tag: string, trial: Trial, extra?: () => Promise<string>) {
+  const victim = victimPod(t, `${tag}-victim`);
+  await waitFor(() => victim.cg.pids().length === 1, 5000);
+  const file = path.join(scratchDir(), `evictd-${tag}-${process.pid}.bin`);
+  const written = path.join(scratchDir(), `evictd-${tag}-${process.pid}.written`);
+  t.after(() => {
+    fs.rmSync(file, { force: true });
+    fs.rmSync(written, { force: true });
+  });
+  // Written here, outside the line's cgroup, and left out of the page cache (dd's nocache:
+  // POSIX_FADV_DONTNEED), so reading it inside charges every page anew.
+  const r = spawnSync('dd', ['if=/dev/zero', `of=${file}`, 'bs=1M', 'count=128', 'conv=fsync', 'status=none'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `dd: ${r.stderr}`);
+  // Now clean: GNU dd's documented way to drop a whole file's cache.
+  const drop = spawnSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none'], { encoding: 'utf8' });
+  assert.equal(drop.status, 0, `dd: ${drop.stderr}`);
+  const hog = await Memhog.start([trial.chargeDir]);
+  t.after(() => hog.kill());
+  const ws0 = workingSet(trial.dir, trial.kind);
+  const wsLine = ws0 + 64 * MiB;
+  const w = await trial.arm(wsLine, victim.cg.dir);
+  t.after(() => w.close());
+  const orders: OrderEvent[] = [];
+  w.on('order', (o: OrderEvent) => orders.push(o));
+  const refused0 = trial.refused();
+
+  await new Promise<void>((resolve, reject) => {
+    const cat = spawnInCgroups([trial.chargeDir], ['/bin/cat', file]);
+    cat.stdout.resume();
+    cat.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cat exited ${code}`))));
+  });
+  writePageCache(trial.chargeDir, written, 64 * MiB);
+  const more = extra ? await extra() : '';
+  await sleep(300);
+  const ws1 = workingSet(trial.dir, trial.kind);
+  const usage1 = readKubeletMemory(trial.dir, trial.kind)!.usageBytes;
+  t.diagnostic(
+    `${tag}: working set ${(ws0 / MiB).toFixed(1)} -> ${(ws1 / MiB).toFixed(1)} MiB against a line at ${(wsLine / MiB).toFixed(1)} MiB (usage ${(usage1 / MiB).toFixed(1)} MiB)${more}; ` +
+      `refused at the kill: ${trial.refused() - refused0}`,
+  );
+  assert.ok(ws1 < wsLine, `the kubelet's number stayed below the line (${(ws1 / MiB).toFixed(1)} < ${(wsLine / MiB).toFixed(1)} MiB): the trial is void otherwise`);
+  assert.equal(orders.length, 0, 'no order used while the kubelet would spare the pod');
+  assert.equal(victim.cg.pids().length, 1, 'the victim lives');
+  const refused = trial.refused() - refused0;
+
+  // The same line, the same order: a real ramp.
+  await hog.alloc(96 * MiB).catch(() => undefined);
+  await waitFor(() => orders.length > 0, 5000);
+  assert.equal(orders.length, 1, 'the anonymous ramp used the order');
+  assert.equal(await victim.exited, 'SIGKILL');
+  const o = orders[0]!;
+  assert.equal(o.errno, 0);
+  assert.equal(o.lineBytes, wsLine, "the kill was checked against the kubelet's line");
+  assert.ok(o.usageBytes >= wsLine, `working set read at the kill ${o.usageBytes} >= the line ${wsLine}`);
+  return { refused };
+}
+
+test('cgroup v1: clean page cache past a usage line with an order in place kills nobody; an anonymous ramp on the same line does', async (t) => {
+  if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
+  const cg = ScratchCgroup.create(v1Root(), 'order-cache-v1', 1);
+  t.after(() => cg.remove());
+  const { refused } = await cacheThenRamp(t, 'order-cache-v1', {
+    dir: cg.dir,
+    kind: 'v1',
+    chargeDir: cg.dir,
+    refused: () => orderCounts().eventfd.refused,
+    // As the agent arms it (src/agent/arming.ts): a usage line at the working-set line plus
+    // inactive_file as read now. Page cache then passes it with the working set still below.
+    arm: async (wsLine, victimDir) => {
+      const inactive = readKubeletMemory(cg.dir, 'v1')!.inactiveFileBytes;
+      const w = watchMemcgThreshold(cg.dir, wsLine + inactive);
+      await w.ready();
+      assert.equal(w.setOrder!(victimDir, 60_000, wsLine), true, 'the order is placed');
+      return w;
+    },
+  });
+  assert.ok(refused >= 1, `the usage line was crossed by page cache and the order thread refused it (${refused} refusals): without the fresh check the victim dies here`);
+});
+
+test("cgroup v1, the node's line on the root memcg: page cache kills nobody, an anonymous ramp does", async (t) => {
+  if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
+  const root = v1Root();
+  const cg = ScratchCgroup.create(root, 'order-cache-v1-node', 1);
+  t.after(() => cg.remove());
+  const { refused } = await cacheThenRamp(t, 'order-cache-v1-node', {
+    dir: root,
+    kind: 'v1',
+    chargeDir: cg.dir,
+    refused: () => orderCounts().eventfd.refused,
+    arm: async (wsLine, victimDir) => {
+      const inactive = readKubeletMemory(root, 'v1')!.inactiveFileBytes;
+      const w = watchMemcgThreshold(root, wsLine + inactive);
+      await w.ready();
+      assert.equal(w.setOrder!(victimDir, 60_000, wsLine), true, 'the order is placed');
+      return w;
+    },
+  });
+  assert.ok(refused >= 1, `the root's usage line was crossed by page cache and refused (${refused} refusals)`);
+});
+
+test('cgroup v2, a pod-level working-set line (the pod cgroup root, a pod): page cache kills nobody, an anonymous ramp does', async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const cg = ScratchCgroup.create(V2, 'order-cache-v2', 2);
+  t.after(() => cg.remove());
+  await cacheThenRamp(t, 'order-cache-v2', {
+    dir: cg.dir,
+    kind: 'v2',
+    chargeDir: cg.dir,
+    refused: () => orderCounts().tripwire.refused,
+    arm: async (wsLine, victimDir) => {
+      const w = watchTripwire(cg.dir, wsLine, 'working-set');
+      assert.equal(w.setOrder!(victimDir, 60_000), true, 'the order is placed');
+      return w;
+    },
+  });
+});
+
+test('cgroup v2, a usage line holding an order (the tripwire on the counter): page cache crosses it and the order thread refuses, then gives the order back; an anonymous ramp is killed', async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const cg = ScratchCgroup.create(V2, 'order-cache-v2-usage', 2);
+  t.after(() => cg.remove());
+  // The program's measure (the counter) runs ahead of the kubelet's number by all the page cache:
+  // every crossing it reports is one the thread must refuse, whatever the kernel folded when.
+  const { refused } = await cacheThenRamp(t, 'order-cache-v2-usage', {
+    dir: cg.dir,
+    kind: 'v2',
+    chargeDir: cg.dir,
+    refused: () => orderCounts().tripwire.refused,
+    arm: async (wsLine, victimDir) => {
+      const inactive = readKubeletMemory(cg.dir, 'v2')!.inactiveFileBytes;
+      const w = watchTripwire(cg.dir, wsLine + inactive, 'usage');
+      assert.equal(w.setOrder!(victimDir, 60_000, wsLine), true, 'the order is placed');
+      return w;
+    },
+  });
+  assert.ok(refused >= 1, `the counter crossed its line on page cache and the thread refused (${refused} refusals); the order still killed at the real crossing after`);
+});
+
+test("cgroup v2, the node's line on the root: page cache and slab growth kill nobody, an anonymous ramp does", async (t) => {
+  if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
+  const cg = ScratchCgroup.create(V2, 'order-cache-v2-node', 2);
+  t.after(() => cg.remove());
+  const files = path.join(scratchDir(), `evictd-slab-${process.pid}`);
+  t.after(() => fs.rmSync(files, { recursive: true, force: true }));
+  // 60,000 empty files: inodes and dentries, kernel memory the kubelet's node number leaves out
+  // (MemTotal - MemFree - Inactive(file), the old formula, counted all of it: ~90 MiB here).
+  const slab = async (): Promise<string> => {
+    const before = fs.readFileSync('/proc/meminfo', 'utf8');
+    fs.mkdirSync(files, { recursive: true });
+    for (let i = 0; i < 60_000; i++) fs.closeSync(fs.openSync(path.join(files, `f${i}`), 'w'));
+    const after = fs.readFileSync('/proc/meminfo', 'utf8');
+    const slabKb = (text: string) => Number(/^Slab:\s+(\d+) kB/m.exec(text)?.[1] ?? 0);
+    return `, slab +${((slabKb(after) - slabKb(before)) / 1024).toFixed(1)} MiB`;
+  };
+  await cacheThenRamp(
+    t,
+    'order-cache-v2-node',
+    {
+      dir: V2,
+      kind: 'v2-root',
+      chargeDir: cg.dir,
+      refused: () => orderCounts().tripwire.refused,
+      arm: async (wsLine, victimDir) => {
+        const w = watchTripwire(V2, wsLine, 'working-set');
+        assert.equal(w.setOrder!(victimDir, 60_000), true, 'the order is placed');
+        return w;
+      },
+    },
+    slab,
+  );
+  assert.ok(Math.abs(rootWorkingSetBytes() - workingSet(V2, 'v2-root')) < 8 * MiB, 'one formula');
+});
