@@ -135,8 +135,9 @@ export class AgentMetrics {
         if (!refusals) return;
         for (const [mechanism, n] of Object.entries(refusals())) {
           const seen = refusalsSeen.get(mechanism) ?? 0;
-          // An order thread restarted with the addon's environment counts from 0 again.
-          if (n > seen) this.inc({ mechanism }, n - seen);
+          // Every mechanism's series exists from the first scrape, at 0 until a refusal. An order
+          // thread restarted with the addon's environment counts from 0 again.
+          this.inc({ mechanism }, n > seen ? n - seen : 0);
           refusalsSeen.set(mechanism, n);
         }
       },

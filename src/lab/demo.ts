@@ -118,11 +118,13 @@ export async function demo(argv: string[]): Promise<number> {
         [
           `  ${c.writtenMiB} MiB written: node usage ${c.usageMiB} MiB of ${o.nodeMiB} (past the line), working set ${c.workingSetMiB} MiB, memory.available ${c.availableMiB} MiB > ${c.lineMiB} MiB`,
           `  ${c.spared ? 'not evicted' : `EVICTED: ${c.evicted.join(', ') || 'a pod stopped'}`}: page cache is reclaimable, and the kubelet's signal (capacity - (usage - inactive_file)) never crossed; ` +
-            `a standing order stood on ballast ${c.orderStood ? 'the whole time' : '(not placed)'}, and its thread refused ${c.refusals ?? '?'} crossing(s) of the usage line after reading the kubelet's numbers fresh`,
+            `a standing order stood on ballast ${c.orderStood ? 'the whole time' : '(never placed)'}; crossings its thread refused on the kubelet's numbers read fresh: ${c.refusals ?? 'unknown (metrics unreachable)'}`,
         ].join('\n'),
       );
     }
     const results: RampResult[] = [];
+    const gone = agent.gone();
+    if (gone) throw new Error(`evictd run ended during the demo: ${gone}`);
     const targetMiB = o.nodeMiB + 128;
     for (let i = 0; i < o.rates.length && !interrupted; i++) {
       const rate = o.rates[i]!;

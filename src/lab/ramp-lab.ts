@@ -49,6 +49,8 @@ export class AgentProcess {
   private readonly waiters: { match: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
   metricsAddress: string | null = null;
   exited: Promise<number | null>;
+  /** the last 16 KiB the agent wrote to stderr (a crash's stack, a native abort) */
+  stderrTail = '';
 
   private constructor(readonly child: ChildProcess) {
     const rl = readline.createInterface({ input: child.stdout! });
@@ -93,15 +95,22 @@ export class AgentProcess {
       ...(o.extraArgs ?? []),
     ];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(o.env ? { env: { ...process.env, ...o.env } } : {}) });
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const p = new AgentProcess(child);
+    child.stderr!.on('data', (d: Buffer) => (p.stderrTail = (p.stderrTail + d.toString()).slice(-16 * 1024)));
     const started = await Promise.race([p.waitFor((l) => l.msg === 'evictd starting', o.startTimeoutMs ?? 60_000).catch(() => null), p.exited.then(() => null)]);
     if (!started) {
       child.kill('SIGKILL');
-      throw new Error(`evictd run did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
+      throw new Error(`evictd run did not start: ${p.stderrTail.trim().split('\n').slice(-3).join(' | ')}`);
     }
     return p;
+  }
+
+  /** Why the agent is gone ("exit 1", "signal SIGSEGV") with its last words, or null while it runs. */
+  gone(): string | null {
+    const { exitCode, signalCode } = this.child;
+    if (exitCode === null && signalCode === null) return null;
+    const last = this.lines.slice(-3).map((l) => JSON.stringify(l));
+    return `${signalCode ? `signal ${signalCode}` : `exit ${exitCode}`}; last log lines: ${last.join(' | ')}; stderr: ${this.stderrTail.trim().split('\n').slice(-12).join(' | ')}`;
   }
 
   /** Resolves with the first line (already seen or to come) that matches. */

@@ -42,7 +42,14 @@ function handle(w: ThresholdWatcher, cb: WatchCallbacks): ThresholdHandle {
     },
     measure: w.measure,
     mechanism: w.lineMechanism,
-    rearm: (bytes: number) => w.rearm(Math.max(1, Math.round(bytes))),
+    rearm: (bytes: number) => {
+      // A memcg v1 re-arm completes off the loop. One superseded by a later re-arm (the drift tick
+      // moves a usage line again while page cache grows faster than a registration takes) rejects;
+      // the later one carries the line and its order. One that fails ends the watch through
+      // 'error' (onError above). Either way nothing is left to handle here, and an unhandled
+      // rejection would end the agent.
+      w.rearm(Math.max(1, Math.round(bytes))).catch(() => undefined);
+    },
     close: () => w.close(),
   };
 }
