@@ -232,6 +232,22 @@ Napi::Value FlushOrderUses(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// setOrderUseLog(path | null): the file every order thread appends a use to before its kill
+// (use_log.h); null closes it. Throws a system error when the file cannot be opened.
+Napi::Value SetOrderUseLog(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonData* data = Data(env);
+  if (info.Length() >= 1 && info[0].IsNull()) {
+    data->use_log.Close();
+    return env.Undefined();
+  }
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "setOrderUseLog(path) or setOrderUseLog(null)");
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  int err = data->use_log.Open(path);
+  if (err != 0) throw SystemError(env, err, "open", path);
+  return env.Undefined();
+}
+
 // eventfdOrderStats(): the memcg v1 standing orders' counts in this environment: used (a kill
 // written) and refused (a usage line crossed while the working set, read fresh, was below the
 // kubelet's line). The tripwire's are in tripwireStatus().
@@ -274,6 +290,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("lockMappedFiles", Napi::Function::New(env, LockMappedFiles, "lockMappedFiles"));
   exports.Set("flushOrderUses", Napi::Function::New(env, FlushOrderUses, "flushOrderUses"));
   exports.Set("eventfdOrderStats", Napi::Function::New(env, EventfdOrderStats, "eventfdOrderStats"));
+  exports.Set("setOrderUseLog", Napi::Function::New(env, SetOrderUseLog, "setOrderUseLog"));
   exports.Set("sdNotify", Napi::Function::New(env, SdNotify, "sdNotify"));
   Tripwire::Init(env, exports, data);
   return exports;

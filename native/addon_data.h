@@ -8,6 +8,8 @@
 
 #include <unordered_set>
 
+#include "use_log.h"
+
 namespace evictd {
 
 struct Source;
@@ -22,6 +24,8 @@ struct AddonData {
   Tripwire* tripwire = nullptr;
   // The standing orders of memcg v1 threshold lines (eventfd_orders.h), started on first use.
   EventfdOrders* eventfd_orders = nullptr;
+  // Where the order threads note each use before its kill (use_log.h); closed until the agent opens it.
+  UseLog use_log;
   napi_async_cleanup_hook_handle cleanup_hook = nullptr;
   bool tearing_down = false;
   bool instance_finalized = false;

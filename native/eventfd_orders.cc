@@ -101,6 +101,7 @@ uint64_t EventfdOrders::Place(const Order& order, Napi::Function on_fired) {
   entry.expires_ns = order.expires_ns;
   entry.placed_ns = MonotonicNs();
   entry.path = order.path;
+  entry.tag = order.tag;
   int signal_err = entry.signal.Open(order.memory_dir, order.working_set_line);
   entry.event_fd = fcntl(order.event_fd, F_DUPFD_CLOEXEC, 0);
   entry.usage_fd = fcntl(order.usage_fd, F_DUPFD_CLOEXEC, 0);
@@ -257,8 +258,19 @@ int64_t EventfdOrders::ReadDue(bool* fired) {
           continue;
         }
       } else {
-        // Past the line since before the order: only a crossing counts, so wait for a dip.
-        entry.next_read_ns = now + kMaxReadNs;
+        // Past the usage line since before the order. Page cache can hold usage there with the
+        // working set far below the kubelet's line: then the thread's own line moves to where
+        // that line is now, and the order watches from below it. Past the kubelet's line too,
+        // it is no crossing (the pass that placed it decides): wait for a dip.
+        int64_t inactive = 0;
+        int64_t working_set = entry.signal.Read(&inactive);
+        if (working_set >= 0 && static_cast<uint64_t>(working_set) < entry.signal.line_bytes()) {
+          entry.line_bytes = entry.signal.line_bytes() + static_cast<uint64_t>(inactive);
+          entry.below_seen = true;
+          entry.next_read_ns = now;
+        } else {
+          entry.next_read_ns = now + kMaxReadNs;
+        }
       }
     }
     uint64_t due = entry.next_read_ns < entry.expires_ns ? entry.next_read_ns : entry.expires_ns;
@@ -319,6 +331,9 @@ bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
 // the order was spent (written or failed), the caller then wakes the loop.
 bool EventfdOrders::Fire(uint64_t id, Entry& entry, uint64_t working_set, uint64_t woken_ns, uint64_t check_ns) {
   Outcome outcome;
+  // The use on disk first (use_log.h): a crash from here on still finds it. A failed append does
+  // not hold the kill back; the loop is told and says so.
+  if (!entry.tag.empty()) outcome.log_error = data_->use_log.Append(entry.tag);
   ssize_t written = write(entry.kill_fd, "1", 1);
   outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
   outcome.killed_ns = MonotonicNs();
@@ -381,11 +396,11 @@ void EventfdOrders::Flush() {
     char text[320];
     int len = snprintf(text, sizeof text,
                        "usage_bytes %llu\nline_bytes %llu\ncharge_began_ns %llu\nfired_ns %llu\nkilled_ns %llu\n"
-                       "placed_ns %llu\nerrno %d\ncheck_ns %llu\n",
+                       "placed_ns %llu\nerrno %d\ncheck_ns %llu\nlog_errno %d\n",
                        static_cast<unsigned long long>(o.usage_bytes), static_cast<unsigned long long>(o.line_bytes),
                        static_cast<unsigned long long>(o.woken_ns), static_cast<unsigned long long>(o.woken_ns),
                        static_cast<unsigned long long>(o.killed_ns), static_cast<unsigned long long>(o.placed_ns),
-                       o.error, static_cast<unsigned long long>(o.check_ns));
+                       o.error, static_cast<unsigned long long>(o.check_ns), o.log_error);
     Napi::Env e(env);
     Napi::HandleScope scope(e);
     napi_value args[] = {Napi::String::New(e, text, static_cast<size_t>(len > 0 ? len : 0)),

@@ -25,7 +25,9 @@
 // is a candidate: the thread reads the kubelet's own numbers fresh (fresh_signal.h: usage and
 // memory.stat total_inactive_file) and kills only when the working set is at or past the order's
 // working-set line. Otherwise it refuses (counted) and moves its own usage line to that line plus
-// the inactive_file it just read; the kernel's threshold stays where the loop put it.
+// the inactive_file it just read; the kernel's threshold stays where the loop put it. An order
+// placed while usage is already past its usage line is checked the same way at its first read:
+// with the working set below the kubelet's line, it watches from its corrected line at once.
 //
 // Threads: Place, Withdraw and Stop run on the loop thread; the order thread reads the table
 // and writes the kill under the same mutex, so an fd is never closed under it.
@@ -64,6 +66,7 @@ class EventfdOrders {
     uint64_t expires_ns;
     std::string memory_dir;       // the line's memory cgroup, whose numbers are read at the kill
     uint64_t working_set_line;    // the kubelet's line: a kill needs the working set at or past it
+    std::string tag;              // the order's name in the use log (use_log.h); empty: not logged
   };
 
   // Loop thread. Places an order; returns its id (> 0), or 0 with errno set (kill_fd closed).
@@ -100,6 +103,7 @@ class EventfdOrders {
     double rate = 0;            // and the last whole window's rate, bytes/s
     bool rate_known = false;    // a whole window has passed
     FreshSignal signal;         // the kubelet's numbers of the line's cgroup, and its working-set line
+    std::string tag;            // the order's name in the use log
   };
   struct Outcome {
     uint64_t id = 0;
@@ -110,6 +114,7 @@ class EventfdOrders {
     uint64_t placed_ns = 0;
     int error = 0;
     uint64_t check_ns = 0;  // the fresh read of the kubelet's numbers that confirmed the kill
+    int log_error = 0;      // errno of the use log's append (0: noted, or no log)
     std::string path;
   };
 

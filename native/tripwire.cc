@@ -176,7 +176,7 @@ void Tripwire::Load(Napi::Env env) {
   if (err == 0) {
     // Without its thread the lines still work; only standing orders are refused (setOrder).
     int orders_err = 0;
-    ring->orders = TripwireOrders::Start(ring, loop, &orders_err);
+    ring->orders = TripwireOrders::Start(ring, loop, &data_->use_log, &orders_err);
     if (ring->orders == nullptr) orders_error_ = orders_err;
   }
   if (err != 0) {

@@ -43,7 +43,7 @@ class Tripwire {
   // (0: withdrawn), -1 when this load has no order thread (kill_fd left open), or -2 with *err
   // set when the cgroup's files cannot be opened (kill_fd closed).
   int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, const std::string& memory_dir = "",
-                   uint64_t working_set_line = 0, int* err = nullptr);
+                   uint64_t working_set_line = 0, const std::string& tag = "", int* err = nullptr);
   // { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull, error? }
   Napi::Object Status(Napi::Env env) const;
   // The last load's failure as a JS error (code, errno, syscall 'bpf', stage).

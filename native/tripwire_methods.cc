@@ -127,7 +127,7 @@ void Tripwire::Rearm(int slot, double line_bytes, double usage_bytes) {
 }
 
 int64_t Tripwire::SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, const std::string& memory_dir,
-                           uint64_t working_set_line, int* err) {
+                           uint64_t working_set_line, const std::string& tag, int* err) {
   if (ring_ == nullptr || ring_->orders == nullptr) return -1;
   if (kill_fd < 0) {
     ring_->orders->Withdraw(slot);
@@ -135,7 +135,7 @@ int64_t Tripwire::SetOrder(int slot, int kill_fd, const std::string& path, doubl
   }
   uint64_t expires = MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6);
   int e = 0;
-  uint32_t generation = ring_->orders->Place(slot, kill_fd, path, expires, memory_dir, working_set_line, &e);
+  uint32_t generation = ring_->orders->Place(slot, kill_fd, path, expires, memory_dir, working_set_line, tag, &e);
   if (generation == 0 && err != nullptr) *err = e;
   return generation == 0 ? -2 : generation;
 }

@@ -15,8 +15,8 @@
 
 namespace evictd {
 
-TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* err) {
-  auto* self = new TripwireOrders(ring);
+TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, const UseLog* log, int* err) {
+  auto* self = new TripwireOrders(ring, log);
   auto fail = [&](int e) -> TripwireOrders* {
     *err = e;
     if (self->rb_ != nullptr) ring->program.bpf->ring_buffer_free(self->rb_);
@@ -57,7 +57,8 @@ TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, int* 
 }
 
 uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns,
-                               const std::string& memory_dir, uint64_t working_set_line, int* err) {
+                               const std::string& memory_dir, uint64_t working_set_line, const std::string& tag,
+                               int* err) {
   FreshSignal signal;
   int e = signal.Open(memory_dir, working_set_line);
   if (e != 0) {
@@ -75,6 +76,7 @@ uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, u
   entry.placed_ns = MonotonicNs();
   entry.path = path;
   entry.signal = std::move(signal);
+  entry.tag = tag;
   // Off, then the new order's fields, then its generation: the program never pairs an old
   // generation with a new deadline, or fires the new order on the old one's `order_fired`. A new
   // order starts without bias: each pass's placement re-checks from the line itself.
@@ -183,6 +185,8 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
       }
       return 0;
     }
+    // The use on disk first (use_log.h); a failed append does not hold the kill back.
+    if (!entry.tag.empty()) outcome.log_error = self->log_->Append(entry.tag);
     ssize_t written = write(entry.fd, "1", 1);
     outcome.killed_ns = MonotonicNs();
     outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);

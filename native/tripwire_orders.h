@@ -29,6 +29,7 @@
 
 #include "bpf/memcg_tripwire.h"
 #include "fresh_signal.h"
+#include "use_log.h"
 
 struct memcg_tripwire;
 
@@ -47,6 +48,7 @@ struct OrderOutcome {
   uint64_t working_set_bytes = 0;  // the kubelet's working set read at the kill
   uint64_t line_bytes = 0;         // the order's working-set line
   uint64_t check_ns = 0;           // the fresh read that confirmed the kill
+  int log_error = 0;               // errno of the use log's append (0: noted, or no log)
   std::string path;        // the kill file written
 };
 
@@ -54,14 +56,15 @@ class TripwireOrders {
  public:
   // Starts the order thread on the loaded program's `orders` map and the loop's async handle
   // (counted in ring->open_handles). Returns null and sets *err when it cannot.
-  static TripwireOrders* Start(TripwireRing* ring, uv_loop_t* loop, int* err);
+  // `log`: where each use is noted before its kill (use_log.h; it outlives this object).
+  static TripwireOrders* Start(TripwireRing* ring, uv_loop_t* loop, const UseLog* log, int* err);
 
   // Loop thread. Places `slot`'s order: the kill goes to `kill_fd` (owned from now on; opened
   // from `path`) until `expires_ns` (CLOCK_MONOTONIC), once the working set of `memory_dir` read
   // fresh is at or past `working_set_line` bytes. Returns the order's generation, or 0 with
   // *err set when the cgroup's files cannot be opened (kill_fd is then closed).
   uint32_t Place(int slot, int kill_fd, const std::string& path, uint64_t expires_ns, const std::string& memory_dir,
-                 uint64_t working_set_line, int* err);
+                 uint64_t working_set_line, const std::string& tag, int* err);
   // Loop thread. Withdraws `slot`'s order, if any (a released line, a withdrawn order).
   void Withdraw(int slot);
   // Loop thread. Stops and joins the thread, closes the fds, then the async handle; the ring's
@@ -85,14 +88,16 @@ class TripwireOrders {
     uint64_t placed_ns = 0;
     std::string path;
     FreshSignal signal;
+    std::string tag;  // the order's name in the use log
   };
 
-  explicit TripwireOrders(TripwireRing* ring) : ring_(ring) {}
+  TripwireOrders(TripwireRing* ring, const UseLog* log) : ring_(ring), log_(log) {}
   void Run();
   static int OnRecord(void* ctx, void* record, size_t size);
   static void OnAsync(uv_async_t* handle);
 
   TripwireRing* ring_;
+  const UseLog* log_;
   ring_buffer* rb_ = nullptr;
   int epoll_fd_ = -1;
   int stop_fd_ = -1;  // an eventfd that wakes the thread to end it

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "errors.h"
+#include "addon_data.h"
 #include "eventfd_orders.h"
 #include "watcher.h"
 
@@ -100,6 +101,9 @@ Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
   if (!(ws_line > 0 && ws_line < 9007199254740992.0)) {
     throw Napi::RangeError::New(env, "setOrder: workingSetLineBytes must be a positive number of bytes");
   }
+  // Optional: the order's name in the use log (use_log.h), letters, digits and . _ : / - only.
+  std::string tag = info.Length() >= 6 && info[5].IsString() ? info[5].As<Napi::String>().Utf8Value() : "";
+  if (!UseLog::ValidTag(tag)) throw Napi::RangeError::New(env, "setOrder: tag must be up to 160 of A-Z a-z 0-9 . _ : / -");
   // The line's cgroup: the directory of its usage file.
   std::string memory_dir = source_->probe_path.substr(0, source_->probe_path.rfind('/'));
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -119,7 +123,8 @@ Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
                              path,
                              MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6),
                              memory_dir,
-                             static_cast<uint64_t>(ws_line)};
+                             static_cast<uint64_t>(ws_line),
+                             tag};
   uint64_t id = data->eventfd_orders->Place(order, info[3].As<Napi::Function>());
   if (id == 0) throw SystemError(env, errno, "setOrder", memory_dir);
   source_->order_id = id;

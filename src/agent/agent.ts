@@ -24,6 +24,8 @@ import { msSince, systemClock } from './clock';
 import { Controller, type PassTrigger } from './controller';
 import { CriStop } from './effects/cri-stop';
 import { reportAndEnd, type EvictionDeps, type EvictionRecord } from './effects/eviction';
+import { crashPoint } from './crash-point';
+import { OrderJournal } from './order-journal';
 import { EvictionJournal, type JournalEntry } from './eviction-journal';
 import { FastKill } from './effects/fast-kill';
 import { MemoryBrakes, type BrakeEntry } from './effects/memory-brake';
@@ -140,6 +142,7 @@ export class Agent extends EventEmitter {
   private orderRefreshTimer: NodeJS.Timeout | null = null;
   /** a pass to retry the stop of a pod a used order killed */
   private orderRetryTimer: NodeJS.Timeout | null = null;
+  private readonly orderJournal: OrderJournal | null;
   private readonly confirmOrder: ConfirmOrder | null;
 
   constructor(private readonly o: AgentOptions) {
@@ -168,11 +171,24 @@ export class Agent extends EventEmitter {
     this.lastKnown = o.pods && stateDir !== undefined ? new LastKnownPriorities({ stateDir, logger: o.logger }) : null;
     // Evictions in progress are kept until reported, so that a crash loses none (a dry run has none).
     this.journal = stateDir !== undefined && !o.dryRun ? new EvictionJournal({ stateDir, logger: o.logger }) : null;
-    const deps: EvictionDeps = { runtime: o.runtime, cgroups, clock, logger: o.logger, metrics: o.metrics, reporter: o.reporter, releaseTimeoutMs: o.releaseTimeoutMs ?? 5000, ...(this.journal ? { journal: this.journal } : {}) };
+    // And the standing orders, whose kills native threads write: each order before it is placed,
+    // each use before its kill (order-journal.ts).
+    this.orderJournal = stateDir !== undefined && !o.dryRun ? new OrderJournal({ stateDir, logger: o.logger, monotonicNs: () => clock.now() }) : null;
+    const deps: EvictionDeps = {
+      runtime: o.runtime,
+      cgroups,
+      clock,
+      logger: o.logger,
+      metrics: o.metrics,
+      reporter: o.reporter,
+      releaseTimeoutMs: o.releaseTimeoutMs ?? 5000,
+      ...(this.journal ? { journal: this.journal } : {}),
+      ...(this.orderJournal ? { orderJournal: this.orderJournal } : {}),
+    };
     // An order kills through the pod's cgroup, as a fast kill does: off with it unless asked for.
     const so = o.standingOrders ?? o.fastKill;
     this.orderTtlMs = (typeof so === 'object' ? so.ttlMs : undefined) ?? DEFAULT_ORDER_TTL_MS;
-    this.orders = so === false ? null : new StandingOrders({ arming: () => this.arming, logger: o.logger, metrics: o.metrics, clock, dryRun: o.dryRun, ttlMs: this.orderTtlMs });
+    this.orders = so === false ? null : new StandingOrders({ arming: () => this.arming, logger: o.logger, metrics: o.metrics, clock, dryRun: o.dryRun, ttlMs: this.orderTtlMs, journal: this.orderJournal, policy: o.policy });
     this.confirmOrder = this.orders
       ? new ConfirmOrder(deps, (uid, error) => {
           this.orders?.stopped(uid, error);
@@ -242,7 +258,19 @@ export class Agent extends EventEmitter {
     // Before the first pass too: a source that does not answer yet leaves these priorities.
     this.lastKnown?.load();
     // An eviction a crashed run began is finished, in the background: its stop, then its report.
-    for (const e of this.journal?.takeUnfinished() ?? []) void this.finishEviction(e);
+    const unfinished = this.journal?.takeUnfinished() ?? [];
+    // A kill an order thread wrote before the last run could confirm it is an eviction to finish
+    // too, unless the eviction journal holds that pod already.
+    const used = this.orderJournal?.takeUsed(new Set(unfinished.map((e) => e.pod.uid))) ?? [];
+    for (const e of [...unfinished, ...used]) void this.finishEviction(e);
+    if (this.orderJournal && this.orders && o.notifications?.setOrderUseLog) {
+      try {
+        o.notifications.setOrderUseLog(this.orderJournal.openUsesLog());
+      } catch (err) {
+        // Orders still kill at the line; a crash before a use is confirmed would lose its report.
+        o.logger.error({ err, file: this.orderJournal.usesFile }, 'standing order uses log unavailable: a kill is on disk only once confirmed');
+      }
+    }
     if (o.notifications) {
       o.metrics.mechanism.set({ mechanism: o.notifications.mechanism }, 1);
       const unified = o.layout.unifiedMount ? `${o.layout.unifiedMount}${o.observer.opts.podCgroupRoot === '/' ? '' : o.observer.opts.podCgroupRoot}` : null;
@@ -438,6 +466,8 @@ export class Agent extends EventEmitter {
 
   /** A line's order was used (the pod killed as the line was crossed): the next pass confirms it, at once. */
   private orderFired(line: string, fired: OrderFired): void {
+    // The crash-point tests: the pod is dead, nothing here knows yet; the next start must find it.
+    if (!fired.error) crashPoint('order:killed');
     if (this.orders?.fired(line, fired)) this.wake({ source: 'standing-order-used', monotonicNs: fired.crossedNs });
   }
 

@@ -8,6 +8,8 @@ export type CrashPoint =
   | 'eviction:journaled'
   | 'eviction:stopped'
   | 'eviction:reported'
+  // a standing order: its kill written by the order thread, before the loop has done anything with it
+  | 'order:killed'
   // the memory brake: before and after each write (record, memory.high)
   | 'brake:recorded'
   | 'brake:set'

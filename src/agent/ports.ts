@@ -36,6 +36,8 @@ export interface StandingOrder {
    * past it. Set by the arming from the line it places the order on.
    */
   workingSetLineBytes?: number;
+  /** the order's name in the use log (src/agent/order-journal.ts), noted before its kill */
+  tag?: string;
 }
 
 /** A standing order was used: the pod's kill was written at killedNs. */
@@ -54,6 +56,8 @@ export interface OrderFired {
   error?: string;
   /** the order thread's fresh read of the kubelet's numbers that confirmed the kill, µs */
   checkUs?: number;
+  /** set when the use could not be noted in the use log before the kill (a crash would have lost it) */
+  useLogError?: string;
 }
 
 export interface ThresholdHandle extends WatchHandle {
@@ -105,6 +109,8 @@ export interface NotificationPort {
    * made but not yet reported: a pass calls it before deciding.
    */
   flushOrderUses?(): void;
+  /** where the mechanism notes each use before its kill (null: nowhere); throws when it cannot open it */
+  setOrderUseLog?(file: string | null): void;
 }
 
 // ---------------------------------------------------------------------------------------------

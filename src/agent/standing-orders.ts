@@ -16,12 +16,14 @@
  */
 import type { Logger } from 'pino';
 import { doublingMs } from '../kube/backoff';
-import { availableAtCrossing, reportedUnder, type LineSignal, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
+import type { PolicyConfig } from '../policy/config';
+import { availableAtCrossing, confirmedEviction, reportedUnder, type LineSignal, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
 import type { JoinedPod } from './active-pods';
 import { Arming } from './arming';
 import { msBetween } from './clock';
 import type { EvictionRecord } from './effects/eviction';
 import type { AgentMetrics } from './metrics';
+import { tagOf, type OrderJournal } from './order-journal';
 import type { Clock, OrderFired } from './ports';
 
 /** A used order waiting for its report and its CRI stop. */
@@ -53,6 +55,10 @@ export interface StandingOrdersOptions {
   clock: Clock;
   dryRun: boolean;
   ttlMs: number;
+  /** where each order goes before the mechanism holds it (absent: no state dir) */
+  journal?: OrderJournal | null;
+  /** the policy the orders' evictions are reported under (their message, grace) */
+  policy: PolicyConfig;
 }
 
 interface Placed {
@@ -142,7 +148,10 @@ export class StandingOrders {
       return { placed: wanted.length > 0, stale: false };
     }
     const byUid = new Map(p.pods.map((j) => [j.runtime.uid, j]));
-    const placements = arming.placeOrders(wanted.map((c) => ({ signal: c.signal, thresholdIndex: c.thresholdIndex, order: { podCgroupDir: c.podCgroupDir, ttlMs: c.ttlMs } })));
+    // On disk before the mechanism can use it: a kill its thread writes while this process dies
+    // is found by the next start (order-journal.ts).
+    for (const c of wanted) this.journal(c, byUid.get(c.pod.uid));
+    const placements = arming.placeOrders(wanted.map((c) => ({ signal: c.signal, thresholdIndex: c.thresholdIndex, order: { podCgroupDir: c.podCgroupDir, ttlMs: c.ttlMs, tag: tagOf(c) } })));
     const placedLines = new Set<string>();
     placements.forEach((pl, i) => {
       const choice = wanted[i]!;
@@ -184,6 +193,13 @@ export class StandingOrders {
     return { placed: this.standing.size > 0, stale: false };
   }
 
+  /** Writes the order's eviction (as a use would report it, at the line) to the order journal. */
+  private journal(c: OrderChoice, pod: JoinedPod | undefined): void {
+    if (!this.o.journal || !pod) return;
+    const { eviction } = confirmedEviction(this.o.policy, { order: c, availableBytes: Math.max(0, c.lineBytes - 1), crossedNs: 0n, killedNs: 0n });
+    this.o.journal.placed({ tag: tagOf(c), pod: eviction.pod, sandboxId: pod.runtime.sandboxId, signal: eviction.signal, message: eviction.message, gracePeriodSeconds: eviction.gracePeriodSeconds, annotations: eviction.annotations });
+  }
+
   /**
    * A listing of the runtime's pods (a pass's or a background refresh): when the pod set is not
    * the one the orders stand for, they are withdrawn (a new pod may rank first; a gone one cannot
@@ -220,6 +236,7 @@ export class StandingOrders {
       orderAgeMs: f.ageMs,
       crossedToKilledUs: Number(f.killedNs - f.crossedNs) / 1000,
       freshReadUs: f.checkUs,
+      ...(f.useLogError ? { useLogError: f.useLogError } : {}),
       reasons: placed?.choice.reasons,
     };
     this.withdrawAll('used');

@@ -26,7 +26,7 @@ export interface NativeMemcgWatcher extends NativeWatcher {
    * (charge_began_ns and fired_ns: the wake-up). null withdraws it. False when this is not a
    * threshold in force; throws when killPath or the cgroup's memory.stat cannot be opened.
    */
-  setOrder(killPath: string | null, ttlMs?: number, lineBytes?: number, onFired?: (text: string, killPath: string) => void, workingSetLineBytes?: number): boolean;
+  setOrder(killPath: string | null, ttlMs?: number, lineBytes?: number, onFired?: (text: string, killPath: string) => void, workingSetLineBytes?: number, tag?: string): boolean;
 }
 
 /**
@@ -47,7 +47,7 @@ export interface NativeTripwireLine extends NativeWatcher {
    * since. setOrder(null) withdraws it. False when this load has no order thread; throws when
    * killPath or the cgroup's memory.stat cannot be opened.
    */
-  setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string, killPath: string) => void, memoryDir?: string, workingSetLineBytes?: number): boolean;
+  setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string, killPath: string) => void, memoryDir?: string, workingSetLineBytes?: number, tag?: string): boolean;
 }
 
 /** (err) on failure, after which the watcher is closed; else (null, count, ns, text). */
@@ -61,6 +61,8 @@ export interface NativeAddon {
   monotonicNs(): bigint;
   /** the memcg v1 standing orders' kills written and refusals (a usage line crossed, the working set read fresh below the line) */
   eventfdOrderStats?(): { used: number; refused: number };
+  /** the file the order threads append each use to, before its kill (native/use_log.h); null closes it */
+  setOrderUseLog?(path: string | null): void;
   liveSources(): number;
   /** SCHED_FIFO at `priority` for the calling (main) thread, SCHED_OTHER for 0; children reset on fork */
   setRealtimePriority(priority: number): void;

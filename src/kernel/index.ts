@@ -15,4 +15,4 @@ export { measureReader, type LineMeasure } from './working-set';
 export { parseCounters } from './counters';
 export { setRealtimePriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';
 export { lockCode, lockedFileMappings } from './memory-lock';
-export { flushOrderUses, orderCounts, type OrderCounts } from './order-event';
+export { flushOrderUses, orderCounts, setOrderUseLog, type OrderCounts } from './order-event';

@@ -23,7 +23,7 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
   readonly measure = 'usage' as const;
   private bytes: number;
   /** The standing order, kept here: a re-arm swaps the registration, and the order moves with it. */
-  private order: { killPath: string; untilNs: bigint; workingSetLineBytes: number } | null = null;
+  private order: { killPath: string; untilNs: bigint; workingSetLineBytes: number; tag: string } | null = null;
 
   constructor(
     private readonly cgroupDir: string,
@@ -55,7 +55,7 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
    * directory in the cgroup2 mount, which has cgroup.kill. False without cgroup.kill (Linux before
    * 5.14, or no cgroup2 directory for the pod) or before the registration is in force.
    */
-  setOrder(podCgroupDir: string | null, ttlMs = 1000, workingSetLineBytes?: number): boolean {
+  setOrder(podCgroupDir: string | null, ttlMs = 1000, workingSetLineBytes?: number, tag?: string): boolean {
     if (this.closed) return false;
     if (podCgroupDir === null) {
       this.order = null;
@@ -67,7 +67,7 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
     checkBytes('workingSetLineBytes', workingSetLineBytes);
     const killPath = path.join(podCgroupDir, 'cgroup.kill');
     if (!fs.existsSync(killPath)) return false;
-    this.order = { killPath, untilNs: process.hrtime.bigint() + BigInt(Math.round(ttlMs * 1e6)), workingSetLineBytes };
+    this.order = { killPath, untilNs: process.hrtime.bigint() + BigInt(Math.round(ttlMs * 1e6)), workingSetLineBytes, tag: tag ?? '' };
     return this.placeOrder();
   }
 
@@ -78,7 +78,7 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
       this.order = null;
       return this.current().setOrder(null) && false;
     }
-    return this.current().setOrder(o.killPath, leftMs, this.bytes, (text: string, written: string) => this.emit('order', orderEventOf(text, written)), o.workingSetLineBytes);
+    return this.current().setOrder(o.killPath, leftMs, this.bytes, (text: string, written: string) => this.emit('order', orderEventOf(text, written)), o.workingSetLineBytes, o.tag);
   }
 }
 

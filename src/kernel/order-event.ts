@@ -23,6 +23,7 @@ export function orderEventOf(text: string, killPath: string): OrderEvent {
     placedNs: ns('placed_ns'),
     errno: c.errno ?? 0,
     checkNs: ns('check_ns'),
+    logErrno: c.log_errno ?? 0,
   };
 }
 
@@ -34,6 +35,14 @@ export function orderEventOf(text: string, killPath: string): OrderEvent {
  */
 export function flushOrderUses(): void {
   if (nativeAvailable()) addon().flushOrderUses?.();
+}
+
+/**
+ * Where the order threads note each use before its kill (native/use_log.h), or null to stop.
+ * Throws when the file cannot be opened; without the addon there are no order threads to tell.
+ */
+export function setOrderUseLog(file: string | null): void {
+  if (nativeAvailable()) addon().setOrderUseLog?.(file);
 }
 
 /** What the standing orders' threads did in this process, per mechanism (all 0 without the addon). */

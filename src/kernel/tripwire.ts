@@ -138,7 +138,7 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     return Promise.resolve();
   }
 
-  setOrder(podCgroupDir: string | null, ttlMs = 1000, workingSetLineBytes?: number): boolean {
+  setOrder(podCgroupDir: string | null, ttlMs = 1000, workingSetLineBytes?: number, tag?: string): boolean {
     if (this.closed) return false;
     if (podCgroupDir === null) return this.current().setOrder(null);
     // The kill is confirmed on the kubelet's working set against this line (a working-set line's
@@ -149,7 +149,7 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     // cgroup.kill (Linux 5.14): one write kills every process of the pod's cgroup tree.
     const killPath = path.join(podCgroupDir, 'cgroup.kill');
     if (!fs.existsSync(killPath)) return false;
-    return this.current().setOrder(killPath, ttlMs, (text: string, written: string) => this.emit('order', orderEventOf(text, written)), this.cgroupDir, wsLine);
+    return this.current().setOrder(killPath, ttlMs, (text: string, written: string) => this.emit('order', orderEventOf(text, written)), this.cgroupDir, wsLine, tag ?? '');
   }
 
   override close(): Promise<void> {

@@ -77,10 +77,11 @@ export interface ThresholdWatcher extends Watcher {
    * the first crossing within `ttlMs`, off the JS loop, then emits 'order' (OrderEvent), but only
    * when the kubelet's working set of the line's cgroup, read fresh at that moment, is at or past
    * `workingSetLineBytes` (default: the line itself, on a working-set line; required on a usage
-   * line). null withdraws it. False (or absent) where the mechanism cannot: the eBPF tripwire
-   * and the memcg v1 eventfd can (each from a thread of the addon); the pollers cannot.
+   * line). With `tag`, the use is noted in the use log (setOrderUseLog) before the kill. null
+   * withdraws it. False (or absent) where the mechanism cannot: the eBPF tripwire and the memcg
+   * v1 eventfd can (each from a thread of the addon); the pollers cannot.
    */
-  setOrder?(podCgroupDir: string | null, ttlMs?: number, workingSetLineBytes?: number): boolean;
+  setOrder?(podCgroupDir: string | null, ttlMs?: number, workingSetLineBytes?: number, tag?: string): boolean;
 }
 
 /** A standing order used ('order' on a ThresholdWatcher). Times are CLOCK_MONOTONIC ns. */
@@ -98,6 +99,8 @@ export interface OrderEvent {
   errno: number;
   /** how long the order thread's fresh read of the kubelet's numbers took before the kill */
   checkNs: bigint;
+  /** errno of noting the use in the use log before the kill (0: noted, or no log) */
+  logErrno: number;
 }
 
 export interface PsiWatcher extends Watcher {

@@ -5,7 +5,7 @@
  * order is placed, when it is withdrawn, that dry run never places one, and that a used order
  * becomes exactly one CRI stop and one report. The rule itself: standing-order-policy.test.ts.
  */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,6 +34,12 @@ interface Setup {
   ttlMs?: number;
   capacityMi?: number;
 }
+
+/** Every agent started: stopped after the file, so that a failed assertion, which skips a test's own stop, cannot hold the process open. */
+const started: Agent[] = [];
+after(async () => {
+  for (const a of started) await a.stop();
+});
 
 function start(s: Setup = {}) {
   const node = new FakeNode(s.capacityMi ?? 1050, PODS);
@@ -73,6 +79,7 @@ function start(s: Setup = {}) {
     clock: node.clock,
     standingOrders: s.standingOrders === false ? false : { ttlMs: s.ttlMs ?? 60_000 },
   });
+  started.push(agent);
   const records: EvictionRecord[] = [];
   agent.on('eviction', (r: EvictionRecord) => records.push(r));
   /** the node's usage, as the line's mechanism reads it */
@@ -94,9 +101,10 @@ test('standing orders: near a hard line, the pod the kubelet would evict is name
   const t = start();
   await t.idle();
   assert.deepEqual(t.orders(), ['grower']);
-  // The order carries the kubelet's line in working-set terms (1050Mi - 100Mi, plus one byte):
-  // the mechanism confirms its kill against it on numbers read fresh.
-  assert.deepEqual(t.port.orderCalls[0], { dir: '/fake', order: { podCgroupDir: GROWER_DIR, ttlMs: 60_000, workingSetLineBytes: (1050 - 100) * MiB + 1 } });
+  // The order carries the kubelet's line in working-set terms (1050Mi - 100Mi, plus one byte),
+  // which the mechanism confirms its kill against on numbers read fresh, and its tag in the use
+  // log (its line and its pod).
+  assert.deepEqual(t.port.orderCalls[0], { dir: '/fake', order: { podCgroupDir: GROWER_DIR, ttlMs: 60_000, tag: 'node:line0/uid-grower', workingSetLineBytes: (1050 - 100) * MiB + 1 } });
   assert.deepEqual(t.agent.standingOrderLines(), ['node:line0']);
   assert.deepEqual(await t.metric('evictd_standing_orders_placed_total'), ['evictd_standing_orders_placed_total{signal="memory.available"} 1']);
   assert.equal(t.node.logged('standing order placed')[0]?.pod, 'ns/grower');

@@ -3,7 +3,7 @@
  * Watchers are unref'd: the agent's own server and timers decide the process lifetime.
  */
 import type { Logger } from 'pino';
-import { flushOrderUses, nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold, watchWorkingSetThreshold } from '../../kernel';
+import { flushOrderUses, setOrderUseLog, nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold, watchWorkingSetThreshold } from '../../kernel';
 import type { KernelEvent, LinePreference, OrderEvent, ThresholdWatcher, Watcher } from '../../kernel';
 import type { NotificationPort, StandingOrder, ThresholdHandle, WatchCallbacks, WatchHandle } from '../ports';
 
@@ -25,12 +25,13 @@ function handle(w: ThresholdWatcher, cb: WatchCallbacks): ThresholdHandle {
       lineBytes: o.lineBytes,
       error: o.errno === 0 ? undefined : `kill write failed: errno ${o.errno}`,
       checkUs: Number(o.checkNs) / 1000,
+      ...(o.logErrno !== 0 ? { useLogError: `use log write failed: errno ${o.logErrno}` } : {}),
     }),
   );
   return {
     setOrder: (order: StandingOrder | null) => {
       try {
-        return w.setOrder?.(order?.podCgroupDir ?? null, order?.ttlMs, order?.workingSetLineBytes) ?? false;
+        return w.setOrder?.(order?.podCgroupDir ?? null, order?.ttlMs, order?.workingSetLineBytes, order?.tag) ?? false;
       } catch {
         // The pod's cgroup.kill or the line's memory.stat could not be opened (gone), or the
         // order had no working-set line for a usage line: no order stands.
@@ -88,5 +89,6 @@ export function kernelNotifications(logger: Logger, pollIntervalMs = 100, lines:
       return { close: () => w.close() };
     },
     flushOrderUses,
+    setOrderUseLog,
   };
 }

@@ -16,6 +16,7 @@ import type { Clock, EvictionReporter, RuntimePort } from '../ports';
 import { eventNameAt } from '../../kube/eviction-reporter';
 import { crashPoint } from '../crash-point';
 import type { EvictionJournal } from '../eviction-journal';
+import type { OrderJournal } from '../order-journal';
 import type { Effect, Rehearsal } from './effect';
 import { waitMemoryReleased } from './memory-release';
 
@@ -68,6 +69,8 @@ export interface EvictionDeps {
   releaseTimeoutMs: number;
   /** the evictions in progress, kept until reported (absent: no state dir) */
   journal?: EvictionJournal;
+  /** the standing orders on disk: a confirmed use's eviction is the eviction journal's from then on */
+  orderJournal?: OrderJournal;
 }
 
 export function newRecord(input: EvictInput, dryRun: boolean): EvictionRecord {

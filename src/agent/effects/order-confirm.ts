@@ -17,6 +17,7 @@
  * that emptied it was evictd's own.
  */
 import type { OrderConfirmation } from '../../policy/standing-order';
+import { tagOf } from '../order-journal';
 import { msBetween } from '../clock';
 import type { Effect, Rehearsal } from './effect';
 import { EvictionEffect, newRecord, podLog, type EvictInput, type EvictionDeps, type EvictionRecord } from './eviction';
@@ -58,8 +59,12 @@ export class ConfirmOrder implements Effect<ConfirmInput, EvictionRecord | null>
     // The crossing is the event this eviction answers, and the kill was sent from the kernel side.
     rec.at.event = String(c.crossedNs);
     rec.at.killSent = String(c.killedNs);
-    // The kill is done (the order's thread wrote it): from here a crash must still see it reported.
-    if (!c.reported) this.base.journal(input);
+    // The kill is done (the order's thread wrote it): from here a crash must still see it reported,
+    // and the eviction journal, not the order's use log, is what the next start finishes.
+    if (!c.reported) {
+      this.base.journal(input);
+      d.orderJournal?.done(tagOf(c.order));
+    }
     rec.at.stopSent = String(d.clock.now());
     const stop = this.stopInBackground(input, rec);
     if (c.reported) return null;
