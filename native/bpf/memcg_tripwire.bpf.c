@@ -193,7 +193,16 @@ __noinline int check_lines(__u64 cgroup_id, __u64 usage, __u64 vmstats_addr, __u
     l->usage_pages = value;
     __u32 dir = l->direction;
     __u64 line = l->line_pages;
-    if (l->order_generation != 0 && value >= line + l->order_bias_pages) use_order(slot, value, line, began_ns);
+    // A refused order's bias (memcg_tripwire.h) holds while the measure stays past the line, as a
+    // gap that does not close (page cache on a counter line, pages no memcg was charged for on the
+    // node's); once the measure is below the line again, the gap closed (the thread's read of
+    // memory.stat folded the statistics the measure lagged on) and the next crossing is checked.
+    __u64 bias = l->order_bias_pages;
+    if (bias != 0 && value < line) {
+      l->order_bias_pages = 0;
+      bias = 0;
+    }
+    if (l->order_generation != 0 && value >= line + bias) use_order(slot, value, line, began_ns);
     bool hit = (dir == TRIPWIRE_UP && value >= line) || (dir == TRIPWIRE_DOWN && value < line);
     if (!hit) continue;
     if (__sync_val_compare_and_swap(&l->pending, 0, 1) != 0) continue;

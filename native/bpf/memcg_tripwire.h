@@ -63,8 +63,9 @@ struct tripwire_line {
   // are folded lazily), so the thread reads the kubelet's numbers fresh and kills only when they
   // are past the line. When they are not, it sets `order_bias_pages` to how far the program's
   // measure was ahead of the fresh one and `order_fired` back to 0: the order fires again once
-  // the measure has moved that much further. The addon writes these four; the program only sets
-  // `order_fired`.
+  // the measure has moved that much further, or, once the measure has been below the line again
+  // (the program then clears the bias), at its next crossing. The addon writes these four; the
+  // program only sets `order_fired` and clears `order_bias_pages`.
   __u64 order_expires_ns;
   __u32 order_generation;
   __u32 order_fired;

@@ -20,8 +20,10 @@
  * With $HOG_METER set, the hog stamps the node's memory itself, for a race where every contender
  * is timed alike (`bench protect --peers`): it prints "<ns> start" before its first MiB, and
  * after each MiB it preads /proc/meminfo and prints
- *   "<ns after the read> <MiB held> <ns the MiB's touch began> <MemAvailable> <MemFree> <Inactive(file)>"
- * (kB as /proc/meminfo prints them). Whoever reads the log finds the moment the hog first saw a
+ *   "<ns after the read> <MiB held> <ns the MiB's touch began> <MemAvailable> <MemFree> <Inactive(file)> <kubelet>"
+ * (kB as /proc/meminfo prints them; <kubelet> is the kubelet's node memory.available on cgroup v2,
+ * MemTotal - (AnonPages + the page cache - Inactive(file)), from the machine's counters of the
+ * pages the root's memory.stat counts as anon + file, as evictd's tripwire computes it). Whoever reads the log finds the moment the hog first saw a
  * signal below a line, with the window in which it crossed, without a sampler of its own.
  * $HOG_METER_FINE="<KiB>:<MiB>" narrows that window near the lines: once a reading shows
  * MemAvailable below <MiB>, the hog reads after every <KiB> (16-1024, a power of two) instead of
@@ -129,7 +131,20 @@ static long long meminfo_field(const char *text, const char *key) {
 static long long last_available_kb = -1;
 
 /*
- * One reading after a MiB (or, fine, after a chunk of it: `held_kib` KiB held in all): the three
+ * The kubelet's node memory.available on cgroup v2, kB: MemTotal - (anon + file - inactive_file),
+ * anon + file being AnonPages + Buffers + Cached + SwapCached (NR_ANON_MAPPED + NR_FILE_PAGES).
+ */
+static long long kubelet_available_kb(const char *text) {
+  long long total = meminfo_field(text, "MemTotal:"), anon = meminfo_field(text, "\nAnonPages:");
+  long long buffers = meminfo_field(text, "\nBuffers:"), cached = meminfo_field(text, "\nCached:");
+  long long swap_cached = meminfo_field(text, "\nSwapCached:"), inactive = meminfo_field(text, "\nInactive(file):");
+  if (total < 0 || anon < 0 || buffers < 0 || cached < 0 || inactive < 0) return -1;
+  long long used = anon + buffers + cached + (swap_cached > 0 ? swap_cached : 0) - inactive;
+  return used < 0 ? total : (used > total ? 0 : total - used);
+}
+
+/*
+ * One reading after a MiB (or, fine, after a chunk of it: `held_kib` KiB held in all): the
  * fields the peers' and the kubelet's signals are made of.
  */
 static int meter_line(char *line, size_t size, long long held_kib, long long touch_ns) {
@@ -142,8 +157,8 @@ static int meter_line(char *line, size_t size, long long held_kib, long long tou
   text[n] = '\0';
   long long ns = now_ns();
   last_available_kb = meminfo_field(text, "MemAvailable:");
-  return snprintf(line, size, "%lld %s %lld %lld %lld %lld\n", ns, held, touch_ns, last_available_kb, meminfo_field(text, "MemFree:"),
-                  meminfo_field(text, "Inactive(file):"));
+  return snprintf(line, size, "%lld %s %lld %lld %lld %lld %lld\n", ns, held, touch_ns, last_available_kb, meminfo_field(text, "MemFree:"),
+                  meminfo_field(text, "Inactive(file):"), kubelet_available_kb(text));
 }
 
 static long parse_arg(const char *name, const char *text) {

@@ -8,7 +8,8 @@
  * Where the mechanism computes the working set itself, fresh at each charge or read (the eBPF
  * tripwire on cgroup v2, src/kernel/tripwire.ts; the adaptive poller), the line sits at
  * capacity - line and only moves when capacity does: no drift, nothing frozen between reads.
- * The v2 root's working set is MemTotal - MemFree - Inactive(file), as the kubelet computes it.
+ * The v2 root's working set is its memory.stat anon + file - inactive_file, as the kubelet
+ * computes it (src/kernel/kubelet-memory.ts).
  *
  * The memcg v1 threshold eventfd compares usage alone, so there the line is
  *   usage > capacity - line + inactive_file,
@@ -19,9 +20,12 @@
  * only when off by more than max(1 MiB, capacity/512) — at 2 GB/s under a millisecond of ramp.
  *
  * Standing orders (issue 20) ride on the lines: `placeOrders` hands each hard line's order to its
- * handle (ThresholdHandle.setOrder), and a used order comes back through `onOrderFired` with the
- * line it was on. A handle whose mechanism cannot hold one (no setOrder, or it says false) has no
- * order, and the caller is told so. With `nearLines`, each hard line also has a line at the edge
+ * handle (ThresholdHandle.setOrder) with the line in working-set terms, which the mechanism's
+ * thread confirms each kill against on the kubelet's numbers read fresh (issue 31: a usage line
+ * that page cache pushed past, or a working set from stale statistics, is a candidate, not a
+ * kill), and a used order comes back through `onOrderFired` with the line it was on. A handle
+ * whose mechanism cannot hold one (no setOrder, or it says false) has no order, and the caller is
+ * told so. With `nearLines`, each hard line also has a line at the edge
  * of its near zone (`node:nearN`, `pods:nearN`; standing-order.ts): the node entering the zone
  * wakes a pass at once, which places the order. Without it the drift tick (100 ms) finds the
  * node near, and a 1 GiB/s ramp crosses the zone's 128 MiB floor in about that time.
@@ -223,8 +227,8 @@ export class Arming {
       for (const [i, wsLine] of Arming.nearLines(this.o.policy, signal, m))
         want.set(Arming.nearKey(signal, i), { dir, bytes: wsLine + m.inactiveFileBytes, wsLine, costlyTolerance, usage: m.usageBytes, ws: m.workingSetBytes, near: true });
     };
-    // On a v2 root (no memory.current) usage is MemTotal - MemFree and the working set MemTotal -
-    // MemFree - Inactive(file), as the reading is: the tripwire computes the latter in the kernel.
+    // On a v2 root (no memory.current) usage is memory.stat anon + file and the working set that
+    // minus inactive_file, as the reading is: the tripwire computes the latter in the kernel.
     add(this.o.nodeMemoryDir, memory, 'memory.available');
     if (allocatable && this.o.podRootMemoryDir !== this.o.nodeMemoryDir) add(this.o.podRootMemoryDir, allocatable, 'allocatableMemory.available');
     const now = Number((this.o.clock ?? systemClock).now() / 1_000_000n);

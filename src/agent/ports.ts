@@ -94,7 +94,7 @@ export interface NotificationPort {
   watchMemoryUsage(cgroupDir: string, usageBytes: number, cb: WatchCallbacks): ThresholdHandle;
   /**
    * A line on the kubelet's working set of a memory cgroup dir (usage - inactive_file; the v2
-   * root: MemTotal - MemFree - Inactive(file)), compared fresh by the mechanism itself; null
+   * root: memory.stat anon + file - inactive_file), compared fresh by the mechanism itself; null
    * where no mechanism here can (then a usage line is armed and moved with the drift).
    */
   watchWorkingSet?(cgroupDir: string, workingSetBytes: number, cb: WatchCallbacks): ThresholdHandle | null;

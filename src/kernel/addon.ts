@@ -78,7 +78,7 @@ export interface NativeAddon {
   tripwireLoad?(): TripwireStatus;
   /**
    * A line on `measure` (0 the memory counter, 1 the working set usage - inactive_file, 2 the
-   * node's MemTotal - MemFree - Inactive(file)) of cgroup `cgroupId` (cgroup2 directory inode, 1
+   * node's anon + file - inactive_file, from the machine's page counters) of cgroup `cgroupId` (cgroup2 directory inode, 1
    * for the root), armed on the side `usageBytes` (in that measure) says (-1: unknown). Events carry usage_bytes, line_bytes,
    * fired_ns (bpf_ktime_get_ns at the crossing), charge_began_ns (the crossing charge's start),
    * above. Tripwire builds only.

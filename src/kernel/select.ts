@@ -83,7 +83,7 @@ export function watchUsageThreshold(cgroupDir: string, thresholdBytes: number, o
 
 /**
  * A line on the kubelet's working set of `cgroupDir` (usage - inactive_file; the v2 root:
- * MemTotal - MemFree - Inactive(file)), fresh at every charge (tripwire) or read (adaptive
+ * memory.stat anon + file - inactive_file), fresh at every charge (tripwire) or read (adaptive
  * poller), so it fires when the kubelet's memory signal crosses capacity - line however usage
  * moves. Null where the best mechanism compares usage alone (the memcg v1 eventfd): the caller
  * then arms a usage line and moves it as inactive_file drifts.

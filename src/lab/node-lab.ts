@@ -302,22 +302,24 @@ export interface HogReading {
   availableKb: number;
   freeKb: number;
   inactiveFileKb: number;
+  /** the kubelet's node memory.available on cgroup v2 (MemTotal - (anon + file - inactive_file)), when the hog read it */
+  kubeletKb?: number;
 }
 
 /**
  * The hog's stdout lines "<CLOCK_MONOTONIC ns> <MiB held>" as numbers; with HOG_METER the line
- * goes on with "<touch ns> <MemAvailable> <MemFree> <Inactive(file)>", returned as `reading`.
+ * goes on with "<touch ns> <MemAvailable> <MemFree> <Inactive(file)> [<kubelet>]", returned as `reading`.
  * With HOG_METER_FINE, MiB held is a fraction after a chunk of a MiB ("412.0625").
  */
 export function hogSteps(lines: string[]): { ns: bigint; mib: number; reading?: HogReading }[] {
   const out: { ns: bigint; mib: number; reading?: HogReading }[] = [];
   for (const l of lines) {
-    const m = /^(\d+) (\d+(?:\.\d+)?)(?: (\d+) (-?\d+) (-?\d+) (-?\d+))?$/.exec(l.trim());
+    const m = /^(\d+) (\d+(?:\.\d+)?)(?: (\d+) (-?\d+) (-?\d+) (-?\d+)(?: (-?\d+))?)?$/.exec(l.trim());
     if (!m) continue;
     const step: { ns: bigint; mib: number; reading?: HogReading } = { ns: BigInt(m[1]!), mib: Number(m[2]) };
     // A field the kernel did not print reads -1: such a reading is no reading.
     if (m[3] !== undefined && Number(m[4]) >= 0 && Number(m[5]) >= 0 && Number(m[6]) >= 0)
-      step.reading = { touchNs: BigInt(m[3]), availableKb: Number(m[4]), freeKb: Number(m[5]), inactiveFileKb: Number(m[6]) };
+      step.reading = { touchNs: BigInt(m[3]), availableKb: Number(m[4]), freeKb: Number(m[5]), inactiveFileKb: Number(m[6]), ...(m[7] !== undefined && Number(m[7]) >= 0 ? { kubeletKb: Number(m[7]) } : {}) };
     out.push(step);
   }
   return out;

@@ -61,8 +61,8 @@ function latencyUs(mechanism: string, eventNs: bigint, crossNs: bigint): number 
 /**
  * Lines on the kubelet's own signal beside the usage line, where a mechanism computes it
  * (watchWorkingSetThreshold: the tripwire or the adaptive poller; none on v1): the cgroup's
- * working set (the pods line's measure) and the node's (the v2 root's MemTotal - MemFree -
- * Inactive(file)). Each sits 8 MiB above its measure before every step; the step's 16 MiB of
+ * working set (the pods line's measure) and the node's (the v2 root's memory.stat anon + file -
+ * inactive_file). Each sits 8 MiB above its measure before every step; the step's 16 MiB of
  * anonymous memory crosses both. Their granularity is the measure the event carries past the line.
  */
 interface SignalLine {

@@ -1,7 +1,7 @@
 /**
  * One line for everyone, on three signals. earlyoom and nohang act on MemAvailable; oomd on
  * MemFree (usage = MemTotal - MemFree); evictd and the kubelet on memory.available =
- * MemFree + Inactive(file). Under an anonymous ramp the kernel cannot drop all of
+ * MemTotal - (anon + file - inactive_file) (reaction.ts signalMiB). Under an anonymous ramp the kernel cannot drop all of
  * Inactive(file) in time (in the lab VM the kubelet's signal still read about 80-100 MiB when the
  * kernel OOM-killed the hog): a 32Mi line on it is never crossed. This is the kubelet's own
  * weakness (kubernetes #43916), and admins answer it with a higher line. The bench does the same,
@@ -61,6 +61,6 @@ export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number,
   return {
     evictdLineMiB: Math.ceil(k),
     oomdFreeLineMiB: Math.ceil(f),
-    note: `calibrated on ${kubelet.length} ramp(s) at ${rate} MiB/s${failed ? ` (${failed} discarded)` : ''}: where MemAvailable fell below ${lineMiB} MiB, the hog read memory.available (MemFree + Inactive(file)) ${list(kubelet)} MiB and MemFree ${list(free)} MiB; medians rounded up`,
+    note: `calibrated on ${kubelet.length} ramp(s) at ${rate} MiB/s${failed ? ` (${failed} discarded)` : ''}: where MemAvailable fell below ${lineMiB} MiB, the hog read memory.available (MemTotal - anon - file + Inactive(file)) ${list(kubelet)} MiB and MemFree ${list(free)} MiB; medians rounded up`,
   };
 }

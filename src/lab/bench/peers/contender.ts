@@ -19,10 +19,10 @@ export interface ContenderContext {
   /** the free-memory line, MiB of MemAvailable (earlyoom's, nohang's and oomd's trigger) */
   lineMiB: number;
   /**
-   * evictd's (and the kubelet's) memory.available line, MiB: the kubelet's signal is
-   * MemFree + Inactive(file), which stays well above MemAvailable under pressure (page cache the
-   * kernel cannot drop in time), so it is calibrated on this machine to cross when MemAvailable
-   * crosses lineMiB (calibrate.ts).
+   * evictd's (and the kubelet's) memory.available line, MiB: the kubelet's signal is MemTotal -
+   * (anon + file - inactive_file), which stays well above MemAvailable under pressure (page cache
+   * the kernel cannot drop in time, and kernel memory it does not count), so it is calibrated on
+   * this machine to cross when MemAvailable crosses lineMiB (calibrate.ts).
    */
   evictdLineMiB: number;
   /**

@@ -30,11 +30,13 @@ export function describeLine(l: Line): string {
 
 /**
  * A signal's value in MiB: MemAvailable (earlyoom, nohang), the kubelet's memory.available on
- * cgroup v2 for the node (MemFree + Inactive(file): capacity - (usage - inactive_file) with usage
- * = MemTotal - MemFree; evictd and the kubelet), MemFree (oomd: usage = MemTotal - MemFree).
+ * cgroup v2 for the node (capacity - (usage - inactive_file) with usage = the root's anon + file,
+ * as the hog reads it; a reading from before the hog read it falls back to MemFree +
+ * Inactive(file), usage = MemTotal - MemFree; evictd and the kubelet), MemFree (oomd: usage =
+ * MemTotal - MemFree).
  */
 export function signalMiB(r: HogReading, s: MemorySignal): number {
-  const kb = s === 'MemAvailable' ? r.availableKb : s === 'MemFree' ? r.freeKb : r.freeKb + r.inactiveFileKb;
+  const kb = s === 'MemAvailable' ? r.availableKb : s === 'MemFree' ? r.freeKb : (r.kubeletKb ?? r.freeKb + r.inactiveFileKb);
   return kb / KiB_PER_MiB;
 }
 
