@@ -37,8 +37,10 @@ export function kubeletMemory(kind: MemoryCgroupKind, statText: string, usageTex
   if (kind === 'v2-root') {
     usage = (statValue(statText, 'anon') ?? 0) + (statValue(statText, 'file') ?? 0);
   } else {
-    usage = Number((usageText ?? '').trim());
-    if (!Number.isSafeInteger(usage) || usage < 0) throw new Error(`memory usage is not a number of bytes: ${JSON.stringify(usageText)}`);
+    // Digits only: Number() would take "" as 0 and "0x10" as 16, neither of which the kernel writes.
+    const text = (usageText ?? '').trim();
+    usage = /^\d+$/.test(text) ? Number(text) : NaN;
+    if (!Number.isSafeInteger(usage)) throw new Error(`memory usage is not a number of bytes: ${JSON.stringify(usageText)}`);
   }
   const inactive = statValue(statText, kind === 'v1' ? 'total_inactive_file' : 'inactive_file') ?? 0;
   return { usageBytes: usage, inactiveFileBytes: inactive, workingSetBytes: inactive < usage ? usage - inactive : 0 };
