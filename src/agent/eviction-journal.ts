@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { PodRef } from '../policy/types';
 import { currentBootId } from '../node/boot-id';
-import { writeStateFile } from '../node/state-file';
+import { readStateFile, writeStateFile } from '../node/state-file';
 
 export const EVICTION_JOURNAL_FILE = 'evictions.json';
 
@@ -56,12 +56,7 @@ export class EvictionJournal {
   takeUnfinished(): JournalEntry[] {
     let parsed: FileShape;
     try {
-      const fd = fs.openSync(this.file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-      try {
-        parsed = JSON.parse(fs.readFileSync(fd, 'utf8')) as FileShape;
-      } finally {
-        fs.closeSync(fd);
-      }
+      parsed = JSON.parse(readStateFile(this.file)) as FileShape;
       if (parsed.version !== 1 || !Array.isArray(parsed.evictions)) throw new Error('not a version 1 journal');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.o.logger.error({ file: this.file, err: err instanceof Error ? err.message : String(err) }, 'eviction journal unreadable; ignored');

@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { eventNameAt } from '../kube/eviction-reporter';
 import { currentBootId } from '../node/boot-id';
-import { writeStateFile } from '../node/state-file';
+import { readStateFile, writeStateFile } from '../node/state-file';
 import type { OrderChoice } from '../policy/standing-order';
 import { Arming } from './arming';
 import type { JournalEntry } from './eviction-journal';
@@ -128,12 +128,7 @@ export class OrderJournal {
     const out = new Map<string, OrderEntry>();
     let parsed: FileShape;
     try {
-      const fd = fs.openSync(this.ordersFile, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-      try {
-        parsed = JSON.parse(fs.readFileSync(fd, 'utf8')) as FileShape;
-      } finally {
-        fs.closeSync(fd);
-      }
+      parsed = JSON.parse(readStateFile(this.ordersFile)) as FileShape;
       if (parsed.version !== 1 || !Array.isArray(parsed.orders)) throw new Error('not a version 1 file');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.o.logger.error({ file: this.ordersFile, err: err instanceof Error ? err.message : String(err) }, 'standing orders file unreadable; ignored');
@@ -150,13 +145,7 @@ export class OrderJournal {
   private readUses(): Map<string, bigint> {
     let text: string;
     try {
-      const fd = fs.openSync(this.usesFile, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-      try {
-        const buf = Buffer.alloc(Math.min(MAX_USES_BYTES, fs.fstatSync(fd).size));
-        text = buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, 0)).toString('utf8');
-      } finally {
-        fs.closeSync(fd);
-      }
+      text = readStateFile(this.usesFile, MAX_USES_BYTES);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.o.logger.error({ file: this.usesFile, err }, 'standing order uses log unreadable; ignored');
       return new Map();

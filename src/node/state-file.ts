@@ -11,3 +11,17 @@ export function writeStateFile(file: string, text: string): void {
   fs.writeFileSync(tmp, text, { mode: 0o600 });
   fs.renameSync(tmp, file);
 }
+
+/**
+ * A state file's text, never through a link (O_NOFOLLOW: a link in its place is refused, not
+ * followed to whatever it names), at most `maxBytes` of it. Throws as fs does (ENOENT: absent).
+ */
+export function readStateFile(file: string, maxBytes = 16 * 1024 * 1024): string {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  try {
+    const buf = Buffer.alloc(Math.min(maxBytes, fs.fstatSync(fd).size));
+    return buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, 0)).toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
