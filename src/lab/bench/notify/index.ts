@@ -216,6 +216,10 @@ export async function run(argv: string[]): Promise<number> {
   for (const g of granularity) lines.push(`  ${g.of.padEnd(34)} ${g.ramp.padEnd(9)} ${(g.p50_bytes / 1024).toFixed(0)} / ${(g.p99_bytes / 1024).toFixed(0)} / ${(g.max_bytes / 1024).toFixed(0)} KiB (${g.samples})`);
   lines.push('  (a counter moves by whole charges: 64 pages (256 KiB) per stock refill, 512 pages (2 MiB) for a THP fault; a counter');
   lines.push('  mechanism sees usage up to one charge past the line, a poller adds ramp x its delay)');
+  // Issue 31: what a standing order's kill is decided on, per line, whatever the event said.
+  lines.push("standing orders' kill bound, every line: 0 bytes early. The order thread reads the kubelet's numbers (usage,");
+  lines.push('  memory.stat) at the candidate and kills only at a working set at or past the line; an event above it only wakes the');
+  lines.push('  thread. Late by the rows above at most. No kill in the charge: its working set may be a fold old (docs/mechanisms.md)');
   if (tw.loadMs) lines.push(`tripwire load ${tw.loadMs.toFixed(0)} ms, attach ${tw.attachMs?.toFixed(0)} ms (last load in this process)`);
   lines.push(`target ${thrJs.mechanism} p50 >= 50x lower than poll-100ms: ${ratio.p50.toFixed(0)}x -> ${ratio.p50 >= 50 ? 'met' : 'NOT met'}; p99 >= 20x: ${ratio.p99.toFixed(0)}x -> ${ratio.p99 >= 20 ? 'met' : 'NOT met'}`);
   lines.push(`target ${thr.mechanism} p99 < 1 ms: ${thr.p99_us.toFixed(0)} us with default scheduling -> ${thr.p99_us < 1000 ? 'met' : 'NOT met'}`);
