@@ -38,6 +38,18 @@ function workingSet(dir: string, kind: MemoryCgroupKind): number {
   return m.workingSetBytes;
 }
 
+/**
+ * A memcg v1 usage line as the agent arms it (src/agent/arming.ts): the working-set line plus
+ * inactive_file as read now, holding an order on `victimDir` confirmed against `wsLine`.
+ */
+async function armV1UsageLine(dir: string, wsLine: number, victimDir: string): Promise<ThresholdWatcher> {
+  const inactive = readKubeletMemory(dir, 'v1')!.inactiveFileBytes;
+  const w = watchMemcgThreshold(dir, wsLine + inactive);
+  await w.ready();
+  assert.equal(w.setOrder!(victimDir, 60_000, wsLine), true, 'the order is placed');
+  return w;
+}
+
 interface Trial {
   /** the line's cgroup and how the kubelet reads it */
   dir: string;
@@ -124,15 +136,8 @@ test('cgroup v1: clean page cache past a usage line with an order in place kills
     kind: 'v1',
     chargeDir: cg.dir,
     refused: () => orderCounts().eventfd.refused,
-    // As the agent arms it (src/agent/arming.ts): a usage line at the working-set line plus
-    // inactive_file as read now. Page cache then passes it with the working set still below.
-    arm: async (wsLine, victimDir) => {
-      const inactive = readKubeletMemory(cg.dir, 'v1')!.inactiveFileBytes;
-      const w = watchMemcgThreshold(cg.dir, wsLine + inactive);
-      await w.ready();
-      assert.equal(w.setOrder!(victimDir, 60_000, wsLine), true, 'the order is placed');
-      return w;
-    },
+    // Page cache passes the usage line with the working set still below the kubelet's line.
+    arm: (wsLine, victimDir) => armV1UsageLine(cg.dir, wsLine, victimDir),
   });
   assert.ok(refused >= 1, `the usage line was crossed by page cache and the order thread refused it (${refused} refusals): without the fresh check the victim dies here`);
 });
@@ -147,13 +152,7 @@ test("cgroup v1, the node's line on the root memcg: page cache kills nobody, an 
     kind: 'v1',
     chargeDir: cg.dir,
     refused: () => orderCounts().eventfd.refused,
-    arm: async (wsLine, victimDir) => {
-      const inactive = readKubeletMemory(root, 'v1')!.inactiveFileBytes;
-      const w = watchMemcgThreshold(root, wsLine + inactive);
-      await w.ready();
-      assert.equal(w.setOrder!(victimDir, 60_000, wsLine), true, 'the order is placed');
-      return w;
-    },
+    arm: (wsLine, victimDir) => armV1UsageLine(root, wsLine, victimDir),
   });
   assert.ok(refused >= 1, `the root's usage line was crossed by page cache and refused (${refused} refusals)`);
 });

@@ -148,7 +148,10 @@ test('run: a start that fails half-way (the admission port in use, after the met
   try {
     const t0 = Date.now();
     const r = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--notifications=none', '--metrics-address=127.0.0.1:0', `--admission-address=127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      // A state dir of its own: on a machine where evictd once ran, /run/evictd is root's, and an
+      // unprivileged run would be refused there before it reached the port this test is about.
+      const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-halfway-'));
+      const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--notifications=none', '--metrics-address=127.0.0.1:0', `--admission-address=127.0.0.1:${port}`, `--state-dir=${stateDir}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
