@@ -21,6 +21,7 @@
 #include "errors.h"
 #include "eventfd_orders.h"
 #include "fd.h"
+#include "kill_thread.h"
 #include "sd_notify.h"
 #include "tripwire.h"
 #include "watcher.h"
@@ -165,12 +166,11 @@ Napi::Value LiveSources(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Data(info.Env())->sources.size()));
 }
 
-// setRealtimePriority(priority): puts the calling thread (Node's main thread, where every
-// watcher callback runs) in SCHED_FIFO at `priority`, or back to SCHED_OTHER for 0. A busy
-// workload on the same CPU otherwise delays the wake-up by up to a scheduler slice (~3-4 ms
-// measured here); a real-time class makes the woken thread preempt it. SCHED_RESET_ON_FORK keeps
-// children (runc, test workloads) out of the real-time class. Linux applies it per thread, so
-// libuv's pool threads keep their normal policy.
+// setRealtimePriority(priority): puts the calling thread in SCHED_FIFO at `priority`, or back to
+// SCHED_OTHER for 0. `evictd run` does not use it (its main thread keeps normal scheduling; the
+// kill threads get the real-time class: setKillThreadPriority); `bench notify` does, to time a
+// notification to a listener on a real-time thread. SCHED_RESET_ON_FORK keeps children out of
+// the class; Linux applies it per thread, so libuv's pool threads keep their normal policy.
 Napi::Value SetRealtimePriority(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "priority must be a number");
@@ -292,6 +292,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("eventfdOrderStats", Napi::Function::New(env, EventfdOrderStats, "eventfdOrderStats"));
   exports.Set("setOrderUseLog", Napi::Function::New(env, SetOrderUseLog, "setOrderUseLog"));
   exports.Set("sdNotify", Napi::Function::New(env, SdNotify, "sdNotify"));
+  InitKillThread(env, exports);
   Tripwire::Init(env, exports, data);
   return exports;
 }

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "fd.h"
 #include "js_call.h"
+#include "reap.h"
 #include "thread_sched.h"
 
 namespace evictd {
@@ -84,13 +85,8 @@ EventfdOrders* EventfdOrders::Start(AddonData* data, int* err) {
   uv_unref(reinterpret_cast<uv_handle_t*>(&self->async_));
   Napi::Env env(data->env);
   self->async_context_ = std::make_unique<Napi::AsyncContext>(env, "evictd:StandingOrder", Napi::Object::New(env));
-  // The loop thread's scheduling (SCHED_FIFO under --realtime-priority), which a new thread
-  // does not inherit (thread_sched.h).
-  ThreadSched sched = LoopSched();
-  self->thread_ = std::thread([self, sched] {
-    ApplySched(sched);
-    self->Run();
-  });
+  // The thread takes the kill threads' real-time class itself (thread_sched.h).
+  self->thread_ = std::thread([self] { self->Run(); });
   return self;
 }
 
@@ -192,11 +188,14 @@ void EventfdOrders::OnClosed(uv_handle_t* handle) {
 void EventfdOrders::Run() {
   // Named so that a kernel trace of the kill names its sender.
   pthread_setname_np(pthread_self(), "evictd-order");
+  KillThreadSched sched;
   struct epoll_event events[16];
   for (;;) {
+    sched.Sync();
     bool fired = false;
     int64_t wait_ns = ReadDue(&fired);
     if (fired) uv_async_send(&async_);
+    ReapKilled();
     int n = Wait(events, 16, wait_ns);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -215,7 +214,18 @@ void EventfdOrders::Run() {
       }
       Woken(id, now);
     }
+    ReapKilled();
   }
+}
+
+// On the order thread, after the loop was told of the kills: their pods' memory (reap.h).
+void EventfdOrders::ReapKilled() {
+  std::vector<std::string> dirs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs.swap(to_reap_);
+  }
+  for (const std::string& dir : dirs) ReapCgroup(dir);
 }
 
 // epoll_wait for at most `wait_ns` (< 0: until an event), to the microsecond where the kernel has
@@ -345,6 +355,9 @@ bool EventfdOrders::Fire(uint64_t id, Entry& entry, uint64_t working_set, uint64
   outcome.placed_ns = entry.placed_ns;
   outcome.check_ns = check_ns;
   outcome.path = entry.path;
+  // The kill's path is the pod's cgroup.kill: its directory is what the reap walks (after the
+  // lock, in Run: the loop hears of the kill first).
+  if (outcome.error == 0) to_reap_.push_back(entry.path.substr(0, entry.path.rfind('/')));
   // One use: the line keeps its eventfd, the order is spent.
   entry.fired = true;
   close(entry.kill_fd);

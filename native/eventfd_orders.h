@@ -45,6 +45,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "fresh_signal.h"
 
@@ -121,6 +122,7 @@ class EventfdOrders {
   explicit EventfdOrders(AddonData* data) : data_(data) {}
   void Run();
   void Woken(uint64_t id, uint64_t woken_ns);
+  void ReapKilled();
   int64_t ReadDue(bool* fired);
   static double Rate(Entry& entry, int64_t usage, uint64_t now);
   bool Confirm(uint64_t id, Entry& entry, uint64_t woken_ns);
@@ -140,6 +142,8 @@ class EventfdOrders {
   std::mutex mutex_;  // entries_, outcomes_
   std::unordered_map<uint64_t, Entry> entries_;
   std::deque<Outcome> outcomes_;
+  // Pods killed since the last reap, under mutex_ (their cgroup directories).
+  std::vector<std::string> to_reap_;
   uint64_t next_id_ = 0;
   // Loop thread only: the callback of every order that may still report a use.
   std::unordered_map<uint64_t, Napi::FunctionReference> callbacks_;

@@ -1,35 +1,55 @@
-// The loop thread's scheduling, for the threads the addon starts to act for it (the standing
-// orders' threads). `evictd run --realtime-priority` puts the loop thread in SCHED_FIFO with
-// SCHED_RESET_ON_FORK, so that runc and other children run normally; but the reset applies to
-// every new task, threads included: a thread started from the loop would run SCHED_OTHER. Read on
-// the loop thread, applied by the new thread to itself.
+// Real-time scheduling for the threads that kill (the standing orders' threads), and only them.
+// `evictd run --realtime-priority N` asks for it so that a kill thread woken by a crossing
+// preempts the workload it polices. Node's main thread keeps normal scheduling: after a kill it
+// must not compete at real-time priority with the dying pod's exit on a small node, and the JS
+// pass is not the path that kills at the line.
+//
+// The priority is one value for the process, set at start (a Linux scheduling class belongs to
+// one thread, so each kill thread applies it to itself: when it starts, and after a wake-up that
+// finds it changed). SCHED_RESET_ON_FORK keeps anything the thread would start out of the class.
 #pragma once
 
+#include <errno.h>
 #include <sched.h>
+
+#include <atomic>
+#include <thread>
 
 namespace evictd {
 
-struct ThreadSched {
-  int policy = SCHED_OTHER;
-  sched_param param = {};
+// 0: normal scheduling. Process-wide on purpose: every environment's kill threads share the CPU.
+inline std::atomic<int> g_kill_thread_priority{0};
+
+// One kill thread's view: what it applied last.
+class KillThreadSched {
+ public:
+  // On the kill thread, at start and after each wake-up: applies a changed priority (best
+  // effort: a refusal leaves the thread as it is; SetKillThreadPriority checked it already).
+  void Sync() {
+    int want = g_kill_thread_priority.load(std::memory_order_relaxed);
+    if (want == applied_) return;
+    applied_ = want;
+    sched_param param = {};
+    param.sched_priority = want;
+    (void)sched_setscheduler(0, want > 0 ? (SCHED_FIFO | SCHED_RESET_ON_FORK) : SCHED_OTHER, &param);
+  }
+
+ private:
+  int applied_ = 0;
 };
 
-// On the loop thread.
-inline ThreadSched LoopSched() {
-  ThreadSched s;
-  int policy = sched_getscheduler(0);
-  if (policy >= 0) s.policy = policy & ~SCHED_RESET_ON_FORK;
-  if (sched_getparam(0, &s.param) != 0) s.param = {};
-  return s;
-}
-
-// On the new thread: the loop's real-time class, if it has one (best effort: a failure leaves the
-// thread as it is).
-inline void ApplySched(const ThreadSched& s) {
-  if (s.policy != SCHED_FIFO && s.policy != SCHED_RR) return;
-  if (sched_setscheduler(0, s.policy | SCHED_RESET_ON_FORK, &s.param) != 0) {
-    // Without CAP_SYS_NICE the loop thread could not have had it either.
-  }
+// Whether the kernel grants SCHED_FIFO at `priority` to a thread of this process: tried on a
+// thread of its own, so that no thread that stays keeps it. 0 or the errno (EPERM without
+// CAP_SYS_NICE or without a real-time budget in a v1 cpu cgroup, EINVAL out of range).
+inline int TryRealtime(int priority) {
+  int result = 0;
+  std::thread probe([&] {
+    sched_param param = {};
+    param.sched_priority = priority;
+    result = sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0 ? 0 : errno;
+  });
+  probe.join();
+  return result;
 }
 
 }  // namespace evictd

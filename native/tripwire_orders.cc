@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "reap.h"
 #include "thread_sched.h"
 #include "tripwire_line.h"
 #include "tripwire_ring.h"
@@ -46,13 +47,8 @@ TripwireOrders* TripwireOrders::Start(TripwireRing* ring, uv_loop_t* loop, const
   // Outcomes are for open lines, which hold the loop themselves when they should.
   uv_unref(reinterpret_cast<uv_handle_t*>(&self->async_));
   ring->open_handles++;
-  // The loop thread's scheduling (SCHED_FIFO under --realtime-priority), which a new thread
-  // does not inherit (thread_sched.h).
-  ThreadSched sched = LoopSched();
-  self->thread_ = std::thread([self, sched] {
-    ApplySched(sched);
-    self->Run();
-  });
+  // The thread takes the kill threads' real-time class itself (thread_sched.h).
+  self->thread_ = std::thread([self] { self->Run(); });
   return self;
 }
 
@@ -130,8 +126,10 @@ void TripwireOrders::Stop() {
 void TripwireOrders::Run() {
   // Named so that the kernel's signal_generate trace (the race's clock) names the kill's sender.
   pthread_setname_np(pthread_self(), "evictd-order");
+  KillThreadSched sched;
   struct epoll_event events[2];
   for (;;) {
+    sched.Sync();
     int n = epoll_wait(epoll_fd_, events, 2, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -153,6 +151,7 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
   if (e->slot >= TRIPWIRE_MAX_LINES) return 0;
   tripwire_line* l = self->ring_->Line(static_cast<int>(e->slot));
   OrderOutcome outcome;
+  std::string killed_dir;
   {
     std::lock_guard<std::mutex> lock(self->mutex_);
     Entry& entry = self->entries_[e->slot];
@@ -199,6 +198,7 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
     outcome.check_ns = check_ns;
     outcome.placed_ns = entry.placed_ns;
     outcome.path = entry.path;
+    if (outcome.error == 0) killed_dir = entry.path.substr(0, entry.path.rfind('/'));
     // One use: the program will not fire this generation again.
     close(entry.fd);
     entry.fd = -1;
@@ -207,6 +207,8 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
   }
   self->used_.fetch_add(1, std::memory_order_relaxed);
   uv_async_send(&self->async_);
+  // The loop knows; now the pod's memory, on this thread, as the kill lands (reap.h).
+  if (!killed_dir.empty()) ReapCgroup(killed_dir);
   return 0;
 }
 

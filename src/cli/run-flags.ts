@@ -58,7 +58,7 @@ const FLAGS: FlagDef[] = [
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
   { name: 'notifications', arg: 'MODE', help: 'kernel (memory lines on the eBPF tripwire or v1 eventfd, the adaptive poller where missing), poll (memory lines on the adaptive poller, no BPF; PSI and cgroup event files still notify) or none (housekeeping only)', def: 'kernel' },
-  { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the thread that receives kernel notifications, so a busy pod cannot delay it; 0 = normal scheduling (needs CAP_SYS_NICE; where the node refuses it, evictd says so and runs at normal priority)', def: '0' },
+  { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the threads that kill at the line (the standing orders\'), so a busy pod cannot delay a kill; the main thread keeps normal scheduling; 0 = normal scheduling for all (needs CAP_SYS_NICE; where the node refuses it, evictd says so and runs at normal priority)', def: '0' },
   {
     name: 'lock-memory',
     bool: true,

@@ -17,7 +17,7 @@ import { AgentMetrics } from '../agent/metrics';
 import type { EvictionReporter, PodSpecSource } from '../agent/ports';
 import { cgroupDir, detectCgroups } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
-import { setRealtimePriority } from '../kernel/scheduling';
+import { setKillThreadPriority } from '../kernel/scheduling';
 import { lockCode } from '../kernel/memory-lock';
 import { orderCounts } from '../kernel/order-event';
 import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
@@ -83,9 +83,10 @@ export async function run(argv: string[]): Promise<number> {
   if (stateDirIssue !== null) throw badValue('--state-dir', s.stateDir, stateDirIssue);
 
   if (s.realtimePriority > 0) {
-    // Before anything is armed: every watcher callback and decision runs on this thread.
+    // Before anything is armed: the kill threads start in their class. This thread (passes,
+    // CRI calls, the wait for memory after a kill) keeps normal scheduling.
     try {
-      setRealtimePriority(s.realtimePriority);
+      setKillThreadPriority(s.realtimePriority);
     } catch (err) {
       // The node, not the flag, refuses it: evictd still does its job at normal priority, so it
       // runs (a DaemonSet would crash-loop otherwise) and says why. Seen with cgroup v1 RT group

@@ -53,6 +53,21 @@ export interface NativeTripwireLine extends NativeWatcher {
 /** (err) on failure, after which the watcher is closed; else (null, count, ns, text). */
 export type NativeCallback = (err: Error | null, count?: number, monotonicNs?: bigint, text?: string) => void;
 
+/** One reap: tasks found in the pod's cgroups, tasks whose memory the kernel reaped, the first errno (other than ESRCH), its duration. */
+export interface ReapResult {
+  tasks: number;
+  reaped: number;
+  errno: number;
+  ns: number;
+}
+
+export interface ReapCounts {
+  pods: number;
+  tasks: number;
+  reaped: number;
+  failed: number;
+}
+
 export interface NativeAddon {
   /** The registration completes off the loop: `onArmed` runs once it is in force. */
   openMemcgEvent(controlPath: string, targetPath: string, args: string, probePath: string, cb: NativeCallback, onArmed?: () => void): NativeMemcgWatcher;
@@ -64,8 +79,14 @@ export interface NativeAddon {
   /** the file the order threads append each use to, before its kill (native/use_log.h); null closes it */
   setOrderUseLog?(path: string | null): void;
   liveSources(): number;
-  /** SCHED_FIFO at `priority` for the calling (main) thread, SCHED_OTHER for 0; children reset on fork */
+  /** SCHED_FIFO at `priority` for the calling thread, SCHED_OTHER for 0; children reset on fork (bench notify; evictd run uses setKillThreadPriority) */
   setRealtimePriority(priority: number): void;
+  /** SCHED_FIFO at `priority` for the threads that kill (the standing orders' threads), 0 for normal; checked first, throws the errno */
+  setKillThreadPriority?(priority: number): void;
+  /** process_mrelease on the tasks of a killed pod's cgroup2 directory (and below), off the loop (native/reap.h) */
+  reapCgroup?(dir: string): Promise<ReapResult>;
+  /** the reaps of this process so far: by the kill threads after their kills and by reapCgroup */
+  reapCounts?(): ReapCounts;
   /** mlock2(MLOCK_ONFAULT) on every file-backed mapping: the agent's code stays in RAM once touched; the bytes of the mappings */
   lockMappedFiles(): number;
   /** Delivers now the standing orders' uses written on their threads (absent from older builds). */

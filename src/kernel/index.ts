@@ -13,6 +13,7 @@ export { isCgroup2Root } from './cgroup2-root';
 export { kubeletMemory, memoryCgroupKind, readKubeletMemory, rootUsageBytes, rootWorkingSetBytes, statValue, type KubeletMemory, type MemoryCgroupKind } from './kubelet-memory';
 export { measureReader, type LineMeasure } from './working-set';
 export { parseCounters } from './counters';
-export { setRealtimePriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';
+export { setRealtimePriority, setKillThreadPriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';
+export { reapCgroup, reapCounts } from './reap';
 export { lockCode, lockedFileMappings } from './memory-lock';
 export { flushOrderUses, orderCounts, setOrderUseLog, type OrderCounts } from './order-event';

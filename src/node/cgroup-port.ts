@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cgroupDir, cgroupPids, readCgroupFile, type CgroupLayout } from './cgroups';
 import { readCgroupMemory, readMeminfo, type MachineMemory, type MemoryReading } from './memory';
+import { reapCgroup } from '../kernel/reap';
 
 export interface KillResult {
   method: 'cgroup.kill' | 'signal' | 'none';
@@ -33,6 +34,11 @@ export interface CgroupPort {
   memory(dir: string): MemoryReading | null;
   /** SIGKILL every process of the pod */
   kill(podPath: string): KillResult;
+  /**
+   * After kill(): the kernel reaps the dying tasks' memory at once (process_mrelease); resolves
+   * with how many tasks were reaped, null where it cannot. Optional: a fake node has none.
+   */
+  reap?(podPath: string): Promise<{ tasks: number; reaped: number; errno: number } | null>;
   /**
    * The pod's directory where its cgroup.kill is: the cgroup2 mount (pure v2, or the hybrid
    * host's controller-less one, where runc creates the pod's cgroup too), else the memory one.
@@ -60,6 +66,8 @@ export function hostCgroups(layout: Pick<CgroupLayout, 'memoryMount' | 'memoryVe
       }
     },
     kill: (podPath) => killPod(layout.unifiedMount, layout.memoryMount, podPath),
+    // Where kill() found the tasks (the cgroup2 directory, else the memory one): they are dying.
+    reap: (podPath) => reapCgroup(cgroupDir(layout.unifiedMount ?? layout.memoryMount, podPath)),
     killDir: (podPath) => cgroupDir(layout.unifiedMount ?? layout.memoryMount, podPath),
   };
 }

@@ -6,6 +6,7 @@ import { test, type TestContext } from 'node:test';
 import { readKubeletMemory, rootWorkingSetBytes, type MemoryCgroupKind } from '../../src/kernel/kubelet-memory';
 import { watchMemcgThreshold } from '../../src/kernel/memcg';
 import { orderCounts } from '../../src/kernel/order-event';
+import { reapCounts } from '../../src/kernel/reap';
 import { tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
 import type { OrderEvent, ThresholdWatcher } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup, spawnInCgroups } from '../../src/lab/workload';
@@ -95,6 +96,7 @@ async function cacheThenRamp(t: TestContext, tag: string, trial: Trial, extra?: 
   const orders: OrderEvent[] = [];
   w.on('order', (o: OrderEvent) => orders.push(o));
   const refused0 = trial.refused();
+  const reaps0 = reapCounts().pods;
 
   await new Promise<void>((resolve, reject) => {
     const cat = spawnInCgroups([trial.chargeDir], ['/bin/cat', file]);
@@ -120,6 +122,8 @@ async function cacheThenRamp(t: TestContext, tag: string, trial: Trial, extra?: 
   await waitFor(() => orders.length > 0, 5000);
   assert.equal(orders.length, 1, 'the anonymous ramp used the order');
   assert.equal(await victim.exited, 'SIGKILL');
+  await waitFor(() => reapCounts().pods > reaps0, 5000);
+  assert.equal(reapCounts().pods - reaps0, 1, "the order thread reaped the killed pod's tasks after its kill");
   const o = orders[0]!;
   assert.equal(o.errno, 0);
   assert.equal(o.lineBytes, wsLine, "the kill was checked against the kubelet's line");

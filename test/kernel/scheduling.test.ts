@@ -1,11 +1,11 @@
-/** Real-time scheduling of the notified thread: set, inherited by nobody, and undone. */
+/** Real-time scheduling: for the kill threads only (evictd run), inherited by nobody, undone; the calling thread for measurements. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { missingRoot, skipped } from '../support/environment';
 import { addon, nativeAvailable } from '../../src/kernel/addon';
-import { schedulingPolicy, setRealtimePriority } from '../../src/kernel';
+import { schedulingPolicy, setKillThreadPriority, setRealtimePriority } from '../../src/kernel';
 import { watchMemcgThreshold } from '../../src/kernel/memcg';
 import { tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
 import { ScratchCgroup } from '../../src/lab/workload';
@@ -48,14 +48,25 @@ function threadPolicy(comm: string): number | null {
   return null;
 }
 
-test("the standing orders' thread runs in the loop thread's real-time class (SCHED_RESET_ON_FORK would leave a new thread normal)", async (t) => {
+test('a kill-thread priority the kernel refuses is an error, and nothing changes', (t) => {
+  if (skipped(t, nativeAvailable() ? null : 'native addon not built')) return;
+  assert.throws(() => setKillThreadPriority(100), RangeError);
+  assert.throws(
+    () => addon().setKillThreadPriority!(1000),
+    (e: NodeJS.ErrnoException) => e.code === 'EINVAL' && e.syscall === 'sched_setscheduler',
+  );
+  assert.equal(schedulingPolicy(), SCHED_OTHER);
+});
+
+test("the standing orders' thread, and only it, runs SCHED_FIFO: the main thread keeps normal scheduling", async (t) => {
   if (skipped(t, missingKernel({ cgroup2: true, memory: true }))) return;
   const m = memory();
   // As `evictd run` does it: the class first, then the lines (whose first load starts the thread).
-  setRealtimePriority(10);
+  setKillThreadPriority(10);
+  assert.equal(schedulingPolicy(), SCHED_OTHER, 'the main thread is left as it was');
   // The line's mechanism on this kernel: the memcg v1 eventfd, or the eBPF tripwire on pure v2.
   if (m.version === 2 && skipped(t, tripwireUnavailable())) {
-    setRealtimePriority(0);
+    setKillThreadPriority(0);
     return;
   }
   const cg = ScratchCgroup.create(m.root, 'sched-order', m.version);
@@ -67,9 +78,10 @@ test("the standing orders' thread runs in the loop thread's real-time class (SCH
     // The thread names itself and sets its class as it starts.
     const until = Date.now() + 2000;
     while (threadPolicy('evictd-order') !== SCHED_FIFO && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(threadPolicy('evictd-order'), SCHED_FIFO, 'the order thread is SCHED_FIFO, as the loop thread');
+    assert.equal(threadPolicy('evictd-order'), SCHED_FIFO, 'the order thread is SCHED_FIFO');
+    assert.equal(schedulingPolicy(), SCHED_OTHER, 'the main thread is not');
   } finally {
-    setRealtimePriority(0);
+    setKillThreadPriority(0);
     w.setOrder!(null);
     await w.close();
     await cg.remove();

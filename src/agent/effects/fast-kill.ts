@@ -41,6 +41,8 @@ export class FastKill extends EvictionEffect {
     } catch (err) {
       d.logger.warn({ err, ...podLog(input) }, 'fast kill failed; stopping through the runtime');
     }
+    // The dying tasks' memory, reaped by the kernel now (off this thread), not when each exits.
+    if (rec.kill && rec.kill.method !== 'none') this.reap(input);
     d.metrics.decisionToStop.observe({ action: 'kill' }, msBetween(input.stamps.decisionNs, d.clock.now()) / 1000);
     rec.at.stopSent = String(d.clock.now());
     const stop = this.stopInBackground(input, rec);
@@ -51,6 +53,16 @@ export class FastKill extends EvictionEffect {
       if (rec.error) return this.failed(input, rec, rec.error);
     }
     return this.succeeded(input, rec);
+  }
+
+  private reap(input: EvictInput): void {
+    const { d } = this;
+    d.cgroups
+      .reap?.(input.pod.cgroup!.path)
+      .then(
+        (r) => d.logger.debug({ ...podLog(input), reap: r }, 'dying tasks reaped'),
+        (err: unknown) => d.logger.warn({ ...podLog(input), err }, 'reap after the kill failed; the tasks free their memory as they exit'),
+      );
   }
 
   private stopInBackground(input: EvictInput, rec: EvictionRecord): Promise<void> {
