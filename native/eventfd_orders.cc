@@ -225,6 +225,7 @@ void EventfdOrders::ReapKilled() {
     std::lock_guard<std::mutex> lock(mutex_);
     dirs.swap(to_reap_);
   }
+  if (!g_reap_after_kill.load(std::memory_order_relaxed)) return;
   for (const std::string& dir : dirs) ReapCgroup(dir);
 }
 

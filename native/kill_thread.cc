@@ -31,6 +31,14 @@ Napi::Value SetKillThreadPriority(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// setReapAfterKill(enabled): whether the kill threads reap after their kills (reap.h).
+Napi::Value SetReapAfterKill(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsBoolean()) throw Napi::TypeError::New(env, "enabled must be a boolean");
+  g_reap_after_kill.store(info[0].As<Napi::Boolean>().Value(), std::memory_order_relaxed);
+  return env.Undefined();
+}
+
 // reapCgroup(dir): after a kill from JS (cgroup.kill written by a pass), process_mrelease on the
 // pod's tasks on the threadpool. Resolves { tasks, reaped, errno, ns }.
 Napi::Value JsReapCgroup(const Napi::CallbackInfo& info) {
@@ -69,6 +77,7 @@ Napi::Value ReapCounts(const Napi::CallbackInfo& info) {
 
 void InitKillThread(Napi::Env env, Napi::Object exports) {
   exports.Set("setKillThreadPriority", Napi::Function::New(env, SetKillThreadPriority, "setKillThreadPriority"));
+  exports.Set("setReapAfterKill", Napi::Function::New(env, SetReapAfterKill, "setReapAfterKill"));
   exports.Set("reapCgroup", Napi::Function::New(env, JsReapCgroup, "reapCgroup"));
   exports.Set("reapCounts", Napi::Function::New(env, ReapCounts, "reapCounts"));
 }

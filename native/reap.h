@@ -27,6 +27,10 @@ constexpr uint32_t kMaxReapDirs = 256;
 // `dir`: the pod's cgroup2 directory. Blocking (the unmapping is done by the calling thread).
 ReapResult ReapCgroup(const std::string& dir);
 
+// Whether kills are followed by a reap (`evictd run --reap-killed`, on by default): one switch for
+// the process, read by each kill thread after its kill and by reapCgroup.
+inline std::atomic<bool> g_reap_after_kill{true};
+
 // Totals over the process's life, for the metrics (reapCounts()).
 struct ReapCounters {
   std::atomic<uint64_t> pods{0};

@@ -39,10 +39,11 @@ export class AgentMetrics {
   readonly ordersStanding: Gauge<'line'>;
   readonly ordersUsed: Counter<'signal'>;
   readonly orderRefusals: Counter<'mechanism'>;
+  readonly reapedTasks: Counter<'result'>;
   readonly orderAge: Histogram<'signal'>;
   readonly orderCrossedToKilled: Histogram<'signal'>;
 
-  constructor(opts: { processMetrics?: boolean; orderRefusals?: () => Record<string, number> } = {}) {
+  constructor(opts: { processMetrics?: boolean; orderRefusals?: () => Record<string, number>; reaps?: () => Record<string, number> } = {}) {
     const r = [this.registry];
     this.evictions = new Counter({ name: 'evictd_evictions_total', help: 'Pods evicted, by eviction signal', labelNames: ['signal'], registers: r });
     this.evictionFailures = new Counter({
@@ -124,24 +125,21 @@ export class AgentMetrics {
       registers: r,
     });
     // Counted by the order threads in native code (src/kernel orderCounts()); read at scrape.
-    const refusalsSeen = new Map<string, number>();
-    const refusals = opts.orderRefusals;
-    this.orderRefusals = new Counter({
-      name: 'evictd_standing_order_refusals_total',
-      help: "Crossings of a line holding a standing order where the kubelet's working set, read fresh by the order thread, was below the line: no kill (page cache, or memcg statistics the kernel had not folded), by mechanism",
-      labelNames: ['mechanism'],
-      registers: r,
-      collect() {
-        if (!refusals) return;
-        for (const [mechanism, n] of Object.entries(refusals())) {
-          const seen = refusalsSeen.get(mechanism) ?? 0;
-          // Every mechanism's series exists from the first scrape, at 0 until a refusal. An order
-          // thread restarted with the addon's environment counts from 0 again.
-          this.inc({ mechanism }, n > seen ? n - seen : 0);
-          refusalsSeen.set(mechanism, n);
-        }
-      },
-    });
+    this.orderRefusals = nativeCounter(
+      r,
+      'evictd_standing_order_refusals_total',
+      "Crossings of a line holding a standing order where the kubelet's working set, read fresh by the order thread, was below the line: no kill (page cache, or memcg statistics the kernel had not folded), by mechanism",
+      'mechanism',
+      opts.orderRefusals,
+    );
+    // Counted in native code after each kill (src/kernel reapCounts()); read at scrape.
+    this.reapedTasks = nativeCounter(
+      r,
+      'evictd_killed_tasks_reaped_total',
+      "Tasks of pods evictd killed through their cgroup: memory freed by the kernel at once (process_mrelease, result=reaped), or not (result=not-reaped: the task had exited first, or a kernel before 5.15)",
+      'result',
+      opts.reaps,
+    );
     this.orderAge = new Histogram({
       name: 'evictd_standing_order_age_seconds',
       help: 'Age of a standing order when it was used (how old the ranking that chose the pod was), by signal',
@@ -172,4 +170,27 @@ export class AgentMetrics {
     if (node.nodefs?.availableBytes !== undefined) this.observation.set({ signal: 'nodefs.available' }, node.nodefs.availableBytes);
     if (node.pid) this.observation.set({ signal: 'pid.available' }, node.pid.maxPID - node.pid.running);
   }
+}
+
+/**
+ * A counter whose totals native code keeps (a thread of the addon counts, JS reads at scrape):
+ * each series exists from the first scrape, at 0 until it counts. A native count lower than the
+ * last one seen started again from 0 (the addon's environment restarted): all of it is new.
+ */
+function nativeCounter<L extends string>(registers: Registry[], name: string, help: string, label: L, read: (() => Record<string, number>) | undefined): Counter<L> {
+  const seen = new Map<string, number>();
+  return new Counter<L>({
+    name,
+    help,
+    labelNames: [label],
+    registers,
+    collect() {
+      if (!read) return;
+      for (const [value, n] of Object.entries(read())) {
+        const before = seen.get(value) ?? 0;
+        this.inc({ [label]: value } as Partial<Record<L, string>>, n >= before ? n - before : n);
+        seen.set(value, n);
+      }
+    },
+  });
 }

@@ -65,6 +65,12 @@ const FLAGS: FlagDef[] = [
     help: "lock the files evictd maps at start (node, its libraries, the addon) in RAM once touched (mlock2, MLOCK_ONFAULT), so that near the end of memory its code is not paged out just as it must act (needs CAP_IPC_LOCK; where the node refuses it, evictd says so and runs)",
     def: 'true',
   },
+  {
+    name: 'reap-killed',
+    bool: true,
+    help: "after a pod is killed through its cgroup, have the kernel free its tasks' memory at once (process_mrelease, Linux 5.15+) instead of as each dying task gets the CPU to exit; a live task is never touched",
+    def: 'true',
+  },
   { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given' },
   { name: 'record', arg: 'FILE', help: 'append what each pass saw and decided to FILE, one JSON line per pass and per admission answer (docs/scenarios.md#recordings); `evictd simulate FILE` replays it' },

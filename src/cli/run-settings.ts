@@ -62,6 +62,8 @@ export interface RunSettings {
   realtimePriority: number;
   /** lock the agent's code in RAM (kernel/memory-lock.ts: mlock2 on its mapped files) */
   lockMemory: boolean;
+  /** process_mrelease on a killed pod's tasks (src/kernel/reap.ts) */
+  reapKilled: boolean;
   stateDir: string;
   /** the eviction fields in force (file under flags), as a recording keeps them */
   eviction: EvictionConfig;
@@ -192,6 +194,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     podSource: podSource as RunSettings['podSource'],
     realtimePriority,
     lockMemory: f['lock-memory'] !== false,
+    reapKilled: f['reap-killed'] !== false,
     stateDir,
     eviction,
     record: recordSettings(str('record'), str('record-max-size')),

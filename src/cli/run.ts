@@ -18,6 +18,7 @@ import type { EvictionReporter, PodSpecSource } from '../agent/ports';
 import { cgroupDir, detectCgroups } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
 import { setKillThreadPriority } from '../kernel/scheduling';
+import { reapCounts, setReapAfterKill } from '../kernel/reap';
 import { lockCode } from '../kernel/memory-lock';
 import { orderCounts } from '../kernel/order-event';
 import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
@@ -98,6 +99,8 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
 
+  setReapAfterKill(s.reapKilled);
+
   if (s.lockMemory) {
     // Before anything is armed. What is mapped later is not covered: the BPF program's pages are
     // kernel memory and need none, but libbpf, loaded with the tripwire, stays pageable for now.
@@ -115,6 +118,10 @@ export async function run(argv: string[]): Promise<number> {
     orderRefusals: () => {
       const c = orderCounts();
       return { 'memcg-threshold-eventfd': c.eventfd.refused, 'bpf-tripwire': c.tripwire.refused };
+    },
+    reaps: () => {
+      const c = reapCounts();
+      return { reaped: c.reaped, 'not-reaped': c.tasks - c.reaped };
     },
   });
   const observer = new NodeObserver({ layout, cgroupRoot: s.cgroupRoot, podCgroupRoot: s.podCgroupRoot, nodefsPath: s.nodefsPath });
@@ -207,6 +214,7 @@ export async function run(argv: string[]): Promise<number> {
       notifications: s.notifications,
       podSource: s.podSource,
       realtimePriority: s.realtimePriority,
+      reapKilled: s.reapKilled,
       memoryBrake: s.policy.memoryBrake ? { maxDuration: formatDuration(s.policy.memoryBrake.maxDurationNs), marginBytes: s.policy.memoryBrake.marginBytes, stateDir: s.stateDir } : false,
       thresholds: s.policy.thresholds.map((t) => `${t.signal}<${t.value.text} (${t.kind})`),
     },

@@ -85,6 +85,8 @@ export interface NativeAddon {
   setKillThreadPriority?(priority: number): void;
   /** process_mrelease on the tasks of a killed pod's cgroup2 directory (and below), off the loop (native/reap.h) */
   reapCgroup?(dir: string): Promise<ReapResult>;
+  /** whether the kill threads reap after their kills (on by default) */
+  setReapAfterKill?(enabled: boolean): void;
   /** the reaps of this process so far: by the kill threads after their kills and by reapCgroup */
   reapCounts?(): ReapCounts;
   /** mlock2(MLOCK_ONFAULT) on every file-backed mapping: the agent's code stays in RAM once touched; the bytes of the mappings */

@@ -14,6 +14,6 @@ export { kubeletMemory, memoryCgroupKind, readKubeletMemory, rootUsageBytes, roo
 export { measureReader, type LineMeasure } from './working-set';
 export { parseCounters } from './counters';
 export { setRealtimePriority, setKillThreadPriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';
-export { reapCgroup, reapCounts } from './reap';
+export { reapCgroup, reapCounts, setReapAfterKill } from './reap';
 export { lockCode, lockedFileMappings } from './memory-lock';
 export { flushOrderUses, orderCounts, setOrderUseLog, type OrderCounts } from './order-event';

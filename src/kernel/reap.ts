@@ -7,9 +7,20 @@
  */
 import { addon, nativeAvailable, type ReapCounts, type ReapResult } from './addon';
 
-/** Reaps the pod under `dir` (its cgroup2 directory); null where the addon cannot (not built, or a build without it). */
+let enabled = true;
+
+/**
+ * Whether kills are followed by a reap (`evictd run --reap-killed`, on by default): the kill
+ * threads' reaps and reapCgroup's, for the whole process.
+ */
+export function setReapAfterKill(on: boolean): void {
+  enabled = on;
+  if (nativeAvailable()) addon().setReapAfterKill?.(on);
+}
+
+/** Reaps the pod under `dir` (its cgroup2 directory); null where the addon cannot (not built, or a build without it) or reaping is off. */
 export async function reapCgroup(dir: string): Promise<ReapResult | null> {
-  if (!nativeAvailable()) return null;
+  if (!enabled || !nativeAvailable()) return null;
   const a = addon();
   return a.reapCgroup ? a.reapCgroup(dir) : null;
 }
