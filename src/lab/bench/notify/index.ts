@@ -69,8 +69,8 @@ function usage(): string {
     '  --svg FILE   where to save the histogram (default ./evictd-bench-notify.svg)',
     '',
     'On a busy host the tail is the notified thread queued behind the allocator on its CPU; the',
-    '-rt row measures the same crossings with that thread in SCHED_FIFO (evictd run',
-    '--realtime-priority), the allocator left at normal scheduling.',
+    '-rt row measures the same crossings with that thread in SCHED_FIFO, the allocator left at',
+    'normal scheduling (evictd run --realtime-priority gives that class to its kill threads only).',
   ].join('\n');
 }
 
@@ -115,14 +115,15 @@ export async function run(argv: string[]): Promise<number> {
   const loadAtStart = os.loadavg();
   progress(`the line's mechanism, adaptive-poll and poll-100ms: ${plan.thresholdSamples} crossings`);
   const th = await benchCrossings(layout, plan.thresholdSamples, progress);
-  // The same crossings with the notified thread in a real-time class, as `evictd run
-  // --realtime-priority` runs it: what is left of the tail is the kernel's path, not CPU queueing.
+  // The same crossings with the notified thread in a real-time class: what is left of the tail is
+  // the kernel's path, not CPU queueing. (`evictd run --realtime-priority` gives the class to the
+  // threads that kill at the line, which wake the same way; its JS thread keeps normal scheduling.)
   let rt: Series | { skipped: string };
   try {
     setRealtimePriority(RT_PRIORITY);
     progress(`${th.native.mechanism} with SCHED_FIFO ${RT_PRIORITY}: ${plan.thresholdSamples} crossings`);
     const thRt = await benchCrossings(layout, plan.thresholdSamples, progress);
-    rt = { ...thRt.native, mechanism: `${thRt.native.mechanism}-rt`, how: `as ${thRt.native.mechanism}, with the notified thread in SCHED_FIFO ${RT_PRIORITY} (evictd run --realtime-priority ${RT_PRIORITY}); the allocator stays SCHED_OTHER` };
+    rt = { ...thRt.native, mechanism: `${thRt.native.mechanism}-rt`, how: `as ${thRt.native.mechanism}, with the notified thread in SCHED_FIFO ${RT_PRIORITY} (as evictd run --realtime-priority ${RT_PRIORITY} runs its kill threads); the allocator stays SCHED_OTHER` };
   } catch (e) {
     rt = { skipped: `real-time scheduling unavailable: ${(e as Error).message}` };
   } finally {
