@@ -101,10 +101,13 @@ export class PassRunner {
     const obs = o.node.observe();
     const podsNs = now();
     const runtimePods = await o.listing.forPass(obs, trigger);
+    // Whether the runtime answered (or its listing is fresh enough to stand for it): a failed
+    // listing says nothing about which pods run, so it must not make the agent forget any.
+    const listed = o.listing.runtimeOk;
     const podsDoneNs = now();
     const all = joinPods(runtimePods, obs.pods, o.pods, { trustAnnotations: o.trustSandboxAnnotations === true, ...(o.lastKnown ? { lastKnownPriority: o.lastKnown.priorityOf } : {}) });
     this.logDistrusted(all);
-    o.lastKnown?.learn(all.map((j) => ({ uid: j.runtime.uid, namespace: j.active.spec.namespace, name: j.active.spec.name, priority: j.active.spec.priority, fromSource: j.specSource === 'pod-source' })));
+    if (listed) o.lastKnown?.learn(all.map((j) => ({ uid: j.runtime.uid, namespace: j.active.spec.namespace, name: j.active.spec.name, priority: j.active.spec.priority, fromSource: j.specSource === 'pod-source' })));
     // Pods killed by a used standing order are confirmed, never ranked again (a second eviction).
     // An order used an instant ago (the line's own wake-up may be what started this pass) is
     // told of now, not on a later turn.

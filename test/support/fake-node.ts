@@ -75,6 +75,8 @@ export class FakeNode {
   reclaimFreesBytes = 0;
   /** node memory outside the pods (system, page cache), and the node's capacity */
   otherBytes = 0;
+  /** the runtime does not answer: every listing fails (as containerd down) */
+  runtimeDown = false;
   capacityBytes: number;
   readonly lines: Record<string, unknown>[] = [];
   readonly logger: Logger;
@@ -165,7 +167,7 @@ export class FakeNode {
   };
 
   readonly runtime: RuntimePort = {
-    listPods: () => Promise.resolve([...this.pods.values()].filter((p) => p.ready).map((p) => this.runtimePod(p))),
+    listPods: () => (this.runtimeDown ? Promise.reject(new Error('rpc error: code = Unavailable')) : Promise.resolve([...this.pods.values()].filter((p) => p.ready).map((p) => this.runtimePod(p)))),
     stopPod: (pod: RuntimePod, grace: number): Promise<StopTimings> => {
       const p = this.pods.get(pod.uid)!;
       this.stops.push([p.spec.name, grace]);

@@ -13,13 +13,14 @@ import path from 'node:path';
 import { Agent, type EvictionRecord } from '../../src/agent/agent';
 import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
 import { EVICTION_JOURNAL_FILE } from '../../src/agent/eviction-journal';
+import { LAST_KNOWN_FILE } from '../../src/agent/last-known-priorities';
 import { AgentMetrics } from '../../src/agent/metrics';
-import type { EvictionReporter } from '../../src/agent/ports';
+import type { EvictionReporter, PodSpecSource } from '../../src/agent/ports';
 import { compileConfig, type EvictionConfig } from '../../src/policy/config';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 import { waitFor } from '../support/wait';
 
-function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean; fastKill?: boolean; stateDir?: string; reporter?: EvictionReporter } = {}) {
+function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean; fastKill?: boolean; stateDir?: string; reporter?: EvictionReporter; specs?: PodSpecSource } = {}) {
   const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
   const agent = new Agent({
     policy: compileConfig(config),
@@ -27,7 +28,7 @@ function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean;
     observer: node.observer,
     runtime: node.runtime,
     notifications: null,
-    pods: node.specs,
+    pods: opts.specs ?? node.specs,
     logger: node.logger,
     metrics: new AgentMetrics(),
     dryRun: opts.dryRun ?? false,
@@ -252,4 +253,33 @@ test('pass: the memory brake is released when the pressure clears, and nobody is
   assert.ok(node.logged('memory brake off').some((l) => l.why === 'recovered'));
   assert.deepEqual(a.records, []);
   assert.deepEqual(node.stops, []);
+});
+
+test('pass: a start with the runtime down forgets no last-known priority; a later start with the API down still spares the critical pod', async () => {
+  const node = new FakeNode(1000, pods);
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
+  const file = path.join(stateDir, LAST_KNOWN_FILE);
+  const known = () => Object.values((JSON.parse(fs.readFileSync(file, 'utf8')) as { pods: Record<string, { name: string; priority: number }> }).pods).map((p) => [p.name, p.priority]);
+  // 1. The API and the runtime answer: the critical pod's priority is learned and kept.
+  const first = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir });
+  await first.agent.controller.idle();
+  await first.agent.stop();
+  assert.deepEqual(known().find(([n]) => n === 'critical'), ['critical', 2_000_000_000]);
+  // 2. Both down (API: no spec for anyone; runtime: every listing fails), for several passes.
+  node.runtimeDown = true;
+  const down = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir, specs: { get: () => undefined } });
+  await down.agent.controller.idle();
+  await down.pass();
+  await down.pass();
+  await down.agent.stop();
+  assert.deepEqual(known().find(([n]) => n === 'critical'), ['critical', 2_000_000_000], 'a failed listing forgets nobody');
+  // 3. The runtime is back, the API still down, the node past its line: the kubelet would never
+  // evict the critical pod, and neither does evictd, on what it knew.
+  node.runtimeDown = false;
+  node.otherBytes = 60 * MiB;
+  const later = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir, specs: { get: () => undefined } });
+  await later.agent.controller.idle();
+  await later.agent.stop();
+  assert.ok(node.kills.length > 0, 'the node past its line had an eviction');
+  assert.ok(!node.kills.includes('critical'), `the critical pod is spared (killed: ${node.kills.join(', ')})`);
 });
