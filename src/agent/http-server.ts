@@ -4,9 +4,9 @@
  * long, so a wedged loop or a dead runtime shows up as 503 with the reason, and one missed
  * deadline does not.
  */
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { boundedServer } from '../kube/http-bounds';
 
 export interface Health {
   ok: boolean;
@@ -33,7 +33,7 @@ export function bindsAllInterfaces(host: string): boolean {
 }
 
 export async function startMetricsServer(listen: { host: string; port: number }, registry: Registry, health: () => Health): Promise<MetricsServer> {
-  const server = http.createServer((req, res) => {
+  const server = boundedServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();

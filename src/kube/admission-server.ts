@@ -15,6 +15,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { boundedServer, HTTP_BOUNDS, type HttpBounds } from './http-bounds';
 import { fromV1Pod, type V1Pod } from './pod-spec';
 import type { Logger } from './pod-source';
 import { silentLogger } from './pod-source';
@@ -171,8 +172,8 @@ export interface AdmissionServer {
 }
 
 /** Listens on host:port (default 127.0.0.1, port 0 = any free port). */
-export function startAdmissionServer(opts: AdmissionHandlerOptions & { host?: string; port?: number }): Promise<AdmissionServer> {
-  const server = http.createServer(admissionHandler(opts));
+export function startAdmissionServer(opts: AdmissionHandlerOptions & { host?: string; port?: number; bounds?: HttpBounds }): Promise<AdmissionServer> {
+  const server = boundedServer(admissionHandler(opts), opts.bounds ?? HTTP_BOUNDS);
   const host = opts.host ?? '127.0.0.1';
   return new Promise((resolve, reject) => {
     server.once('error', reject);
