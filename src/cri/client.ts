@@ -119,7 +119,9 @@ export class CriClient {
     if (this.closed) throw new CriError(rpc, grpc.status.CANCELLED, 'client closed');
     const client = service === 'runtime' ? this.runtime : this.image;
     const method = (client as unknown as Record<string, Unary>)[rpc];
-    const end = Date.now() + (deadlineMs ?? this.timeoutMs);
+    // The deadline is kept on the monotonic clock: a wall clock stepped back during an outage
+    // must not stretch the retries (grpc-js takes a Date, so each attempt gets one from what is left).
+    const end = performance.now() + (deadlineMs ?? this.timeoutMs);
     let attempts = 0;
     let wait = RETRY_FIRST_MS;
     let unavailable: string | null = null;
@@ -127,12 +129,12 @@ export class CriClient {
       attempts++;
       try {
         return await new Promise<T>((resolve, reject) => {
-          method.call(client, req, new grpc.Metadata(), { deadline: new Date(end) }, (err, res) => (err ? reject(err) : resolve(res as T)));
+          method.call(client, req, new grpc.Metadata(), { deadline: new Date(Date.now() + Math.max(0, end - performance.now())) }, (err, res) => (err ? reject(err) : resolve(res as T)));
         });
       } catch (e) {
         const err = e as grpc.ServiceError;
         let code = typeof err.code === 'number' ? err.code : grpc.status.UNKNOWN;
-        const left = end - Date.now();
+        const left = end - performance.now();
         // Retrying an endpoint that is not there, the deadline can end the last attempt while it
         // still connects (a slow or loaded machine): the cause the caller must see is the endpoint.
         if (code === grpc.status.DEADLINE_EXCEEDED && unavailable !== null) {
