@@ -184,7 +184,8 @@ export interface EvictionReporter {
     at?: Date;
     podEventName?: string;
     recovered?: boolean;
-  }): Promise<void>;
+    /** 'interrupted': the agent stopped before the report was written (the journal keeps it for the next start) */
+  }): Promise<void | 'done' | 'skipped' | 'failed' | 'interrupted'>;
 }
 
 // ---------------------------------------------------------------------------------------------

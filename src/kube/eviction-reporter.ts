@@ -54,7 +54,11 @@ export interface EvictionReporterOptions {
   log?: Logger;
   /** events' source.component and reportingComponent (default 'evictd') */
   component?: string;
-  /** attempts per write before giving up (default 10: about 4 minutes with the default backoff) */
+  /**
+   * attempts per write before giving up on an error that may pass (no answer, 429, 5xx, 401/403);
+   * default: no limit, for as long as the agent lives (an API outage must not lose a report;
+   * the backoff stays at its ceiling, 30 s by default)
+   */
   maxAttempts?: number;
   initialBackoffMs?: number;
   maxBackoffMs?: number;
@@ -75,7 +79,9 @@ export interface ReporterStats {
   pending: number;
 }
 
-type Outcome = 'done' | 'skipped' | 'failed';
+/** 'interrupted': the agent stopped first; the journal keeps the eviction for the next start. */
+type Outcome = 'done' | 'skipped' | 'failed' | 'interrupted';
+export type ReportEnd = Outcome;
 
 export class EvictionReporter {
   readonly stats: ReporterStats = { reported: 0, statusWrites: 0, eventWrites: 0, retries: 0, failures: 0, skipped: 0, pending: 0 };
@@ -88,9 +94,9 @@ export class EvictionReporter {
    * its next eviction is a new one that must be reported (kept, it would swallow every later
    * eviction of the uid, and the pod would be evicted and restarted in a loop).
    */
-  private readonly seen = new Map<string, Promise<void>>();
+  private readonly seen = new Map<string, Promise<ReportEnd>>();
   private readonly lastNodeEvent = new Map<string, number>();
-  private readonly inflight = new Set<Promise<void>>();
+  private readonly inflight = new Set<Promise<unknown>>();
   private readonly now: () => Date;
   private lastNanos = 0n;
 
@@ -99,8 +105,8 @@ export class EvictionReporter {
     this.now = opts.now ?? (() => new Date());
   }
 
-  /** Queues the writes for one eviction. Resolves when they are done or abandoned; never rejects. */
-  report(e: Eviction): Promise<void> {
+  /** Queues the writes for one eviction. Resolves when they are done, abandoned or interrupted by stop(); never rejects. */
+  report(e: Eviction): Promise<ReportEnd> {
     const known = this.seen.get(e.pod.uid);
     if (known) return known;
     this.stats.reported++;
@@ -109,8 +115,9 @@ export class EvictionReporter {
     const resource = resourceOfSignal(e.signal);
     const nodeEventName = resource && !e.recovered && this.takeNodeEventSlot(resource, at) ? this.eventName(this.opts.nodeName, at) : undefined;
     const uid = e.pod.uid;
-    const task: Promise<void> = this.run(e, at, podEventName, resource, nodeEventName).then((status) => {
-      if (status === 'failed' && this.seen.get(uid) === task) this.seen.delete(uid);
+    const task: Promise<ReportEnd> = this.run(e, at, podEventName, resource, nodeEventName).then((status) => {
+      if ((status === 'failed' || status === 'interrupted') && this.seen.get(uid) === task) this.seen.delete(uid);
+      return status;
     });
     this.track(task);
     this.seen.set(uid, task);
@@ -143,7 +150,7 @@ export class EvictionReporter {
     this.abort.abort();
   }
 
-  private track(task: Promise<void>): void {
+  private track(task: Promise<unknown>): void {
     this.inflight.add(task);
     this.stats.pending = this.inflight.size;
     void task.finally(() => {
@@ -174,7 +181,9 @@ export class EvictionReporter {
     try {
       const status = await this.write(`status of ${pod}`, (retry) => this.patchStatus(e, at, retry || e.recovered === true));
       if (status === 'done') this.log.info({ pod, uid: e.pod.uid, signal: e.signal }, 'kube: pod status set to Failed/Evicted');
-      await this.write(`Evicted event on ${pod}`, () => this.postPodEvent(e, podEventName, at));
+      if (status === 'interrupted') return status;
+      const event = await this.write(`Evicted event on ${pod}`, () => this.postPodEvent(e, podEventName, at));
+      if (event === 'interrupted') return event;
       if (resource && nodeEventName) await this.write(`node event ${nodeEventName}`, () => this.postNodeEvent(nodeEventName, resource, at));
       return status;
     } catch (err) {
@@ -191,7 +200,7 @@ export class EvictionReporter {
    * end it (see the callers); other 4xx are permanent.
    */
   private async write(what: string, attempt: (retry: boolean) => Promise<Outcome>): Promise<Outcome> {
-    const max = this.opts.maxAttempts ?? 10;
+    const max = this.opts.maxAttempts ?? Infinity;
     for (let n = 1; ; n++) {
       try {
         const outcome = await attempt(n > 1);
@@ -200,7 +209,11 @@ export class EvictionReporter {
       } catch (err) {
         const e = err instanceof ApiError ? err : new ApiError(0, 'Error', String(err));
         const retriable = e.transient || e.status === 401 || e.status === 403;
-        if (!retriable || n >= max || this.abort.signal.aborted) {
+        if (retriable && this.abort.signal.aborted) {
+          this.log.warn({ what, attempts: n }, 'kube: write interrupted at shutdown; the next start repeats it');
+          return 'interrupted';
+        }
+        if (!retriable || n >= max) {
           this.stats.failures++;
           this.log.error({ what, status: e.status, reason: e.reason, err: e.message, attempts: n }, 'kube: write abandoned');
           return 'failed';
@@ -210,9 +223,8 @@ export class EvictionReporter {
         this.log.warn({ what, status: e.status, reason: e.reason, err: e.message, attempt: n, retryInMs: wait }, 'kube: write failed; will retry');
         await sleep(wait, this.abort.signal);
         if (this.abort.signal.aborted) {
-          this.stats.failures++;
-          this.log.warn({ what, attempts: n }, 'kube: write abandoned at shutdown');
-          return 'failed';
+          this.log.warn({ what, attempts: n }, 'kube: write interrupted at shutdown; the next start repeats it');
+          return 'interrupted';
         }
       }
     }

@@ -153,6 +153,30 @@ describe('EvictionReporter against the in-repo fake API server (real HTTP)', () 
     assert.ok(log.has('error', /write abandoned/));
   });
 
+  test('an API outage longer than any attempt count: by default the report is retried for as long as the agent lives, and lands', async () => {
+    const patient = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 1, maxBackoffMs: 4, now: () => at });
+    api.addPod(makePod('victim'));
+    api.faults.push({ match: () => true, status: 503, times: 40 });
+    assert.equal(await patient.report(eviction('victim')), 'done');
+    assert.equal(api.statusWrites.length, 1);
+    assert.equal(patient.stats.failures, 0, 'nothing abandoned');
+    assert.ok(patient.stats.retries >= 10, `retried past the old 10-attempt bound (${patient.stats.retries})`);
+    patient.stop();
+    await patient.drain();
+  });
+
+  test('stopped while the API is down: the report ends "interrupted" (its journal entry is kept for the next start), not abandoned', async () => {
+    const patient = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 5, maxBackoffMs: 10, now: () => at });
+    api.addPod(makePod('victim'));
+    api.faults.push({ match: () => true, status: 503, times: 100_000 });
+    const end = patient.report(eviction('victim'));
+    await new Promise((r) => setTimeout(r, 100));
+    patient.stop();
+    assert.equal(await end, 'interrupted');
+    assert.equal(patient.stats.failures, 0);
+    await patient.drain();
+  });
+
   test('403 that is fixed (RBAC applied late) is retried and lands', async () => {
     api.addPod(makePod('victim'));
     api.faults.push({ match: () => true, status: 403, times: 2 });
@@ -253,7 +277,7 @@ describe('EvictionReporter against the in-repo fake API server (real HTTP)', () 
     assert.ok(many.stats.retries > 0);
   });
 
-  test('stop() abandons pending retries at once', async () => {
+  test('stop() interrupts pending retries at once; the rest of the report is left to the next start', async () => {
     api.addPod(makePod('victim'));
     api.faults.push({ match: () => true, status: 503, times: 1000 });
     const slow = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 10_000, maxBackoffMs: 10_000 });
@@ -261,9 +285,9 @@ describe('EvictionReporter against the in-repo fake API server (real HTTP)', () 
     await new Promise((r) => setTimeout(r, 50));
     const t0 = Date.now();
     slow.stop();
-    await done;
+    assert.equal(await done, 'interrupted');
     assert.ok(Date.now() - t0 < 1000, 'no 10 s backoff after stop');
-    assert.equal(api.requests.length, 1 + 2, 'status attempt, then each event tried once before giving up');
+    assert.equal(api.requests.length, 1, 'the status attempt only: the events come with the repeated report');
   });
 
   test('report() never rejects, even with the API server gone', async () => {

@@ -184,8 +184,8 @@ export abstract class EvictionEffect implements Effect<EvictInput, EvictionRecor
 
 /**
  * The report to Kubernetes, with the identity the journal fixed for it; the journal entry ends
- * when the report has (written, or given up after its retries), so a crash before that repeats
- * the same report at the next start.
+ * when the report has (written, or refused for good by the API), so a crash or a stop before
+ * that repeats the same report at the next start.
  */
 export function reportAndEnd(d: Pick<EvictionDeps, 'reporter' | 'journal' | 'logger'>, e: Parameters<EvictionReporter['report']>[0]): void {
   const entry = d.journal?.entry(e.pod.uid);
@@ -195,7 +195,8 @@ export function reportAndEnd(d: Pick<EvictionDeps, 'reporter' | 'journal' | 'log
     return;
   }
   report.then(
-    () => {
+    (end) => {
+      if (end === 'interrupted') return;
       crashPoint('eviction:reported');
       d.journal?.end(e.pod.uid);
     },
