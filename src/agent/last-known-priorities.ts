@@ -9,10 +9,9 @@
  * priorities: nothing a pod writes. Written off the decision path (a timer after the pass that
  * learned something new), atomically (a reader sees the old file or the new one).
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { writeStateFile } from '../node/state-file';
+import { readStateFile, writeStateFile } from '../node/state-file';
 
 export const LAST_KNOWN_FILE = 'pod-priorities.json';
 
@@ -46,7 +45,7 @@ export class LastKnownPriorities {
   load(): void {
     let text: string;
     try {
-      text = fs.readFileSync(this.file, 'utf8');
+      text = readStateFile(this.file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.o.logger.warn({ file: this.file, err }, 'last known pod priorities unreadable; ignored');
       return;

@@ -149,13 +149,19 @@ test('a record entry naming a cgroup outside the pod cgroup root is never writte
   assert.equal(e.lines.filter((l) => l.msg === 'memory brake record names a cgroup outside the pod cgroup root: not touched').length, 2);
 });
 
-test('a link in place of the record is not followed', () => {
+test('a link in place of the record is not followed: refused with an error line, and the start goes on; the next write replaces the link, not what it names', () => {
   const e = setup();
   fs.mkdirSync(e.stateDir, { recursive: true, mode: 0o700 });
   const elsewhere = path.join(e.root, 'elsewhere.json');
-  fs.writeFileSync(elsewhere, JSON.stringify({ version: 1, brakes: [] }));
+  const theirs = JSON.stringify({ version: 1, brakes: [{ path: '/somewhere', previousHigh: 'max' }] });
+  fs.writeFileSync(elsewhere, theirs);
   fs.symlinkSync(elsewhere, path.join(e.stateDir, BRAKE_RECORD_FILE));
-  assert.throws(() => e.make().recover(), /ELOOP/);
+  const brakes = e.make();
+  brakes.recover();
+  assert.equal(e.lines.filter((l) => l.msg === 'memory brake record unreadable: brakes it names (if any) are not released' && /ELOOP|symbolic link/.test(String(l.err))).length, 1);
+  brakes.apply(apply, e.podPath, systemClock.now());
+  assert.equal(fs.readFileSync(elsewhere, 'utf8'), theirs, 'the file the link named is untouched');
+  assert.equal(fs.lstatSync(path.join(e.stateDir, BRAKE_RECORD_FILE)).isSymbolicLink(), false, 'the record is a file of its own again');
 });
 
 test('a crash loop cannot keep a pod braked past the bound: a brake set again right after a restart keeps its first start', () => {

@@ -23,7 +23,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { currentBootId } from '../../node/boot-id';
 import type { CgroupPort } from '../../node/cgroup-port';
-import { writeStateFile } from '../../node/state-file';
+import { readStateFile, writeStateFile } from '../../node/state-file';
 import { brakeValue, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
 import type { PodRef, Signal } from '../../policy/types';
 import { msSince } from '../clock';
@@ -181,7 +181,8 @@ export class MemoryBrakes {
    * emptied; one that cannot be released is re-owned. A pressure still there brakes again on the
    * next pass, from the restored value. A dry run reads the record and leaves it and the cgroups
    * as they are. readRecord and restoreRecord are its two halves, for an agent that reads at
-   * start (a hostile record fails the start) and releases once it can act.
+   * start (a record it cannot read is refused with a log line, never a failed start) and releases
+   * once it can act.
    */
   recover(opts: { dryRun?: boolean } = {}): void {
     this.restoreRecord(this.readRecord(opts), opts);
@@ -191,16 +192,14 @@ export class MemoryBrakes {
   readRecord(opts: { dryRun?: boolean } = {}): BrakeEntry[] | null {
     let text: string;
     try {
-      // O_NOFOLLOW: a link in place of the record is not followed to whatever it names.
-      const fd = fs.openSync(this.recordPath, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-      try {
-        text = fs.readFileSync(fd, 'utf8');
-      } finally {
-        fs.closeSync(fd);
-      }
+      // Never through a link (state-file.ts): a link in the record's place is refused.
+      text = readStateFile(this.recordPath);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
+      // Unreadable (a link, a directory, no permission): refused with the reason, and the agent
+      // starts; failing the start would only loop a restarting agent on the same file.
+      this.o.logger.error({ record: this.recordPath, err: (err as Error).message }, 'memory brake record unreadable: brakes it names (if any) are not released');
+      return null;
     }
     let rec: RecordFile;
     try {
