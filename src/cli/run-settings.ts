@@ -72,6 +72,9 @@ export interface RunSettings {
 }
 
 /** The eviction fields of a kubelet config file (YAML or JSON KubeletConfiguration). */
+/** The KubeletConfiguration versions the kubelet decodes (kubelet.config.k8s.io). */
+const KUBELET_CONFIG_VERSIONS = ['kubelet.config.k8s.io/v1beta1', 'kubelet.config.k8s.io/v1'];
+
 export function configFromFile(configFile: string): EvictionConfig {
   let text: string;
   try {
@@ -87,6 +90,12 @@ export function configFromFile(configFile: string): EvictionConfig {
   }
   // The kubelet refuses an empty config file ("was empty"), and a comment-only one has no kind.
   if (doc === null || doc === undefined) throw badValue('--config', configFile, 'is empty (no KubeletConfiguration in it)');
+  // As the kubelet decodes it: a file of another kind, group or version is not its configuration.
+  if (typeof doc === 'object' && !Array.isArray(doc)) {
+    const d = doc as Record<string, unknown>;
+    if (d.kind !== 'KubeletConfiguration') throw new UsageError(`${configFile}: kind: ${JSON.stringify(d.kind ?? null)}: expected KubeletConfiguration`);
+    if (!KUBELET_CONFIG_VERSIONS.includes(String(d.apiVersion))) throw new UsageError(`${configFile}: apiVersion: ${JSON.stringify(d.apiVersion ?? null)}: expected one of ${KUBELET_CONFIG_VERSIONS.join(', ')}`);
+  }
   try {
     return configFromKubeletConfiguration(doc, `${configFile}: `);
   } catch (err) {
@@ -137,6 +146,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   const podCgroupRoot = normalizeCgroupPath('--pod-cgroup-root', str('pod-cgroup-root') ?? path.posix.join(cgroupRoot, 'kubepods'));
   const rootDir = str('root-dir');
   if (rootDir !== undefined && !fs.existsSync(rootDir)) throw badValue('--root-dir', rootDir, 'does not exist');
+  if (rootDir !== undefined && !fs.statSync(rootDir).isDirectory()) throw badValue('--root-dir', rootDir, 'is not a directory');
   const nodefsPath = rootDir ?? (fs.existsSync('/var/lib/kubelet') ? '/var/lib/kubelet' : '/');
   const endpoint = str('container-runtime-endpoint') ?? 'unix:///run/containerd/containerd.sock';
   if (!/^unix:\/\/\/.+/.test(endpoint) && !endpoint.startsWith('/')) throw badValue('--container-runtime-endpoint', endpoint, 'must be unix:///path/to/socket');
@@ -149,6 +159,8 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
       if (!m) throw badValue('--psi-trigger', psiText, 'expected "some|full <stall us> <window us>" or "none"');
       psi = { kind: m[1] as 'some' | 'full', stallUs: Number(m[2]), windowUs: Number(m[3]) };
       if (psi.stallUs <= 0 || psi.stallUs > psi.windowUs) throw badValue('--psi-trigger', psiText, 'stall must be positive and at most the window');
+      // The kernel's bounds for a PSI trigger's window (kernel/sched/psi.c: 500 ms to 10 s).
+      if (psi.windowUs < 500_000 || psi.windowUs > 10_000_000) throw badValue('--psi-trigger', psiText, 'the window must be from 500000 to 10000000 us (the kernel refuses others)');
     }
   }
   const notifications = str('notifications') ?? 'kernel';

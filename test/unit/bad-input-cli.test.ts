@@ -33,11 +33,11 @@ function refused(r: ReturnType<typeof evictd>, line: RegExp): void {
 }
 
 test('run --config: a self-referencing YAML alias is refused in one line', () => {
-  refused(evictd('run', '--config', file('evictionHard: &a\n  memory.available: *a\n')), /^evictd: .*evictionHard\["memory.available"\]: \{"memory.available":"\[circular\]"\}: must be a string/);
+  refused(evictd('run', '--config', file('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard: &a\n  memory.available: *a\n')), /^evictd: .*evictionHard\["memory.available"\]: \{"memory.available":"\[circular\]"\}: must be a string/);
 });
 
 test('run --config: a YAML alias used twice is fine until a value is wrong', () => {
-  refused(evictd('run', '--config', file('evictionHard: &h {memory.available: "-1Gi"}\nevictionSoft: *h\n')), /evictionHard\["memory.available"\]: "-1Gi": eviction threshold memory.available must be positive/);
+  refused(evictd('run', '--config', file('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard: &h {memory.available: "-1Gi"}\nevictionSoft: *h\n')), /evictionHard\["memory.available"\]: "-1Gi": eviction threshold memory.available must be positive/);
 });
 
 test('run --eviction-hard: a quantity no node can be above is refused (it would evict every pod)', () => {
@@ -46,7 +46,20 @@ test('run --eviction-hard: a quantity no node can be above is refused (it would 
 });
 
 test('run --config: a bare number where a quantity string belongs', () => {
-  refused(evictd('run', '--config', file('evictionHard:\n  memory.available: 100\n')), /evictionHard\["memory.available"\]: 100: must be a string/);
+  refused(evictd('run', '--config', file('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard:\n  memory.available: 100\n')), /evictionHard\["memory.available"\]: 100: must be a string/);
+});
+
+test('run --config: a file that is not a KubeletConfiguration the kubelet decodes (no kind, another kind, another group or version) is refused naming the field', () => {
+  refused(evictd('run', '--config', file('evictionHard:\n  memory.available: "1Gi"\n')), /: kind: null: expected KubeletConfiguration$/);
+  refused(evictd('run', '--config', file('apiVersion: v1\nkind: ConfigMap\n')), /: kind: "ConfigMap": expected KubeletConfiguration$/);
+  refused(evictd('run', '--config', file('apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n')), /: apiVersion: "kubeproxy.config.k8s.io\/v1alpha1": expected one of kubelet.config.k8s.io\/v1beta1, kubelet.config.k8s.io\/v1$/);
+  refused(evictd('run', '--config', file('kind: KubeletConfiguration\n')), /: apiVersion: null: expected one of/);
+});
+
+test('run --root-dir that is a file, and a --psi-trigger window the kernel would refuse', () => {
+  refused(evictd('run', '--root-dir', file('x')), /^evictd: --root-dir: ".*": is not a directory$/);
+  refused(evictd('run', '--psi-trigger', 'some 100000 200000'), /^evictd: --psi-trigger: "some 100000 200000": the window must be from 500000 to 10000000 us/);
+  refused(evictd('run', '--psi-trigger', 'full 100000 20000000'), /the window must be from 500000 to 10000000 us/);
 });
 
 test('run --config: an empty or comment-only file', () => {

@@ -30,14 +30,14 @@ test('a repeated map flag adds to the first, as the kubelet map flags do; a repe
 });
 
 test('the config file is defaulted before the flags go over it', () => {
-  const zero = config('zero.yaml', 'kind: KubeletConfiguration\nevictionPressureTransitionPeriod: 0s\nevictionMaxPodGracePeriod: 0\n');
+  const zero = config('zero.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionPressureTransitionPeriod: 0s\nevictionMaxPodGracePeriod: 0\n');
   assert.equal(settings('--config', zero).policy.pressureTransitionPeriodNs, 5 * 60e9);
   assert.equal(settings('--config', zero, '--eviction-pressure-transition-period=0s').policy.pressureTransitionPeriodNs, 0);
   assert.equal(settings('--config', zero, '--eviction-max-pod-grace-period=7').policy.maxPodGracePeriodSeconds, 7);
 });
 
 test('a configured containerfs threshold is dropped with a warning naming the file field', () => {
-  const f = config('cfs.yaml', 'evictionHard:\n  containerfs.available: "10%"\n  memory.available: "1Gi"\n');
+  const f = config('cfs.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard:\n  containerfs.available: "10%"\n  memory.available: "1Gi"\n');
   const s = settings('--config', f);
   assert.ok(s.policy.thresholds.every((t) => !t.signal.startsWith('containerfs.')));
   assert.equal(s.policy.warnings.length, 1);
