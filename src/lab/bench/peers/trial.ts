@@ -2,6 +2,9 @@
  * One ramp of `bench protect --peers`: a BestEffort hog ramps at the given rate toward more
  * memory than the machine has; something stops it (the contender, or the kernel OOM killer).
  * Everything is measured from outside the contender, the same way for every row:
+ * - what the node's other pods feel (the headline): the probe in the Guaranteed pod (probe.ts)
+ *   says when memory came back above the common line after the kill's send, and how long it
+ *   stalled; from the common line's crossing to memory back is the headline.
  *
  * - the crossings: the hog runs with HOG_METER, so after every MiB it reads /proc/meminfo itself
  *   and logs the three fields every contender's signal is made of, and near the lines
@@ -26,6 +29,7 @@ import { IMAGES } from '../../harness';
 import type { Contender } from './contender';
 import { applyOomScoreAdj, lostPods, vmstatOomKills, type ProtectedPods } from './pods';
 import { meminfo } from './meminfo';
+import { compactProbe, felt, probeEvents } from './probe';
 import { crossingOf, exitNs, firstKill, oomVictim, reachedRate, reactionMs, readingAt, senderOf, signalMiB, type Line, type Step } from './reaction';
 import type { SignalTrace, TraceEvent } from './signal-trace';
 
@@ -75,6 +79,26 @@ export interface Trial {
    * memory; what locking its pages (evictd --lock-memory, earlyoom's and nohang's mlockall) avoids
    */
   contenderMajorFaults?: number | null;
+  /**
+   * The headline, from the probe in the Guaranteed pod (probe.ts): the common line's crossing ->
+   * memory back (the probe's first reading at or above the line after the kill's send), ms, and
+   * -> the hog's exit; -Infinity / +Infinity / null as the reactions. Absent in runs before the probe.
+   */
+  commonToBackMs?: number | null;
+  commonToExitMs?: number | null;
+  /** the probe's longest gap overlapping [ramp start, memory back + 1 s], ms */
+  worstStallMs?: number | null;
+  /** MemAvailable's minimum during the trial (the hog's readings and the probe's), MiB */
+  minAvailableMiB?: number | null;
+  /** the hog's readings: [ns, MiB held, MemAvailable, MemFree, Inactive(file), kubelet's memory.available] (kB; -1 when not read) */
+  readings?: number[][];
+  /** the probe's events in the trial's window: [ns, kind, ...] (probe.ts compactProbe) */
+  probe?: (number | string)[][];
+}
+
+/** The hog's readings, compact for the trial's JSON line. */
+export function compactReadings(steps: readonly Step[]): number[][] {
+  return steps.map((s) => (s.reading ? [Number(s.ns), s.mib, s.reading.availableKb, s.reading.freeKb, s.reading.inactiveFileKb, s.reading.kubeletKb ?? -1] : [Number(s.ns), s.mib]));
 }
 
 /** /proc/pressure/memory's `some avg10`, or null without PSI. */
@@ -152,7 +176,7 @@ export interface TrialRaw {
 }
 
 /** One ramp against the running contender. */
-export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number, lines: TrialLines, trace: SignalTrace, o: TrialOptions = {}): Promise<Trial & { raw: TrialRaw }> {
+export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number | string, lines: TrialLines, trace: SignalTrace, o: TrialOptions = {}): Promise<Trial & { raw: TrialRaw }> {
   const oom0 = vmstatOomKills();
   const m0 = meminfo();
   const targetMiB = Math.ceil(m0.available / MiB) + 128;
@@ -240,6 +264,28 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const at = k ? readingAt(steps, k.ns) : null;
   const exit = hogPid === null ? null : exitNs(events, hogPid);
   const endMib = common?.mib ?? steps[steps.length - 1]?.mib ?? 0;
+  const rampStartNs = schedule?.startNs ?? steps[0]?.ns ?? null;
+  const feltNow = () => {
+    const events = probeEvents(lab.podLog(pods.guaranteed, 'app'));
+    const f = felt({
+      events,
+      readings: steps.flatMap((st) => (st.reading ? [{ ns: st.ns, availableKb: st.reading.availableKb }] : [])),
+      rampStartNs,
+      commonNs: common?.touchNs ?? null,
+      killNs: k?.ns ?? null,
+      exitNs: exit,
+      stoppedByContender: stoppedBy,
+    });
+    return { events, f, windowEnd: (f.memoryBackNs ?? exit ?? k?.ns ?? steps[steps.length - 1]?.ns ?? 0n) + 1_000_000_000n };
+  };
+  let probed = feltNow();
+  // The stall window ends 1 s after memory back: let the probe log past it (its heartbeat comes every second) before reading again.
+  const wait = probed.windowEnd + 1_100_000_000n - process.hrtime.bigint();
+  if (wait > 0n) {
+    await sleep(Number(wait / 1_000_000n));
+    probed = feltNow();
+  }
+  const { events: probe, f, windowEnd } = probed;
   return {
     contender: contender.name,
     rateMiBs: rate,
@@ -260,6 +306,12 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     psiSomeAvg10Max: psiMax,
     contenderRssMiB,
     contenderMajorFaults: faults0 !== null && faults1 !== null ? faults1 - faults0 : null,
+    commonToBackMs: f.commonToBackMs,
+    commonToExitMs: f.commonToExitMs,
+    worstStallMs: f.worstStallMs,
+    minAvailableMiB: f.minAvailableMiB,
+    readings: compactReadings(steps),
+    probe: rampStartNs === null ? [] : compactProbe(probe, rampStartNs, windowEnd),
     raw: { steps, events },
   };
 }
