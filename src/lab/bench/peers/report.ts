@@ -196,7 +196,9 @@ export function ratios(cells: Cell[], rates: number[], reps = BOOTSTRAP_REPS, se
     const loses = b.ratio === null ? null : b.ratio < 1 || b.lo === null || b.lo <= 1;
     const verdict =
       b.ratio === null
-        ? 'no ratio (a headline median is not a time)'
+        ? !e.headlineMs?.length || !p.headlineMs?.length
+          ? 'no ratio (no headline measured: a run before the probe, or no trial of one side)'
+          : 'no ratio (a headline median is not a time)'
         : b.ratio < 1
           ? `evictd LOSES here: memory back ${times(1 / b.ratio)}x later than ${p.contender}`
           : b.lo === null
@@ -325,7 +327,7 @@ export function svg(cells: Cell[], contenders: string[], rates: number[], title:
   const text = (x: number, y: number, s: string, extra = '', size = 12) =>
     parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" font-family="sans-serif" font-size="${size}" ${extra}>${s}</text>`);
   text(20, 22, escapeXml(title), 'font-weight="bold"', 12);
-  const xOf = (x0: number, i: number) => x0 + (rates.length === 1 ? panelW / 2 : 40 + (i * (panelW - 80)) / (rates.length - 1));
+  const xOf = (x0: number, i: number) => x0 + (rates.length === 1 ? panelW / 2 : 80 + (i * (panelW - 160)) / (rates.length - 1));
   const step = Math.min(14, (panelW / Math.max(1, rates.length) - 20) / Math.max(1, contenders.length));
   const offset = (k: number) => (k - (contenders.length - 1) / 2) * step;
   // Log scale from 0.1 ms to 100 s; at or below 0.1 ms (or before the line) on the floor.
@@ -346,8 +348,8 @@ export function svg(cells: Cell[], contenders: string[], rates: number[], title:
     rates.forEach((rate, i) => {
       const reached = cells.filter((c) => c.rateMiBs === rate && !c.notRun && c.reachedRateMiBs !== null).map((c) => c.reachedRateMiBs!);
       const r = reached.length ? Math.round(reached.sort((a, b) => a - b)[reached.length >> 1]!) : null;
-      text(xOf(x0, i), top + plotH + 16, `${r ?? '-'} MiB/s reached (${rate} asked)`, 'text-anchor="middle"', 11);
-      text(xOf(x0, i), top + plotH + 30, `≈${Math.round((r ?? rate) * scale)} MiB/s real node`, 'text-anchor="middle" fill="#777"', 10);
+      text(xOf(x0, i), top + plotH + 16, `${r ?? '-'} MiB/s reached`, 'text-anchor="middle"', 11);
+      text(xOf(x0, i), top + plotH + 30, `(${rate} asked; ≈${Math.round((r ?? rate) * scale)} real node)`, 'text-anchor="middle" fill="#777"', 10);
     });
     contenders.forEach((name, k) => {
       const color = COLORS[name] ?? '#000';
