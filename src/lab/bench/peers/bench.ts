@@ -35,6 +35,7 @@ import { ContenderUnavailable, setOomScoreAdj } from './contender';
 import { ContenderGroups, ownCgroupDir, schedulingOf } from './freezer';
 import { designRows, trialOrders } from './williams';
 import { BOOTSTRAP_REPS, BOOTSTRAP_SEED } from './bootstrap';
+import { stderrLine, stdoutLine } from './out';
 import { earlyoom } from './earlyoom';
 import { evictd, evictdPageable, evictdPoll, shipped, startAgent } from './evictd';
 import { kernel } from './kernel';
@@ -263,7 +264,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const missing = machineMissing(o.force);
   if (missing) throw new UsageError(`bench protect --peers: ${missing}`);
-  const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
+  const log = (s: string): void => (o.json ? stderrLine : stdoutLine)(s);
   const t0 = Date.now();
   // The bench (the kubelet's place on a node) and the runtime must outlive every trial.
   setOomScoreAdj(process.pid, -999);
@@ -333,7 +334,7 @@ export async function run(argv: string[]): Promise<number> {
       ownLines: Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))])),
     };
     o.rates.forEach((rate, ri) => (orders[String(rate)] = trialOrders(runnable.map((c) => c.name), o.trials, o.seed + ri)));
-    if (o.json) process.stdout.write(toJson({ run: header }) + '\n');
+    if (o.json) stdoutLine(toJson({ run: header }));
     const startFailures = new Map<string, string[]>();
     const sched = new Map<string, string>();
 
@@ -391,8 +392,8 @@ export async function run(argv: string[]): Promise<number> {
       try {
         const { raw: _raw, ...t } = await runTrial(lab, c, pods, rate, index, { own: c.ownLine(ctx), common }, trace, { contenderPid: running.pid });
         if (counted) trials.push(t);
-        // Each trial as it ends: a run cut short still renders (--from). Warm-ups are recorded, apart and without their readings.
-        if (o.json) process.stdout.write(toJson(counted ? { trial: t } : { warmUp: { ...t, readings: undefined, probe: undefined } }) + '\n');
+        // Each trial as it ends: a run cut short still renders (--from). Warm-ups are recorded apart, with the probe's events but not the hog's readings.
+        if (o.json) stdoutLine(toJson(counted ? { trial: t } : { warmUp: { ...t, readings: undefined } }));
         log(
           `    ${label}: ${t.outcome} via ${t.via}, first kill ${t.kill ? `${t.kill.by === t.kill.sender.replace(/-\d+$/, '') ? t.kill.sender : `${t.kill.by} [${t.kill.sender}]`} sig ${t.kill.sig}` : '-'}; common line -> memory back ${formatMs(t.commonToBackMs ?? null)} ms, -> exit ${formatMs(t.commonToExitMs ?? null)} ms; worst stall ${formatMs(t.worstStallMs ?? null)} ms; MemAvailable min ${t.minAvailableMiB ?? '-'} MiB; reaction own ${formatMs(t.ownReactionMs)}${t.ownInferred ? ' (inferred)' : ''} ms; reached ${round(t.reachedRateMiBs, 0) ?? '-'} MiB/s${t.protectedLost.length ? `, LOST ${t.protectedLost.join(' ')} (recreated)` : ''}`,
         );
@@ -434,12 +435,12 @@ export async function run(argv: string[]): Promise<number> {
         return cell;
       }),
     );
-    if (o.json) for (const cell of cells) process.stdout.write(toJson({ cell, config: configs[cell.contender] }) + '\n');
+    if (o.json) for (const cell of cells) stdoutLine(toJson({ cell, config: configs[cell.contender] }));
     const { ownLines: _o, ...rest } = header;
     const summary: Summary = { bench: 'protect-peers', ...rest, contenders: o.contenders.map((c) => c.name), cells, ran, errors, seconds: round((Date.now() - t0) / 1000, 0) ?? 0 };
     const r = printReport(summary, log, o.svg);
     if (o.json)
-      process.stdout.write(
+      stdoutLine(
         toJson({
           ...summary,
           ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, reachedRateMiBs: x.evictd?.reachedRateMiBs ?? null, peer: x.peer?.contender ?? null, ratio: x.headline?.ratio ?? null, lo: x.headline?.lo ?? null, hi: x.headline?.hi ?? null, loses: x.loses, text: x.text })),
@@ -447,7 +448,7 @@ export async function run(argv: string[]): Promise<number> {
           favours: whatFavoursWhom(cells, o.scheduling),
           svg: o.svg,
           logs: o.logs,
-        }) + '\n',
+        }),
       );
   } finally {
     for (const name of [...live.keys()]) {
