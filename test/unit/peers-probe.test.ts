@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { compactProbe, felt, memoryBackNs, probeEvents, probeMinAvailableKb, worstStallMs } from '../../src/lab/bench/peers/probe';
+import { readProbeLog } from '../../src/lab/bench/peers/trial';
 
 const ms = 1_000_000n;
 // A hand-made probe log (ms from 0, as ns), with the ramp's lines of the same container mixed in:
@@ -72,4 +76,17 @@ test('felt: the headline from the common line to memory back, the exit, the stal
     [Number(1605n * ms), 'gap', Number(1560n * ms)],
     [Number(1620n * ms), 'above', 40000],
   ]);
+});
+
+test('readProbeLog: the container log read on from where the last read stopped, a partial last line kept for the next', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-probe-log-'));
+  const pod = { logDirectory: dir } as unknown as Parameters<typeof readProbeLog>[0];
+  const cri = (m: string) => `2026-11-27T20:00:00.000000000Z stdout F ${m}\n`;
+  fs.writeFileSync(path.join(dir, 'app.log'), cri('5 255') + cri(`${100n * ms} probe 32768 255`) + cri(`${1007n * ms} gap ${1000n * ms}`) + '2026-11-27T20:00:01Z stdout F 15000');
+  assert.deepEqual(readProbeLog(pod).map((e) => e.kind), ['probe', 'gap']);
+  fs.appendFileSync(path.join(dir, 'app.log'), `00000 below 32000\n` + cri(`${1620n * ms} above 40000`));
+  const e = readProbeLog(pod);
+  assert.deepEqual(e.map((x) => x.kind), ['probe', 'gap', 'below', 'above'], 'the line split across two reads is whole');
+  assert.deepEqual(e[2], { kind: 'below', ns: 1500000000n, availableKb: 32000 });
+  fs.rmSync(dir, { recursive: true, force: true });
 });
