@@ -326,7 +326,14 @@ export function svg(cells: Cell[], contenders: string[], rates: number[], title:
   const parts: string[] = [];
   const text = (x: number, y: number, s: string, extra = '', size = 12) =>
     parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" font-family="sans-serif" font-size="${size}" ${extra}>${s}</text>`);
-  text(20, 22, escapeXml(title), 'font-weight="bold"', 12);
+  // The title names the machine and the run: wrapped at spaces to stay inside the picture.
+  const titleLines: string[] = [''];
+  for (const word of title.split(' ')) {
+    const last = titleLines.length - 1;
+    if (titleLines[last]!.length + word.length + 1 > 150) titleLines.push(word);
+    else titleLines[last] = titleLines[last] ? `${titleLines[last]} ${word}` : word;
+  }
+  titleLines.slice(0, 2).forEach((l, i) => text(20, 16 + i * 14, escapeXml(l), i === 0 ? 'font-weight="bold"' : '', 10));
   const xOf = (x0: number, i: number) => x0 + (rates.length === 1 ? panelW / 2 : 80 + (i * (panelW - 160)) / (rates.length - 1));
   const step = Math.min(14, (panelW / Math.max(1, rates.length) - 20) / Math.max(1, contenders.length));
   const offset = (k: number) => (k - (contenders.length - 1) / 2) * step;
