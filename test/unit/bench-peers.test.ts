@@ -85,6 +85,12 @@ test('report: medians with a 95% interval from 10 trials, the ratio from each ow
   const [s] = ratios([slow, early!], [100]);
   assert.match(s!.text, /evictd LOSES here: memory back 1\.93x later than earlyoom/);
   assert.equal(s!.loses, true);
+  const beforeLine = cellOf('evictd', 100, many(10, (i) => ({ ...trial('evictd', 'stopped', 1, 1, 'CRI'), commonToBackMs: i < 7 ? -Infinity : 50 })), 3.125);
+  const [b] = ratios([beforeLine, cells[1]!], [100]);
+  assert.equal(b!.headline!.ratio, Infinity, '"<0" ranks as the soonest');
+  assert.match(b!.text, /evictd ahead on rank only \(its median <0 against 59\): no finite ratio/);
+  assert.match(b!.text, /killed before the hog's readings reached the common line \("<0", ranked soonest\): evictd 7\/10: its own line was crossed first/);
+  assert.doesNotMatch(r!.text, /killed before/, 'said only when it happened');
   const close = cellOf('evictd', 100, many(10, (i) => trial('evictd', 'stopped', 10 * (i + 1) - 5, 10 * (i + 1) - 5, 'CRI')), 3.125);
   assert.match(ratios([close, early!], [100])[0]!.text, /the interval reaches 1: NOT shown ahead/);
   assert.equal(early!.senders, 'earlyoom (TERM)');

@@ -205,10 +205,17 @@ export function ratios(cells: Cell[], rates: number[], reps = BOOTSTRAP_REPS, se
             ? `evictd ${times(b.ratio)}x sooner, but too few trials for an interval: NOT shown ahead`
             : b.lo <= 1
               ? `evictd ${times(b.ratio)}x sooner, but the interval reaches 1: NOT shown ahead`
-              : `evictd gives memory back ${times(b.ratio)}x sooner (the whole interval above 1)`;
+              : b.ratio === Infinity
+                ? `evictd ahead on rank only (its median ${formatMs(e.headline?.median ?? null)} against ${formatMs(p.headline?.median ?? null)}): no finite ratio`
+                : `evictd gives memory back ${times(b.ratio)}x sooner (the whole interval above 1)`;
+    // A kill before the common line ("<0") ranks as the soonest: say how often, since it comes
+    // from where the own line was crossed (the mechanism table), not from a faster stop.
+    const before = (c: Cell) => (c.headlineMs ?? []).filter((x) => x === -Infinity).length;
+    const early = [e, p].filter((c) => before(c) > 0).map((c) => `${c.contender} ${before(c)}/${c.headlineMs!.length}`);
     const text =
       `${rateLabel(e, rate)}: common line -> memory back, evictd ${formatSummary(e.headline)} ms (${e.stopped}/${e.trials} stopped) vs best peer ${p.contender} ${formatSummary(p.headline)} ms (${p.stopped}/${p.trials} stopped); ` +
-      `ratio ${p.contender}/evictd ${times(b.ratio)} [${times(b.lo)}, ${times(b.hi)}] (bootstrap 95%, ${b.reps} reps, seed ${b.seed}): ${verdict}`;
+      `ratio ${p.contender}/evictd ${times(b.ratio)} [${times(b.lo)}, ${times(b.hi)}] (bootstrap 95%, ${b.reps} reps, seed ${b.seed}): ${verdict}` +
+      (early.length ? `; killed before the hog's readings reached the common line ("<0", ranked soonest): ${early.join(', ')}: its own line was crossed first (mechanism table), which is where its line sits, not a faster stop` : '');
     return { rateMiBs: rate, evictd: e, peer: p, headline: b, loses, text };
   });
 }
