@@ -35,6 +35,19 @@
  * With $HOG_CHURN set, once it holds <target MiB> it goes on at the same rate allocating,
  * touching and unmapping one more MiB, printing "<ns> lat <ns it took>" each time: a pod that
  * keeps allocating, whose allocation latency shows whether another pod's trouble slows it.
+ *
+ * With $HOG_PROBE=<line KiB> set, once it holds <target MiB> it is a protected pod's workload
+ * that says what another pod's runaway costs it (`bench protect --peers`): every 1 ms it
+ * touches one page of what it holds (cycling through all of it), sums that page (a fixed small
+ * unit of work) and preads /proc/meminfo, and it tracks the gap between the starts of
+ * consecutive iterations. A stall of the node (reclaim, its own code paged out, a CPU taken)
+ * shows as a long gap. To keep its log bounded it prints only events, each stamped with
+ * CLOCK_MONOTONIC ns:
+ *   "<ns> probe <line KiB> <MiB held>"     once, when the loop starts
+ *   "<end ns> gap <start ns>"              an iteration started more than 2 ms after the last
+ *   "<ns> below <MemAvailable kB>"         the first reading below the line (after one at or above it)
+ *   "<ns> above <MemAvailable kB>"         the first reading at or above the line (after one below)
+ *   "<ns> beat <max gap ns> <min MemAvailable kB>"   every second, over that second
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -161,6 +174,78 @@ static int meter_line(char *line, size_t size, long long held_kib, long long tou
                   meminfo_field(text, "Inactive(file):"), kubelet_available_kb(text));
 }
 
+#define PROBE_PERIOD_NS 1000000LL
+#define PROBE_GAP_NS 2000000LL
+
+/* HOG_PROBE: the loop above, over the `n` MiB at `chunks`; never returns. */
+static void probe(char **chunks, long n, long long line_kb) {
+  int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    perror("hog: HOG_PROBE: /proc/meminfo");
+    exit(1);
+  }
+  char line[128];
+  char text[4096];
+  int len = snprintf(line, sizeof line, "%lld probe %lld %ld\n", now_ns(), line_kb, n);
+  emit(line, (size_t)len);
+  long pages_per_mib = MIB / 4096, page = 0, total = n * pages_per_mib;
+  long long prev = 0, beat_start = now_ns(), beat_gap = 0, beat_min = -1;
+  int below = 0;
+  volatile unsigned long long sink = 0;
+  for (;;) {
+    long long t = now_ns();
+    if (prev) {
+      long long gap = t - prev;
+      if (gap > beat_gap) beat_gap = gap;
+      if (gap > PROBE_GAP_NS) {
+        len = snprintf(line, sizeof line, "%lld gap %lld\n", t, prev);
+        emit(line, (size_t)len);
+      }
+    }
+    prev = t;
+    /* One page touched (written, then summed): the pod's own memory in use, as a service's is. */
+    unsigned long long *w = (unsigned long long *)(chunks[page / pages_per_mib] + (page % pages_per_mib) * 4096);
+    w[0] += 1;
+    unsigned long long sum = 0;
+    for (int i = 0; i < 512; i++) sum += w[i] * (unsigned long long)(i + 1);
+    sink += sum;
+    page = (page + 1) % total;
+    ssize_t r = pread(fd, text, sizeof text - 1, 0);
+    if (r > 0) {
+      text[r] = '\0';
+      long long avail = meminfo_field(text, "MemAvailable:");
+      long long ns = now_ns();
+      if (avail >= 0) {
+        if (beat_min < 0 || avail < beat_min) beat_min = avail;
+        if (!below && avail < line_kb) {
+          below = 1;
+          len = snprintf(line, sizeof line, "%lld below %lld\n", ns, avail);
+          emit(line, (size_t)len);
+        } else if (below && avail >= line_kb) {
+          below = 0;
+          len = snprintf(line, sizeof line, "%lld above %lld\n", ns, avail);
+          emit(line, (size_t)len);
+        }
+      }
+    }
+    long long end = now_ns();
+    if (end - beat_start >= 1000000000LL) {
+      len = snprintf(line, sizeof line, "%lld beat %lld %lld\n", end, beat_gap, beat_min);
+      emit(line, (size_t)len);
+      beat_start = end;
+      beat_gap = 0;
+      beat_min = -1;
+    }
+    /* The next iteration 1 ms after this one began; at once if this one ran late (no catching up). */
+    long long due = t + PROBE_PERIOD_NS;
+    if (due > end) {
+      struct timespec ts = {.tv_sec = due / 1000000000LL, .tv_nsec = due % 1000000000LL};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+      }
+    }
+  }
+}
+
 static long parse_arg(const char *name, const char *text) {
   char *end;
   errno = 0;
@@ -216,6 +301,12 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* HOG_PROBE=<line KiB>: the probe loop once the target is held (its pages kept in `chunks`). */
+  long long probe_line_kb = -1;
+  const char *probe_env = getenv("HOG_PROBE");
+  if (probe_env && *probe_env) probe_line_kb = parse_arg("HOG_PROBE", probe_env);
+  char **chunks = probe_line_kb >= 0 ? calloc((size_t)(target > 0 ? target : 1), sizeof *chunks) : NULL;
+
   struct sigaction term = {.sa_handler = on_term};
   sigaction(SIGTERM, &term, NULL);
   sigaction(SIGINT, &term, NULL);
@@ -234,6 +325,7 @@ int main(int argc, char **argv) {
       perror("hog: mmap");
       return 1;
     }
+    if (chunks) chunks[held - 1] = p;
     /* Touch every page so the memory is charged to the cgroup now, not on first use; near the
        lines (HOG_METER_FINE) read after every chunk of it. */
     char line[160];
@@ -275,6 +367,7 @@ int main(int argc, char **argv) {
       }
     }
   }
+  if (chunks && target > 0) probe(chunks, target, probe_line_kb);
   if (hold < 0) {
     for (;;) pause();
   }

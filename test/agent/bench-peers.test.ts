@@ -11,19 +11,21 @@ const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 
 /**
  * The short version of `evictd bench protect --peers` (--quick: one rate, one trial, one
- * calibration ramp, two contenders), so the bench cannot rot: evictd as shipped (the tripwire in
+ * calibration ramp per set (no agent, with evictd --dry-run), no warm-up ramp, two contenders,
+ * each started once and frozen while the other's trial runs), so the bench cannot rot: evictd as shipped (the tripwire in
  * the VM) and earlyoom, each kill timed from the kernel's trace and each crossing by the hog.
  * evictd-poll is left to the full bench: each contender adds a minute under TCG, and its mode
  * (--notifications poll) has a unit test of its own. It fills the whole machine, so it runs only where the machine is a small
  * pure cgroup v2 node: the lab VM (npm run test:v2). On the hybrid host it is skipped by
  * configuration, as the lab's other pure-v2 tests are.
  */
-test('bench protect --peers --quick: evictd and earlyoom: every row measured (kill from the kernel trace, reaction from its own line) or "not run" with a reason, no protected pod lost, the SVG written', async (t) => {
+test('bench protect --peers --quick: evictd and earlyoom: every row measured (memory back by the probe, kill from the kernel trace, reaction from its own line) or "not run" with a reason, no protected pod lost, the SVG written', async (t) => {
   if (skipped(t, missingE2e()) || needsPureV2(t)) return;
   // The lab VM is small (a few GiB): a machine this big is not the lab, and filling it is wrong.
   assert.ok(os.totalmem() <= 8 * 1024 ** 3, `the whole machine is the node: ${Math.round(os.totalmem() / 2 ** 20)} MiB is not the lab's small VM`);
   const svg = path.join(os.tmpdir(), `evictd-bench-peers-${process.pid}.svg`);
-  const child = spawn(process.execPath, [bin, 'bench', 'protect', '--peers=evictd,earlyoom', '--rates', '200', '--quick', '--json', '--svg', svg], {
+  const logs = path.join(os.tmpdir(), `evictd-bench-peers-logs-${process.pid}`);
+  const child = spawn(process.execPath, [bin, 'bench', 'protect', '--peers=evictd,earlyoom', '--rates', '200', '--quick', '--json', '--svg', svg, '--logs', logs, '--seed', '11'], {
     env: { ...process.env, EVICTD_HARNESS_DIR: AGENT_HARNESS_DIR },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -34,9 +36,17 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (ki
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   assert.equal(code, 0, err.split('\n').slice(-20).join('\n'));
   const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-  type Cell = { contender: string; trials: number; stopped: number; oomKills: number; protectedLost: number; via: string; notRun?: string; reachedRateMiBs: number | null; realRateMiBs: number | null; senders: string; ownLine: string; own: { median: number | string } | null };
-  const summary = lines[lines.length - 1] as { bench: string; evictdLineMiB: number; cells: Cell[]; configs: Record<string, string>; ran: Record<string, string>; ratios: { text: string }[] };
+  type Cell = { contender: string; trials: number; stopped: number; oomKills: number; protectedLost: number; via: string; notRun?: string; reachedRateMiBs: number | null; realRateMiBs: number | null; senders: string; ownLine: string; own: { median: number | string } | null; headline: { median: number | string } | null; worstStall: { median: number } | null; minAvailable: { lowest: number } | null };
+  type CalSet = { kubeletMiB: number[]; freeMiB: number[] };
+  const summary = lines[lines.length - 1] as { bench: string; evictdLineMiB: number; scheduling: string; seed: number; warmUp: boolean; calibrationSets: { noAgent?: CalSet; withEvictd?: CalSet }; cells: Cell[]; configs: Record<string, string>; ran: Record<string, string>; ratios: { text: string }[] };
   assert.equal(summary.bench, 'protect-peers');
+  assert.equal(summary.scheduling, 'tight', 'the default variant, recorded');
+  assert.equal(summary.seed, 11);
+  assert.equal(summary.warmUp, false, '--quick skips the warm-up, and says so');
+  assert.ok(summary.calibrationSets.noAgent && summary.calibrationSets.withEvictd, 'both calibration sets recorded');
+  assert.match(err, /headline: what the node's other pods felt/);
+  assert.match(err, /evictd against the best peer .*\n {2}.*common line -> memory back, evictd/);
+  assert.ok(fs.readdirSync(logs).some((f) => /^evictd-200MiBs\.log$/.test(f)), "evictd's log kept beside the run");
   // A header and each trial as it ended, before the cells: what renders a run cut short.
   assert.ok('run' in lines[0]!, 'the run header comes first');
   assert.equal(lines.filter((l) => 'trial' in l).length, summary.cells.filter((c) => !c.notRun).length);
@@ -53,6 +63,11 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (ki
     // Whoever stopped the hog, the kernel's trace named the sender of the first kill.
     assert.notEqual(c.senders, '-', `${c.contender}: the first kill, from signal_generate`);
     assert.ok(c.own !== null, `${c.contender}: a reaction from its own line (${c.ownLine})`);
+    // The headline, from the probe in the Guaranteed pod: a time (or "before the line") and a stall.
+    assert.ok(c.headline !== null, `${c.contender}: common line -> memory back measured by the probe`);
+    assert.ok(c.worstStall !== null && c.worstStall.median > 0, `${c.contender}: the protected pod's worst stall`);
+    assert.ok(c.minAvailable !== null, `${c.contender}: MemAvailable's minimum`);
+    assert.match(summary.ran[c.contender] ?? '', /scheduling as read: SCHED_/, `${c.contender}: its threads' scheduling, as the kernel had it`);
   }
   const evictd = summary.cells.find((c) => c.contender === 'evictd')!;
   assert.equal(evictd.notRun, undefined, 'evictd always runs');
@@ -72,4 +87,5 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (ki
   if (earlyoom.stopped) assert.match(earlyoom.senders, /^earlyoom \(TERM\)/, "earlyoom's SIGTERM, sent by earlyoom");
   assert.match(fs.readFileSync(svg, 'utf8'), /^<svg [^]*earlyoom[^]*<\/svg>\n$/);
   fs.rmSync(svg, { force: true });
+  fs.rmSync(logs, { recursive: true, force: true });
 });

@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { kubeletOomScoreAdj } from '../../src/lab/bench/peers/pods';
-import { cellOf, formatMs, notRunCell, ratios, renderConditions, renderTable, svg, toJson } from '../../src/lab/bench/peers/report';
-import { parse, printReport, readSummary, trialOrder, type Summary } from '../../src/lab/bench/peers/bench';
+import { cellOf, formatMs, formatSummary, notRunCell, ratios, renderConditions, renderHeadline, renderTable, svg, toJson } from '../../src/lab/bench/peers/report';
+import { parse, printReport, readSummary, type Summary } from '../../src/lab/bench/peers/bench';
 import { nohangConfig } from '../../src/lab/bench/peers/nohang';
 import { whatFavoursWhom } from '../../src/lab/bench/peers/fairness';
 import type { Trial } from '../../src/lab/bench/peers/trial';
@@ -43,6 +43,11 @@ const trial = (contender: string, outcome: Trial['outcome'], own: number | null,
   psiSomeAvg10Max: outcome === 'oom-killed' ? 7.5 : 1.25,
   contenderRssMiB: 40,
   contenderMajorFaults: contender === 'oomd' ? (own ?? 0) * 3 : 0,
+  // memory back a fixed 4 ms after the common-line reaction; the exit 3 ms after
+  commonToBackMs: common === null ? null : common + 4,
+  commonToExitMs: common === null ? null : common + 3,
+  worstStallMs: 12,
+  minAvailableMiB: 20,
 });
 
 const many = (n: number, f: (i: number) => Trial) => Array.from({ length: n }, (_, i) => f(i));
@@ -68,24 +73,43 @@ test('report: medians with a 95% interval from 10 trials, the ratio from each ow
   assert.deepEqual(e!.majorFaults, { median: 0, max: 0 });
   const [r] = ratios(cells, [100]);
   assert.equal(r!.peer!.contender, 'earlyoom', 'the best peer stops the most hogs first: not oomd, whose median is lower');
-  assert.equal(r!.own, 10, '55 ms / 5.5 ms');
-  assert.equal(r!.p95BelowPeerMedian, true);
-  assert.match(r!.text, /own line: 5\.5 \[2\.0, 9\.0\] \/ 10 vs 55 \[20, 90\] \/ 100 ms \(median: evictd 10x faster\)/);
+  // evictd's headline: common + 4 = i + 7, median 11.5; earlyoom's 10 (i + 1) + 4, median 59
+  assert.equal(e!.headline!.median, 11.5);
+  assert.equal(r!.headline!.ratio, 59 / 11.5);
+  assert.ok(r!.headline!.lo! > 1 && r!.headline!.hi! >= r!.headline!.ratio!, 'a bootstrap interval around the ratio, above 1');
+  assert.equal(r!.loses, false);
+  assert.match(r!.text, /^90 MiB\/s reached \(100 asked\): common line -> memory back, evictd 12 \[8\.0, 15\] \/ max 16 ms \(10\/10 stopped\) vs best peer earlyoom 59 \[24, 94\] \/ max 104 ms/);
+  assert.match(r!.text, /ratio earlyoom\/evictd 5\.13 \[[\d.]+, [\d.]+\] \(bootstrap 95%, 2000 reps, seed \d+\): evictd gives memory back 5\.13x sooner \(the whole interval above 1\)/);
   // Where evictd is not ahead, the text says so.
   const slow = cellOf('evictd', 100, many(10, () => trial('evictd', 'stopped', 110, 110, 'CRI')), 3.125);
   const [s] = ratios([slow, early!], [100]);
-  assert.match(s!.text, /evictd 2x slower/);
-  assert.match(s!.text, /NOT below/);
+  assert.match(s!.text, /evictd LOSES here: memory back 1\.93x later than earlyoom/);
+  assert.equal(s!.loses, true);
+  const beforeLine = cellOf('evictd', 100, many(10, (i) => ({ ...trial('evictd', 'stopped', 1, 1, 'CRI'), commonToBackMs: i < 7 ? -Infinity : 50 })), 3.125);
+  const [b] = ratios([beforeLine, cells[1]!], [100]);
+  assert.equal(b!.headline!.ratio, Infinity, '"<0" ranks as the soonest');
+  assert.match(b!.text, /evictd ahead on rank only \(its median <0 against 59\): no finite ratio/);
+  assert.match(b!.text, /killed before the hog's readings reached the common line \("<0", ranked soonest\): evictd 7\/10: its own line was crossed first/);
+  assert.doesNotMatch(r!.text, /killed before/, 'said only when it happened');
+  const close = cellOf('evictd', 100, many(10, (i) => trial('evictd', 'stopped', 10 * (i + 1) - 5, 10 * (i + 1) - 5, 'CRI')), 3.125);
+  assert.match(ratios([close, early!], [100])[0]!.text, /the interval reaches 1: NOT shown ahead/);
   assert.equal(early!.senders, 'earlyoom (TERM)');
   assert.equal(kern!.senders, 'kernel OOM killer (in containerd) (KILL)');
   const table = renderTable(cells);
   assert.match(table, /systemd-oomd \| \(100\) +\| not run: needs systemd as PID 1/);
-  assert.match(table, /oomd .*\| none \[1\.0, none\] \/ none|oomd .*\| 1\.0 \[1\.0, none\] \/ none/);
+  assert.match(table, /oomd .*\| none \[1\.0, none\] \/ max none|oomd .*\| 1\.0 \[1\.0, none\] \/ max none/);
+  const headline = renderHeadline(cells);
+  assert.match(headline.split('\n')[0]!, /^MiB\/s reached \(asked\) \| contender/, 'the reached rate is the first column');
+  assert.match(headline, /90 \(100\) +\| evictd +\| 281 +\| 10\/10 +\| 12 \[8\.0, 15\] \/ max 16 +\| 11 \[7\.0, 14\] \/ max 15 +\| 20 \/ 20 +\| 12 \/ 12/);
+  assert.match(headline, /\(100\) +\| systemd-oomd \| not run/);
   assert.match(renderConditions(cells), /evictd +\| 100 +\| 5\.0 +\| 2\.0/);
   const picture = svg(cells, ['evictd', 'earlyoom', 'oomd', 'systemd-oomd', 'kernel'], [100], 'line MemAvailable < 32 MiB & more', 3.125);
   assert.match(picture, /MemAvailable &lt; 32 MiB &amp; more/);
   assert.doesNotMatch(picture.replace(/<\/?[a-z][^<>]*>/g, ''), /[<>]/, 'no raw < or > outside tags');
   assert.match(picture, /systemd-oomd \(not run\)/);
+  assert.match(picture, />not stopped</, 'a band of its own for the hogs nobody stopped');
+  assert.match(picture, /worst stall/);
+  assert.match(picture, /<rect x="[\d.]+" y="[\d.]+" width="10" height="10" fill="#d95f02"><title>earlyoom/, 'each contender its own marker');
   assert.ok(whatFavoursWhom(cells).some((l) => /evictd 5\.0 ms/.test(l)), 'the own-line lead, measured');
 });
 
@@ -97,9 +121,25 @@ test('formatMs and toJson: the infinities are spelled out, not lost', () => {
   assert.equal(toJson({ a: Infinity, b: -Infinity, c: 1n }), '{"a":"Infinity","b":"-Infinity","c":"1"}');
 });
 
-test('flags: 10 trials by default, --quick 1 unless --trials says otherwise, one evictd row, a bad value named', () => {
-  const d = parse([]);
-  assert.equal(d.trials, 10);
+test('formatSummary: "max" instead of "p95" below 20 trials', () => {
+  assert.match(formatSummary(cellOf('evictd', 1, many(19, (i) => trial('evictd', 'stopped', i, i, 'CRI')), 1).own), / \/ max 18$/);
+  assert.match(formatSummary(cellOf('evictd', 1, many(20, (i) => trial('evictd', 'stopped', i, i, 'CRI')), 1).own), / \/ p95 18$/);
+});
+
+test('flags: 20 trials by default, --quick 1 unless --trials says otherwise, one evictd row, a bad value named', () => {
+  const d = parse([], 1234);
+  assert.equal(d.trials, 20);
+  assert.equal(d.calibrationRamps, 3);
+  assert.equal(d.warmUp, true);
+  assert.equal(d.scheduling, 'tight');
+  assert.equal(d.seed, 1234, 'the seed from the clock unless given');
+  assert.equal(parse(['--seed', '7']).seed, 7);
+  assert.equal(parse(['--scheduling=normal']).scheduling, 'normal');
+  assert.throws(() => parse(['--scheduling', 'rt']), /--scheduling.*"rt".*tight or normal/);
+  assert.equal(parse(['--trials', '6']).calibrationRamps, 2, 'a short run: 2 + 2 calibration ramps');
+  assert.equal(parse(['--quick']).warmUp, false, '--quick skips the warm-up');
+  assert.equal(parse(['--quick']).calibrationRamps, 1);
+  assert.match(parse(['--logs', 'x/y']).logs, /x\/y$/);
   assert.deepEqual(d.rates, [50, 200]);
   assert.ok(!d.contenders.some((c) => c.name === 'evictd-poll'), 'evictd-poll only when named');
   assert.equal(parse(['--quick']).trials, 1);
@@ -109,12 +149,6 @@ test('flags: 10 trials by default, --quick 1 unless --trials says otherwise, one
   assert.throws(() => parse(['--trials', '0']), /--trials.*"0"/);
   assert.throws(() => parse(['--peers=evictd,foo']), /--peers.*foo/);
   assert.throws(() => parse(['--bogus']), UsageError);
-});
-
-test('trialOrder: rotated per trial, every contender once', () => {
-  assert.deepEqual(trialOrder(['a', 'b', 'c'], 0), ['a', 'b', 'c']);
-  assert.deepEqual(trialOrder(['a', 'b', 'c'], 4), ['b', 'c', 'a']);
-  assert.deepEqual(trialOrder([], 3), []);
 });
 
 test('nohangConfig: the line and min_sleep 0.01 in the stock file; a file without the keys is refused', () => {
@@ -137,7 +171,8 @@ test('--from: a saved --json summary prints the same tables and writes the pictu
   const file = path.join(os.tmpdir(), `evictd-peers-from-${process.pid}.svg`);
   const r = printReport(back, (l) => out.push(l), file);
   assert.equal(r[0]!.peer!.contender, 'earlyoom');
-  assert.match(out.join('\n'), /kubelet +\| .*\| none \[none, none\] \/ none/);
+  assert.match(out.join('\n'), /kubelet +\| .*\| none \[none, none\] \/ max none/);
+  assert.ok(out.indexOf(out.find((l) => l.startsWith('\nheadline'))!) < out.indexOf(out.find((l) => l.startsWith('\nmechanism'))!), 'the headline table first, the mechanism second');
   assert.match(fs.readFileSync(file, 'utf8'), /^<svg /);
   fs.rmSync(file);
   assert.throws(() => readSummary('not json'), /neither the summary/);

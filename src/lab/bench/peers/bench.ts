@@ -5,9 +5,15 @@
  * contender at a time, does the contender stop the hog before the kernel OOM killer, how soon
  * after the line, with how much memory left, and through the runtime or by a bare kill?
  *
- * Every kill is timed by the kernel (signal-trace.ts), every crossing by the hog itself
- * (reaction.ts); contenders are started fresh for each trial and interleaved trial by trial (a
- * noisy neighbour then hits all alike); each cell reports medians with a 95% interval.
+ * The headline is what the node's other pods feel: from the common line (the hog's first reading
+ * with MemAvailable below it) until the probe in the protected Guaranteed pod reads memory back
+ * above it (probe.ts), with that pod's worst stall beside it. Every kill is timed by the kernel
+ * (signal-trace.ts), every crossing by the hog itself (reaction.ts). Contenders run as on a
+ * node: per cell (rate) each is started once, warmed with one throwaway ramp and kept running,
+ * frozen while another's trial runs (freezer.ts); trials are interleaved in a Williams design
+ * (williams.ts, seeded), so a noisy neighbour hits all alike and every contender follows every
+ * other equally often; each cell reports medians with a 95% interval, and evictd's ratio to the
+ * best peer a bootstrap interval (bootstrap.ts).
  *
  * Time scale: emulated CPUs touch only about 250-300 MiB/s per vCPU, so the lab uses a small
  * line: what matters is the time from the line to the end of memory, line / rate. A row at a
@@ -24,19 +30,23 @@ import { harnessMissing } from '../../harness';
 import { openLabSession } from '../../lab-session';
 import { eachFlag, parseRates, parseWhole as whole } from '../../flags';
 import { round } from '../../stats';
-import type { Contender, ContenderContext, RunningContender } from './contender';
+import type { Contender, ContenderContext, RunningContender, Scheduling } from './contender';
 import { ContenderUnavailable, setOomScoreAdj } from './contender';
+import { ContenderGroups, ownCgroupDir, schedulingOf } from './freezer';
+import { designRows, trialOrders } from './williams';
+import { BOOTSTRAP_REPS, BOOTSTRAP_SEED } from './bootstrap';
+import { stderrLine, stdoutLine } from './out';
 import { earlyoom } from './earlyoom';
-import { evictd, evictdPageable, evictdPoll } from './evictd';
+import { evictd, evictdPageable, evictdPoll, shipped, startAgent } from './evictd';
 import { kernel } from './kernel';
 import { kubelet } from './kubelet';
 import { meminfo } from './meminfo';
 import { nohang } from './nohang';
 import { oomd } from './oomd';
 import { replaceLostPods, startProtectedPods, type ProtectedPods } from './pods';
-import { calibrate } from './calibrate';
+import { calibrate, type CalibrationSet } from './calibrate';
 import { describeLine, type Line } from './reaction';
-import { cellOf, formatMs, notRunCell, ratios, renderConditions, renderTable, svg, toJson, type Cell, type Ratio } from './report';
+import { cellOf, formatMs, notRunCell, ratios, renderConditions, renderHeadline, renderTable, svg, toJson, type Cell, type Ratio } from './report';
 import { whatFavoursWhom } from './fairness';
 import { SignalTrace, tracefsMissing } from './signal-trace';
 import { runTrial, settle, type Trial } from './trial';
@@ -48,21 +58,32 @@ const MiB = 1024 * 1024;
 export const CONTENDERS: Contender[] = [evictd, evictdPoll, evictdPageable, kubelet, earlyoom, nohang, oomd, systemdOomd, kernel];
 const DEFAULT_CONTENDERS = CONTENDERS.filter((c) => c !== evictdPoll && c !== evictdPageable);
 
-const DEFAULT_TRIALS = 10;
+const DEFAULT_TRIALS = 20;
 const QUICK_TRIALS = 1;
+/** Calibration ramps per set (no agent, then with evictd --dry-run): fewer when the run is short. */
 const CALIBRATION_RAMPS = 3;
+const CALIBRATION_RAMPS_SHORT = 2;
+/** Every contender, thawed, gets the same time before its ramp starts: to catch up on what it missed while frozen. */
+const SETTLE_AFTER_THAW_MS = 2000;
 
-export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] [--trials N | --quick] [--line-mib N] [--json] [--svg FILE] [--from FILE]
+export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] [--trials N | --quick] [--scheduling tight|normal] [--seed N]
+                     [--line-mib N] [--logs DIR] [--json] [--svg FILE] [--from FILE]
 
   Runs on the whole machine as the node: use a pure cgroup v2 VM of fixed memory (the lab),
   with tracefs (every kill is timed by the kernel's signal_generate).
   --peers[=LIST]      contenders (default: ${DEFAULT_CONTENDERS.map((c) => c.name).join(',')}); also evictd-poll, evictd-pageable
   --rates LIST        hog ramp rates asked, MiB/s on this machine (default 50,200: in the lab 200 is
                       already what the hog reaches at most; 400 asked reached 45-214)
-  --trials N          ramps per contender and rate, interleaved trial by trial (default ${DEFAULT_TRIALS})
-  --quick             ${QUICK_TRIALS} trial per cell and 1 calibration ramp (a smoke run: no 95% interval)
+  --trials N          counted ramps per contender and rate (default ${DEFAULT_TRIALS}); a multiple of the design's
+                      rows (the number of contenders run, twice that when it is odd) balances the order
+  --quick             ${QUICK_TRIALS} trial per cell, 1 calibration ramp per set, no warm-up ramp (a smoke run: no 95% interval)
+  --scheduling V      tight (default): each contender at its tightest documented setting (earlyoom -p,
+                      nohang SCHED_RR 1 as its unit documents, evictd --realtime-priority=10 as shipped);
+                      normal: every one at normal scheduling. The kubelet and kernel rows are the same in both
+  --seed N            shuffles the contenders' places in the trial order (default: from the clock; printed)
   --line-mib N        the MemAvailable line every contender gets (default 32)
   --real-margin-mib N the real node's margin the rows are scaled to (default 100, the kubelet's line)
+  --logs DIR          every contender's log, kept (default ./evictd-bench-peers-logs)
   --svg FILE          the chart (default ./evictd-bench-peers.svg)
   --json              a header line, one JSON line per trial as it ends, one per cell, then the summary
   --from FILE         run nothing: print the tables of a saved --json run and write its chart (a run
@@ -73,8 +94,12 @@ interface Options {
   rates: number[];
   trials: number;
   calibrationRamps: number;
+  warmUp: boolean;
+  scheduling: Scheduling;
+  seed: number;
   lineMiB: number;
   realMarginMiB: number;
+  logs: string;
   svg: string;
   json: boolean;
   force: boolean;
@@ -90,10 +115,18 @@ export interface Summary {
   evictdLineMiB: number;
   oomdFreeLineMiB: number;
   calibration: string;
+  /** the calibration's readings, with no agent and with evictd --dry-run running (absent in older runs) */
+  calibrationSets?: { noAgent?: CalibrationSet; withEvictd?: CalibrationSet };
   realMarginMiB: number;
   rates: number[];
   trials: number;
   contenders: string[];
+  /** the scheduling variant, the order's seed, whether each contender was warmed (absent in older runs) */
+  scheduling?: Scheduling;
+  seed?: number;
+  warmUp?: boolean;
+  /** the order of the counted trials per rate (contender names, one row per trial index) */
+  orders?: Record<string, string[][]>;
   cells: Cell[];
   configs: Record<string, string>;
   ran: Record<string, string>;
@@ -104,13 +137,16 @@ export interface Summary {
 /** Prints the tables, the ratios and what favours whom, writes the picture; returns the ratios. */
 export function printReport(s: Summary, log: (line: string) => void, svgPath: string): Ratio[] {
   const scale = s.realMarginMiB / s.lineMiB;
-  const title = `bench protect --peers: ${s.environment}; common line MemAvailable < ${s.lineMiB} MiB (real-node rates for a ${s.realMarginMiB} MiB margin)`;
+  const variant = s.scheduling ? `; scheduling ${s.scheduling}` : '';
+  const title = `bench protect --peers: ${s.environment}; common line MemAvailable < ${s.lineMiB} MiB${variant} (real-node rates for a ${s.realMarginMiB} MiB margin)`;
   fs.writeFileSync(svgPath, svg(s.cells, s.contenders, s.rates, title, scale));
   const r = ratios(s.cells, s.rates);
-  log('\n' + renderTable(s.cells));
+  log(`\nscheduling: ${s.scheduling ?? 'not recorded (a run before the variants)'}; order seed ${s.seed ?? '-'}; warm-up ramp per contender and cell: ${s.warmUp === undefined ? '-' : s.warmUp ? 'yes' : 'no (--quick)'}`);
+  log('\nheadline: what the node\'s other pods felt (the probe in the Guaranteed pod), per cell:\n' + renderHeadline(s.cells));
+  log(`\nevictd against the best peer (most hogs stopped before the kernel, then the lowest headline median), common line -> memory back:\n` + r.map((x) => `  ${x.text}`).join('\n'));
+  log("\nmechanism: each contender's reaction from its own line and from the common one (median [95% CI] / p95, max where n < 20):\n" + renderTable(s.cells));
   log('\nwhat favours whom, per cell:\n' + renderConditions(s.cells));
-  log("\nevictd against the best peer, from each one's own line (median [95% CI] / p95):\n" + r.map((x) => `  ${x.rateMiBs} MiB/s asked: ${x.text}`).join('\n'));
-  log('\nwhat favours whom:\n' + whatFavoursWhom(s.cells).map((f) => `  - ${f}`).join('\n'));
+  log('\nwhat favours whom:\n' + whatFavoursWhom(s.cells, s.scheduling).map((f) => `  - ${f}`).join('\n'));
   log('\nconfigurations:\n' + s.contenders.map((n) => `  ${n}: ${s.configs[n]}${s.ran[n] ? ` [ran: ${s.ran[n]}]` : ''}`).join('\n'));
   if (s.errors.length) log(`\ntrials that failed (not counted): ${s.errors.length}\n` + s.errors.map((e) => `  ${e}`).join('\n'));
   log(`picture: ${svgPath}   (${s.seconds} s)`);
@@ -156,8 +192,8 @@ export function readSummary(text: string): Summary {
   return { bench: 'protect-peers', ...rest, environment: `${header.environment}; cut short: ${trials.length} of ${header.rates.length * header.trials * header.contenders.length} trials`, cells, ran: {}, errors: [], seconds: 0 };
 }
 
-export function parse(argv: string[]): Options {
-  const o: Options = { contenders: DEFAULT_CONTENDERS, rates: [50, 200], trials: DEFAULT_TRIALS, calibrationRamps: CALIBRATION_RAMPS, lineMiB: 32, realMarginMiB: 100, svg: path.resolve('evictd-bench-peers.svg'), json: false, force: false, from: null };
+export function parse(argv: string[], now = Date.now()): Options {
+  const o: Options = { contenders: DEFAULT_CONTENDERS, rates: [50, 200], trials: DEFAULT_TRIALS, calibrationRamps: CALIBRATION_RAMPS, warmUp: true, scheduling: 'tight', seed: now % 1_000_000_007, lineMiB: 32, realMarginMiB: 100, logs: path.resolve('evictd-bench-peers-logs'), svg: path.resolve('evictd-bench-peers.svg'), json: false, force: false, from: null };
   let trials: number | null = null;
   let quick = false;
   eachFlag(argv, (flag, value, raw) => {
@@ -171,8 +207,14 @@ export function parse(argv: string[]): Options {
     } else if (flag === '--rates') o.rates = parseRates('--rates', value());
     else if (flag === '--trials') trials = whole('--trials', value(), 1, 100);
     else if (flag === '--quick') quick = true;
+    else if (flag === '--scheduling') {
+      const v = value();
+      if (v !== 'tight' && v !== 'normal') throw badValue('--scheduling', v, 'must be tight or normal');
+      o.scheduling = v;
+    } else if (flag === '--seed') o.seed = whole('--seed', value(), 0, 2 ** 31 - 1);
     else if (flag === '--line-mib') o.lineMiB = whole('--line-mib', value(), 8, 4096);
     else if (flag === '--real-margin-mib') o.realMarginMiB = whole('--real-margin-mib', value(), 8, 65536);
+    else if (flag === '--logs') o.logs = path.resolve(value());
     else if (flag === '--svg') o.svg = path.resolve(value());
     else if (flag === '--json') o.json = true;
     else if (flag === '--force') o.force = true;
@@ -181,15 +223,9 @@ export function parse(argv: string[]): Options {
   });
   // --trials wins over --quick's count, whatever the order.
   o.trials = trials ?? (quick ? QUICK_TRIALS : DEFAULT_TRIALS);
-  if (quick) o.calibrationRamps = 1;
+  o.calibrationRamps = quick ? 1 : o.trials < DEFAULT_TRIALS ? CALIBRATION_RAMPS_SHORT : CALIBRATION_RAMPS;
+  o.warmUp = !quick;
   return o;
-}
-
-/** The contenders in trial i's order: rotated, so none always runs first after the protected pods settle. */
-export function trialOrder<T>(contenders: readonly T[], i: number): T[] {
-  if (!contenders.length) return [];
-  const k = i % contenders.length;
-  return [...contenders.slice(k), ...contenders.slice(0, k)];
 }
 
 /** Why this machine cannot be the bench's node, or null. */
@@ -201,6 +237,8 @@ function machineMissing(force: boolean): string | null {
   if (totalMiB > 8192 && !force) return `the whole machine (${Math.round(totalMiB)} MiB) is the node and would be filled: run it in a VM of 1-2 GiB (the lab), or pass --force`;
   return tracefsMissing();
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function run(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -226,7 +264,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const missing = machineMissing(o.force);
   if (missing) throw new UsageError(`bench protect --peers: ${missing}`);
-  const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
+  const log = (s: string): void => (o.json ? stderrLine : stdoutLine)(s);
   const t0 = Date.now();
   // The bench (the kubelet's place on a node) and the runtime must outlive every trial.
   setOomScoreAdj(process.pid, -999);
@@ -236,22 +274,27 @@ export async function run(argv: string[]): Promise<number> {
   const cpid = harness.containerdPid();
   if (cpid) setOomScoreAdj(cpid, -999);
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-peers-'));
+  fs.mkdirSync(o.logs, { recursive: true });
   const trace = SignalTrace.open(`evictd-peers-${process.pid}`);
-  const ctx: ContenderContext = { lab, endpoint: harness.endpoint, lineMiB: o.lineMiB, evictdLineMiB: o.lineMiB, oomdFreeLineMiB: o.lineMiB, workDir };
+  const ctx: ContenderContext = { lab, endpoint: harness.endpoint, lineMiB: o.lineMiB, evictdLineMiB: o.lineMiB, oomdFreeLineMiB: o.lineMiB, workDir, scheduling: o.scheduling, logDir: o.logs };
+  const groups = new ContenderGroups(path.join(ownCgroupDir(), `evictd-bench-peers-${process.pid}`));
   const scale = o.realMarginMiB / o.lineMiB;
   const configs: Record<string, string> = {};
   const ran: Record<string, string> = {};
   const notRun = new Map<string, string>();
   const trials: Trial[] = [];
   const errors: string[] = [];
+  const orders: Record<string, string[][]> = {};
+  const live = new Map<string, RunningContender>();
   try {
     const m = meminfo();
     const bigMiB = Math.max(64, Math.floor((m.available / MiB) * 0.4));
-    let pods: ProtectedPods = await startProtectedPods(lab, bigMiB);
+    let pods: ProtectedPods = await startProtectedPods(lab, bigMiB, o.lineMiB * 1024);
     const env = `${describeEnvironment()} (${os.cpus()[0]?.model ?? ''}), MemTotal ${Math.round(m.total / MiB)} MiB, ${fs.readFileSync('/proc/meminfo', 'utf8').match(/^SwapTotal:\s+(\d+)/m)?.[1] === '0' ? 'no swap' : 'swap on'}`;
     log(`bench protect --peers: ${env}`);
-    log(`  node = the whole machine; pods: Guaranteed ${bigMiB} MiB (the largest process, oom_score_adj -997), Burstable (request 32Mi), BestEffort hog (1000) ramping past MemAvailable`);
-    const cal = await calibrate(lab, pods, o.rates[0]!, o.lineMiB, o.calibrationRamps, trace);
+    log(`  node = the whole machine; pods: Guaranteed ${bigMiB} MiB (the largest process, oom_score_adj -997; its process is the probe: a page touched every 1 ms, its stalls and MemAvailable < ${o.lineMiB} MiB logged), Burstable (request 32Mi), BestEffort hog (1000) ramping past MemAvailable`);
+    log(`  scheduling: ${o.scheduling}; order seed ${o.seed}; logs in ${o.logs}; ${o.warmUp ? 'one warm-up ramp per contender and cell (not counted)' : 'no warm-up ramp (--quick)'}`);
+    const cal = await calibrate(lab, pods, o.rates[0]!, o.lineMiB, o.calibrationRamps, trace, (line) => startAgent({ ...ctx, evictdLineMiB: line, logTag: 'calibration-dry-run' }, [...shipped(ctx), '--dry-run'], true), log);
     pods = await replaceLostPods(lab, pods);
     ctx.evictdLineMiB = cal.evictdLineMiB;
     ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;
@@ -270,63 +313,119 @@ export async function run(argv: string[]): Promise<number> {
         log(`  ${c.name}: ${configs[c.name]}`);
       }
     }
-    if (o.json) {
-      const header: RunHeader = {
-        environment: env,
-        lineMiB: o.lineMiB,
-        evictdLineMiB: ctx.evictdLineMiB,
-        oomdFreeLineMiB: ctx.oomdFreeLineMiB,
-        calibration: cal.note,
-        realMarginMiB: o.realMarginMiB,
-        rates: o.rates,
-        trials: o.trials,
-        contenders: runnable.map((c) => c.name),
-        configs,
-        ownLines: Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))])),
-      };
-      process.stdout.write(toJson({ run: header }) + '\n');
-    }
+    const rows = designRows(runnable.length);
+    log(`  order: a Williams design of ${rows} rows over ${runnable.length} contenders, labels shuffled by seed ${o.seed}${o.trials % rows === 0 ? '' : ` (${o.trials} trials is not a multiple of ${rows}: the last ${o.trials % rows} rows are a partial square, so the balance is not exact)`}`);
+    const header: RunHeader = {
+      environment: env,
+      lineMiB: o.lineMiB,
+      evictdLineMiB: ctx.evictdLineMiB,
+      oomdFreeLineMiB: ctx.oomdFreeLineMiB,
+      calibration: cal.note,
+      calibrationSets: { ...(cal.noAgent ? { noAgent: cal.noAgent } : {}), ...(cal.withEvictd ? { withEvictd: cal.withEvictd } : {}) },
+      realMarginMiB: o.realMarginMiB,
+      rates: o.rates,
+      trials: o.trials,
+      contenders: runnable.map((c) => c.name),
+      scheduling: o.scheduling,
+      seed: o.seed,
+      warmUp: o.warmUp,
+      orders,
+      configs,
+      ownLines: Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))])),
+    };
+    o.rates.forEach((rate, ri) => (orders[String(rate)] = trialOrders(runnable.map((c) => c.name), o.trials, o.seed + ri)));
+    if (o.json) stdoutLine(toJson({ run: header }));
     const startFailures = new Map<string, string[]>();
-    for (const [ri, rate] of o.rates.entries()) {
-      for (let i = 0; i < o.trials; i++) {
-        for (const c of trialOrder(runnable, i + ri)) {
-          if (notRun.has(c.name)) continue;
-          const before = meminfo().available;
-          let running: RunningContender;
-          try {
-            running = await c.start(ctx);
-          } catch (err) {
-            // A start that fails twice in a row is the contender's state, not chance: stop asking.
-            const fails = [...(startFailures.get(c.name) ?? []), (err as Error).message];
-            startFailures.set(c.name, fails);
-            log(`    ${c.name} ${rate} MiB/s #${i + 1}: failed to start: ${(err as Error).message}`);
-            if (err instanceof ContenderUnavailable) notRun.set(c.name, (err as Error).message);
-            else if (fails.length >= 2) notRun.set(c.name, `failed to start: ${fails[fails.length - 1]}`);
-            continue;
+    const sched = new Map<string, string>();
+
+    /** Starts the contender for this cell, in its own group, and freezes it; false when it could not start. */
+    const startOne = async (c: Contender, rate: number): Promise<boolean> => {
+      let running: RunningContender;
+      try {
+        running = await c.start({ ...ctx, logTag: `${rate}MiBs` });
+      } catch (err) {
+        // A start that fails twice in a row is the contender's state, not chance: stop asking.
+        const fails = [...(startFailures.get(c.name) ?? []), (err as Error).message];
+        startFailures.set(c.name, fails);
+        log(`    ${c.name} ${rate} MiB/s: failed to start: ${(err as Error).message}`);
+        if (err instanceof ContenderUnavailable) notRun.set(c.name, (err as Error).message);
+        else if (fails.length >= 2) notRun.set(c.name, `failed to start: ${fails[fails.length - 1]}`);
+        return false;
+      }
+      startFailures.delete(c.name);
+      live.set(c.name, running);
+      if (running.pid) {
+        groups.place(c.name, running.pid);
+        const how = schedulingOf(running.pid);
+        if (how) sched.set(c.name, how);
+        await groups.freeze(c.name, true);
+      }
+      return true;
+    };
+
+    const stopOne = async (name: string): Promise<void> => {
+      const running = live.get(name);
+      if (!running) return;
+      live.delete(name);
+      // A frozen process cannot act on SIGTERM: thaw it first.
+      if (running.pid) await groups.freeze(name, false).catch(() => undefined);
+      if (running.ran) ran[name] = running.ran;
+      await running.stop();
+    };
+
+    /** One ramp against the contender, thawed for it and frozen again after; counted or a warm-up. */
+    const oneTrial = async (c: Contender, rate: number, index: number | string, counted: boolean): Promise<void> => {
+      const label = `${c.name} ${rate} MiB/s ${counted ? `#${Number(index) + 1}` : 'warm-up'}`;
+      let running = live.get(c.name);
+      if (running?.alive && !running.alive()) {
+        log(`    ${label}: it had exited: started again`);
+        await stopOne(c.name);
+        running = undefined;
+      }
+      if (!running) {
+        if (notRun.has(c.name) || !(await startOne(c, rate))) return;
+        running = live.get(c.name)!;
+      }
+      const before = meminfo().available;
+      if (running.pid) await groups.freeze(c.name, false);
+      await sleep(SETTLE_AFTER_THAW_MS);
+      try {
+        const { raw: _raw, ...t } = await runTrial(lab, c, pods, rate, index, { own: c.ownLine(ctx), common }, trace, { contenderPid: running.pid });
+        if (counted) trials.push(t);
+        // Each trial as it ends: a run cut short still renders (--from). Warm-ups are recorded apart, with the probe's events but not the hog's readings.
+        if (o.json) stdoutLine(toJson(counted ? { trial: t } : { warmUp: { ...t, readings: undefined } }));
+        log(
+          `    ${label}: ${t.outcome} via ${t.via}, first kill ${t.kill ? `${t.kill.by === t.kill.sender.replace(/-\d+$/, '') ? t.kill.sender : `${t.kill.by} [${t.kill.sender}]`} sig ${t.kill.sig}` : '-'}; common line -> memory back ${formatMs(t.commonToBackMs ?? null)} ms, -> exit ${formatMs(t.commonToExitMs ?? null)} ms; worst stall ${formatMs(t.worstStallMs ?? null)} ms; MemAvailable min ${t.minAvailableMiB ?? '-'} MiB; reaction own ${formatMs(t.ownReactionMs)}${t.ownInferred ? ' (inferred)' : ''} ms; reached ${round(t.reachedRateMiBs, 0) ?? '-'} MiB/s${t.protectedLost.length ? `, LOST ${t.protectedLost.join(' ')} (recreated)` : ''}`,
+        );
+      } catch (err) {
+        // One trial's failure (a CRI call timing out under emulation) ends that trial only.
+        if (counted) errors.push(`${label}: ${(err as Error).message}`);
+        log(`    ${label}: trial failed: ${(err as Error).message}`);
+      } finally {
+        if (running.pid && running.alive?.() !== false) await groups.freeze(c.name, true).catch((err: Error) => log(`    ${c.name}: ${err.message}`));
+        // What evictd armed is logged by its first pass, not at its start.
+        if (running.ran) ran[c.name] = running.ran;
+      }
+      pods = await replaceLostPods(lab, pods);
+      await settle(before);
+    };
+
+    for (const rate of o.rates) {
+      log(`  cell ${rate} MiB/s asked: starting ${runnable.map((c) => c.name).join(', ')}, each in a frozen cgroup of its own`);
+      for (const c of runnable) if (!notRun.has(c.name)) await startOne(c, rate);
+      try {
+        if (o.warmUp) for (const c of runnable) if (!notRun.has(c.name)) await oneTrial(c, rate, 'warm', false);
+        for (const [i, row] of orders[String(rate)]!.entries()) {
+          for (const name of row) {
+            const c = runnable.find((x) => x.name === name)!;
+            if (!notRun.has(c.name)) await oneTrial(c, rate, i, true);
           }
-          startFailures.delete(c.name);
-          try {
-            const { raw: _raw, ...t } = await runTrial(lab, c, pods, rate, i, { own: c.ownLine(ctx), common }, trace, { contenderPid: running.pid });
-            trials.push(t);
-            // Each trial as it ends: a run cut short still renders (--from).
-            if (o.json) process.stdout.write(toJson({ trial: t }) + '\n');
-            log(
-              `    ${c.name} ${rate} MiB/s #${i + 1}: ${t.outcome} via ${t.via}, first kill ${t.kill ? `${t.kill.by === t.kill.sender.replace(/-\d+$/, '') ? t.kill.sender : `${t.kill.by} [${t.kill.sender}]`} sig ${t.kill.sig}` : '-'}, reaction own ${formatMs(t.ownReactionMs)}${t.ownInferred ? ' (inferred)' : ''} / common ${formatMs(t.commonReactionMs)} ms, left ${t.availableAtKillMiB ?? '-'} / ${t.kubeletAtKillMiB ?? '-'} MiB, reached ${round(t.reachedRateMiBs, 0) ?? '-'} MiB/s${t.protectedLost.length ? `, LOST ${t.protectedLost.join(' ')} (recreated)` : ''}`,
-            );
-          } catch (err) {
-            // One trial's failure (a CRI call timing out under emulation) ends that trial only.
-            errors.push(`${c.name} ${rate} MiB/s #${i + 1}: ${(err as Error).message}`);
-            log(`    ${c.name} ${rate} MiB/s #${i + 1}: trial failed: ${(err as Error).message}`);
-          } finally {
-            // After the trial: what evictd armed is logged by its first pass, not at its start.
-            if (running.ran) ran[c.name] = running.ran;
-            await running.stop();
-          }
-          pods = await replaceLostPods(lab, pods);
-          await settle(before);
         }
+      } finally {
+        for (const name of [...live.keys()]) await stopOne(name);
       }
     }
+    for (const [name, how] of sched) ran[name] = ran[name] ? `${ran[name]}; scheduling as read: ${how}` : `scheduling as read: ${how}`;
     const cells: Cell[] = o.rates.flatMap((rate) =>
       o.contenders.map((c) => {
         const ts = trials.filter((t) => t.contender === c.name && t.rateMiBs === rate);
@@ -336,11 +435,27 @@ export async function run(argv: string[]): Promise<number> {
         return cell;
       }),
     );
-    if (o.json) for (const cell of cells) process.stdout.write(toJson({ cell, config: configs[cell.contender] }) + '\n');
-    const summary: Summary = { bench: 'protect-peers', environment: env, lineMiB: o.lineMiB, evictdLineMiB: ctx.evictdLineMiB, oomdFreeLineMiB: ctx.oomdFreeLineMiB, calibration: cal.note, realMarginMiB: o.realMarginMiB, rates: o.rates, trials: o.trials, contenders: o.contenders.map((c) => c.name), cells, configs, ran, errors, seconds: round((Date.now() - t0) / 1000, 0) ?? 0 };
+    if (o.json) for (const cell of cells) stdoutLine(toJson({ cell, config: configs[cell.contender] }));
+    const { ownLines: _o, ...rest } = header;
+    const summary: Summary = { bench: 'protect-peers', ...rest, contenders: o.contenders.map((c) => c.name), cells, ran, errors, seconds: round((Date.now() - t0) / 1000, 0) ?? 0 };
     const r = printReport(summary, log, o.svg);
-    if (o.json) process.stdout.write(toJson({ ...summary, ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, own: x.own, common: x.common, p95BelowPeerMedian: x.p95BelowPeerMedian, peer: x.peer?.contender ?? null, text: x.text })), favours: whatFavoursWhom(cells), svg: o.svg }) + '\n');
+    if (o.json)
+      stdoutLine(
+        toJson({
+          ...summary,
+          ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, reachedRateMiBs: x.evictd?.reachedRateMiBs ?? null, peer: x.peer?.contender ?? null, ratio: x.headline?.ratio ?? null, lo: x.headline?.lo ?? null, hi: x.headline?.hi ?? null, loses: x.loses, text: x.text })),
+          bootstrap: { reps: BOOTSTRAP_REPS, seed: BOOTSTRAP_SEED },
+          favours: whatFavoursWhom(cells, o.scheduling),
+          svg: o.svg,
+          logs: o.logs,
+        }),
+      );
   } finally {
+    for (const name of [...live.keys()]) {
+      await groups.freeze(name, false).catch(() => undefined);
+      await live.get(name)!.stop().catch(() => undefined);
+    }
+    groups.close();
     trace.close();
     await session.close();
     fs.rmSync(workDir, { recursive: true, force: true });

@@ -10,8 +10,16 @@
  * and MemFree read at that moment; the median over the ramps, rounded up, is evictd's line and
  * oomd's. Taken near the end of memory, where the contenders act, not at idle: there the
  * MemFree - MemAvailable gap is about 60 MiB, at idle 39.
+ *
+ * Two sets of ramps, the same count: first with no agent, then with evictd running as in the race
+ * (its scheduling variant) but with --dry-run (it watches, arms and passes, and kills nothing),
+ * its line the no-agent median. evictd is on the node in every trial of the race (frozen, or
+ * acting), with its code and its reads in the page cache, which is what memory.available and
+ * MemFree count; so the with-evictd median is the line of evictd, of the kubelet's row and of
+ * oomd. Both sets are printed and recorded.
  */
 import type { NodeLab } from '../../node-lab';
+import type { RunningContender } from './contender';
 import { kernel } from './kernel';
 import type { ProtectedPods } from './pods';
 import { signalMiB, type Step } from './reaction';
@@ -20,11 +28,21 @@ import { runTrial, settle } from './trial';
 import { meminfo } from './meminfo';
 import { summarize } from './median-interval';
 
+/** What the hog read where MemAvailable crossed the line, per ramp, MiB. */
+export interface CalibrationSet {
+  kubeletMiB: number[];
+  freeMiB: number[];
+  /** ramps discarded (a kernel OOM kill, no reading) */
+  discarded: number;
+}
+
 export interface Calibration {
   evictdLineMiB: number;
   oomdFreeLineMiB: number;
   /** how the values were found, printed with the configuration */
   note: string;
+  noAgent?: CalibrationSet;
+  withEvictd?: CalibrationSet;
 }
 
 /** What the hog read when MemAvailable first fell below the line (or its last reading, if the bench's kill came first). */
@@ -35,32 +53,58 @@ export function readingAtLine(steps: readonly Step[], lineMiB: number): { kubele
   return { kubeletMiB: signalMiB(at.reading!, 'memory.available'), freeMiB: signalMiB(at.reading!, 'MemFree') };
 }
 
-export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, ramps: number, trace: SignalTrace): Promise<Calibration> {
-  const kubelet: number[] = [];
-  const free: number[] = [];
-  let failed = 0;
-  for (let i = 0; i < ramps; i++) {
+async function ramps(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, tag: string): Promise<CalibrationSet> {
+  const out: CalibrationSet = { kubeletMiB: [], freeMiB: [], discarded: 0 };
+  for (let i = 0; i < count; i++) {
     const before = meminfo().available;
     const line = { signal: 'MemAvailable' as const, belowMiB: lineMiB };
-    const t = await runTrial(lab, kernel, pods, rate, i, { own: line, common: line }, trace, { killBelowMiB: lineMiB });
+    const t = await runTrial(lab, { ...kernel, name: `calibration-${tag}` }, pods, rate, i, { own: line, common: line }, trace, { killBelowMiB: lineMiB });
     await settle(before);
     const r = readingAtLine(t.raw.steps, lineMiB);
     if (!r || t.oomKills > 0) {
-      failed++;
+      out.discarded++;
       continue;
     }
-    kubelet.push(r.kubeletMiB);
-    free.push(r.freeMiB);
+    out.kubeletMiB.push(r.kubeletMiB);
+    out.freeMiB.push(r.freeMiB);
   }
-  if (!kubelet.length) {
-    return { evictdLineMiB: lineMiB, oomdFreeLineMiB: lineMiB, note: `calibration failed (${failed} of ${ramps} ramps OOM-killed or without a reading): memory.available<${lineMiB}Mi and MemFree < ${lineMiB} MiB uncorrected` };
+  return out;
+}
+
+const list = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(', ') || 'none';
+const describe = (s: CalibrationSet) => `memory.available ${list(s.kubeletMiB)} MiB, MemFree ${list(s.freeMiB)} MiB${s.discarded ? ` (${s.discarded} discarded)` : ''}`;
+
+/**
+ * `count` ramps with no agent, then `count` with the agent `startEvictd` starts (given the
+ * no-agent line), stopped after; the lines from the with-evictd set (the no-agent one if that
+ * set has no reading).
+ */
+export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, startEvictd: ((evictdLineMiB: number) => Promise<RunningContender>) | null, log: (s: string) => void = () => undefined): Promise<Calibration> {
+  const noAgent = await ramps(lab, pods, rate, lineMiB, count, trace, 'no-agent');
+  log(`  calibration, no agent: where MemAvailable fell below ${lineMiB} MiB the hog read ${describe(noAgent)}`);
+  const first = noAgent.kubeletMiB.length ? Math.ceil(summarize(noAgent.kubeletMiB)!.median) : lineMiB;
+  let withEvictd: CalibrationSet | undefined;
+  if (startEvictd) {
+    const agent = await startEvictd(first);
+    try {
+      withEvictd = await ramps(lab, pods, rate, lineMiB, count, trace, 'with-evictd');
+    } finally {
+      await agent.stop();
+    }
+    log(`  calibration, evictd --dry-run running (its line memory.available < ${first} MiB): the hog read ${describe(withEvictd)}`);
   }
-  const k = summarize(kubelet)!.median;
-  const f = summarize(free)!.median;
-  const list = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(', ');
+  const used = withEvictd?.kubeletMiB.length ? withEvictd : noAgent;
+  const which = used === withEvictd ? 'with evictd --dry-run running' : 'with no agent';
+  if (!used.kubeletMiB.length) {
+    return { evictdLineMiB: lineMiB, oomdFreeLineMiB: lineMiB, note: `calibration failed (every ramp OOM-killed or without a reading): memory.available<${lineMiB}Mi and MemFree < ${lineMiB} MiB uncorrected`, noAgent, ...(withEvictd ? { withEvictd } : {}) };
+  }
+  const k = summarize(used.kubeletMiB)!.median;
+  const f = summarize(used.freeMiB)!.median;
   return {
     evictdLineMiB: Math.ceil(k),
     oomdFreeLineMiB: Math.ceil(f),
-    note: `calibrated on ${kubelet.length} ramp(s) at ${rate} MiB/s${failed ? ` (${failed} discarded)` : ''}: where MemAvailable fell below ${lineMiB} MiB, the hog read memory.available (MemTotal - anon - file + Inactive(file)) ${list(kubelet)} MiB and MemFree ${list(free)} MiB; medians rounded up`,
+    note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) each: with no agent the hog read ${describe(noAgent)}${withEvictd ? `; with evictd --dry-run running ${describe(withEvictd)}` : ''}; the lines are the medians ${which}, rounded up`,
+    noAgent,
+    ...(withEvictd ? { withEvictd } : {}),
   };
 }

@@ -1,10 +1,10 @@
 /**
  * One contender of `evictd bench protect --peers`: something that should stop the runaway pod
  * before the kernel OOM killer does (evictd in its modes, the kubelet's loop, earlyoom, nohang,
- * oomd, systemd-oomd, or nobody). The bench starts it fresh for each trial and stops it after,
- * so contenders interleave trial by trial and no state carries from one ramp to the next; the
- * trial's measurements come from the hog, the kernel and the runtime, never from the
- * contender's own log, so every row is measured the same way.
+ * oomd, systemd-oomd, or nobody). The bench starts it once per cell (rate), as it runs on a node,
+ * warms it with a throwaway ramp, and freezes it while the other contenders' trials run
+ * (freezer.ts); the trial's measurements come from the hog, the probe, the kernel and the
+ * runtime, never from the contender's own log, so every row is measured the same way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -31,8 +31,25 @@ export interface ContenderContext {
    * crossed lineMiB on a calibration ramp (near the end of memory the gap is not the idle one).
    */
   oomdFreeLineMiB: number;
-  /** a directory for the contender's configuration files and log */
+  /** a directory for the contender's configuration files */
   workDir: string;
+  /**
+   * 'tight': each contender at its tightest documented scheduling setting (earlyoom -p, nohang
+   * SCHED_RR as its unit documents, evictd --realtime-priority=10 as shipped); 'normal': every
+   * one at normal scheduling. The kubelet's and the kernel's rows are the same in both.
+   */
+  scheduling: Scheduling;
+  /** where the contender's log goes (kept after the run; default: workDir) */
+  logDir?: string;
+  /** what tells this start's log from the others' (e.g. the cell's rate), in its file name */
+  logTag?: string;
+}
+
+export type Scheduling = 'tight' | 'normal';
+
+/** The contender's log file for this start. */
+export function logFileOf(ctx: ContenderContext, name: string): string {
+  return path.join(ctx.logDir ?? ctx.workDir, `${name}${ctx.logTag ? `-${ctx.logTag}` : ''}.log`);
 }
 
 export interface RunningContender {
@@ -40,6 +57,8 @@ export interface RunningContender {
   readonly ran?: string | undefined;
   /** the contender's main process, for its memory (VmRSS) on the node */
   readonly pid?: number | undefined;
+  /** false once the process has exited (a daemon that died mid-cell is started again) */
+  alive?(): boolean;
   stop(): Promise<void>;
 }
 
@@ -88,7 +107,7 @@ export function setOomScoreAdj(pid: number, adj: number): void {
 export class ContenderUnavailable extends Error {}
 
 export async function startDaemon(ctx: ContenderContext, name: string, cmd: string, args: string[], ready: RegExp, readyTimeoutMs = 20_000): Promise<RunningContender> {
-  const logFile = path.join(ctx.workDir, `${name}.log`);
+  const logFile = logFileOf(ctx, name);
   const log = fs.openSync(logFile, 'a');
   const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.pid) setOomScoreAdj(child.pid, -999);
@@ -124,6 +143,7 @@ export async function startDaemon(ctx: ContenderContext, name: string, cmd: stri
   }
   return {
     pid: child.pid,
+    alive: () => child.exitCode === null && child.signalCode === null,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 5000);

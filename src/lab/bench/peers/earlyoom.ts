@@ -7,16 +7,19 @@
  *
  * Its tightest setting: 1.7 has no flag for its poll interval (an adaptive sleep of 100-1000 ms
  * from a built-in 6000 MiB/s fill rate; near the line it is 100 ms), so the only lever left is
- * `-p` (niceness -20, oom_score_adj -100), its counterpart of evictd's --realtime-priority.
+ * `-p` (niceness -20, oom_score_adj -100), its counterpart of evictd's --realtime-priority:
+ * with --scheduling tight; with --scheduling normal, without it.
  */
-import { startDaemon, which, type Contender } from './contender';
+import { startDaemon, which, type Contender, type ContenderContext } from './contender';
+
+const args = (ctx: ContenderContext): string[] => ['-M', String(ctx.lineMiB * 1024), '-r', '3600', ...(ctx.scheduling === 'tight' ? ['-p'] : [])];
 
 export const earlyoom: Contender = {
   name: 'earlyoom',
   stops: 'bare kill',
   missing: () => (which('earlyoom') ? null : 'earlyoom is not installed (apt-get install earlyoom)'),
   config: (ctx) =>
-    `earlyoom -M ${ctx.lineMiB * 1024} -r 3600 -p: SIGTERM when MemAvailable < ${ctx.lineMiB} MiB (SIGKILL below half), victim by oom_score; Debian's unit args with -M set to the line and -p (nice -20; 1.7 has no poll-interval flag: 100 ms near the line)`,
+    `earlyoom ${args(ctx).join(' ')}: SIGTERM when MemAvailable < ${ctx.lineMiB} MiB (SIGKILL below half), victim by oom_score; Debian's unit args with -M set to the line${ctx.scheduling === 'tight' ? ' and -p (nice -20, its only scheduling setting)' : ', normal scheduling (no -p)'}; 1.7 has no poll-interval flag: 100 ms near the line`,
   ownLine: (ctx) => ({ signal: 'MemAvailable', belowMiB: ctx.lineMiB }),
-  start: (ctx) => startDaemon(ctx, 'earlyoom', 'earlyoom', ['-M', String(ctx.lineMiB * 1024), '-r', '3600', '-p'], /sending SIGTERM when/),
+  start: (ctx) => startDaemon(ctx, 'earlyoom', 'earlyoom', args(ctx), /sending SIGTERM when/),
 };

@@ -2,7 +2,8 @@
  * evictd itself, as `evictd run` on the whole machine (`--cgroup-root /`, the lab's kubepods as
  * the pod cgroup root), with `memory.available<line` as its hard threshold:
  * - evictd: `evictd run` as the DaemonSet and the systemd unit ship it (deploy/: the mechanism it
- *   selects on this kernel, `--realtime-priority=10`, housekeeping 10 s). One row, the one users
+ *   selects on this kernel, `--realtime-priority=10` with --scheduling tight, 0 with normal,
+ *   housekeeping 10 s). One row, the one users
  *   run; the bench takes no best-of across modes.
  * - evictd-poll (only when asked for with --peers): the same with `--notifications poll`, the
  *   node's line on the adaptive poller and no BPF: what evictd does where the tripwire cannot
@@ -12,19 +13,25 @@
  * Each stops the pod through the runtime: the fast kill of the pod's cgroup, then StopPodSandbox,
  * so the sandbox is NOTREADY and Kubernetes sees an eviction.
  */
+import fs from 'node:fs';
 import { AgentProcess } from '../../ramp-lab';
 import type { Contender, ContenderContext, RunningContender } from './contender';
-import { setOomScoreAdj } from './contender';
+import { logFileOf, setOomScoreAdj } from './contender';
 
-/** As deploy/daemonset.yaml and deploy/evictd.service pass it. */
-const SHIPPED = ['--realtime-priority=10'];
+/**
+ * As deploy/daemonset.yaml and deploy/evictd.service pass it (--scheduling tight): SCHED_FIFO 10
+ * for its kill thread only; --scheduling normal: --realtime-priority=0, every thread normal.
+ */
+export function shipped(ctx: Pick<ContenderContext, 'scheduling'>): string[] {
+  return [ctx.scheduling === 'tight' ? '--realtime-priority=10' : '--realtime-priority=0'];
+}
 
 /**
  * Starts `evictd run`; with `waitArmed`, resolves once its first pass has armed the node's
  * memory line (a trial whose ramp began before that would time evictd's start, not its
  * reaction), or after 60 s, whatever it logged.
  */
-export async function startAgent(ctx: ContenderContext, extraArgs: string[], waitArmed: boolean): Promise<RunningContender> {
+export async function startAgent(ctx: ContenderContext, extraArgs: string[], waitArmed: boolean, name = 'evictd'): Promise<RunningContender> {
   const agent = await AgentProcess.start({
     lab: ctx.lab,
     endpoint: ctx.endpoint,
@@ -39,6 +46,7 @@ export async function startAgent(ctx: ContenderContext, extraArgs: string[], wai
   if (waitArmed) await agent.waitFor((l) => typeof l.msg === 'string' && /^memory line node/.test(l.msg), 60_000).catch(() => undefined);
   return {
     pid: agent.child.pid,
+    alive: () => agent.child.exitCode === null && agent.child.signalCode === null,
     // Read when asked: the lines are armed by the first pass, which may log after the start.
     get ran() {
       const said = agent.lines.filter((l) => typeof l.msg === 'string' && /^memory line |fallback|unavailable/.test(l.msg));
@@ -47,6 +55,12 @@ export async function startAgent(ctx: ContenderContext, extraArgs: string[], wai
     },
     stop: async () => {
       await agent.stop();
+      // Its log, kept beside the run's output (--logs): every line it wrote, then its stderr's tail.
+      try {
+        fs.writeFileSync(logFileOf(ctx, name), agent.lines.map((l) => JSON.stringify(l)).join('\n') + (agent.stderrTail ? `\n--- stderr (tail) ---\n${agent.stderrTail}` : '') + '\n');
+      } catch {
+        // no log directory: the run goes on
+      }
       // EVICTD_BENCH_AGENT_LOG=1: the agent's log of the trial on stderr, to see why it acted when it did.
       if (process.env.EVICTD_BENCH_AGENT_LOG === '1') for (const l of agent.lines) process.stderr.write(`  agent ${JSON.stringify(l)}\n`);
     },
@@ -58,9 +72,9 @@ export const evictd: Contender = {
   stops: 'CRI',
   missing: () => null,
   config: (ctx) =>
-    `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${SHIPPED.join(' ')}: as the DaemonSet and the unit ship it (the mechanism evictd run selects here, housekeeping 10 s); the kubelet's victim, fast kill + StopPodSandbox`,
+    `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')}: ${ctx.scheduling === 'tight' ? 'as the DaemonSet and the unit ship it (its kill thread SCHED_FIFO 10)' : 'normal scheduling'} (the mechanism evictd run selects here, housekeeping 10 s); the kubelet's victim, fast kill + StopPodSandbox`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
-  start: (ctx) => startAgent(ctx, SHIPPED, true),
+  start: (ctx) => startAgent(ctx, shipped(ctx), true),
 };
 
 export const evictdPoll: Contender = {
@@ -68,9 +82,9 @@ export const evictdPoll: Contender = {
   stops: 'CRI',
   missing: () => null,
   config: (ctx) =>
-    `evictd run --notifications poll --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${SHIPPED.join(' ')}: the line on the adaptive poller (/proc/meminfo, 5 ms near the line, 1 s far), no BPF, housekeeping 10 s`,
+    `evictd run --notifications poll --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')}: the line on the adaptive poller (/proc/meminfo, 5 ms near the line, 1 s far), no BPF, housekeeping 10 s`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
-  start: (ctx) => startAgent(ctx, ['--notifications', 'poll', ...SHIPPED], true),
+  start: (ctx) => startAgent(ctx, ['--notifications', 'poll', ...shipped(ctx)], true, 'evictd-poll'),
 };
 
 export const evictdPageable: Contender = {
@@ -78,7 +92,7 @@ export const evictdPageable: Contender = {
   stops: 'CRI',
   missing: () => null,
   config: (ctx) =>
-    `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${SHIPPED.join(' ')} --lock-memory=false: as shipped but with its code pageable (not locked in RAM)`,
+    `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')} --lock-memory=false: as shipped but with its code pageable (not locked in RAM)`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
-  start: (ctx) => startAgent(ctx, [...SHIPPED, '--lock-memory=false'], true),
+  start: (ctx) => startAgent(ctx, [...shipped(ctx), '--lock-memory=false'], true, 'evictd-pageable'),
 };

@@ -13,5 +13,5 @@ export const kubelet: Contender = {
   missing: () => null,
   config: (ctx) => `evictd run --notifications none --housekeeping-interval 10s, memory.available<${ctx.evictdLineMiB}Mi: the kubelet's 10 s loop and ranking (its default 100Mi, scaled to the lab)`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
-  start: (ctx) => startAgent(ctx, ['--notifications', 'none', '--housekeeping-interval', '10s'], false),
+  start: (ctx) => startAgent(ctx, ['--notifications', 'none', '--housekeeping-interval', '10s'], false, 'kubelet'),
 };

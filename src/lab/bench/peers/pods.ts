@@ -7,7 +7,10 @@
  * they are written once the processes exist, before the hog has allocated much.
  *
  * The protected pods make the hard case for a process-level killer: the largest process of the
- * node belongs to a Guaranteed pod, and the grower to a BestEffort one.
+ * node belongs to a Guaranteed pod, and the grower to a BestEffort one. The Guaranteed pod's
+ * process is also the probe (hog.c HOG_PROBE, probe.ts): once it holds its memory it works
+ * every millisecond and logs its own stalls and MemAvailable's crossings of the common line,
+ * which is how the race measures what the node's other pods feel.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -41,6 +44,8 @@ export interface ProtectedPods {
   guaranteed: LabPod;
   burstable: LabPod;
   guaranteedMiB: number;
+  /** the probe's line, KiB of MemAvailable (the common line) */
+  probeLineKb: number;
 }
 
 const BURSTABLE_REQUEST = 32 * MiB;
@@ -49,14 +54,14 @@ const BURSTABLE_REQUEST = 32 * MiB;
  * A Guaranteed pod holding `bigMiB` (the largest process on the node) and a small Burstable pod.
  * Resolves when the Guaranteed pod holds its memory.
  */
-export async function startProtectedPods(lab: NodeLab, bigMiB: number): Promise<ProtectedPods> {
+export async function startProtectedPods(lab: NodeLab, bigMiB: number, probeLineKb: number): Promise<ProtectedPods> {
   const capacity = meminfo().total;
   const guaranteed = await lab.runPod({
     name: 'guaranteed-big',
     namespace: 'bench',
     qos: 'Guaranteed',
     // The hog image holds what it allocated until stopped (no hold argument).
-    containers: [{ name: 'app', image: IMAGES.hog, args: ['400', String(bigMiB)], memoryLimitBytes: (bigMiB + 32) * MiB }],
+    containers: [{ name: 'app', image: IMAGES.hog, args: ['400', String(bigMiB)], env: { HOG_PROBE: String(probeLineKb) }, memoryLimitBytes: (bigMiB + 32) * MiB }],
     annotations: { 'evictd.io/requests': `memory=${bigMiB + 32}Mi,cpu=100m`, 'evictd.io/limits': `memory=${bigMiB + 32}Mi,cpu=100m` },
   });
   applyOomScoreAdj(lab, guaranteed, kubeletOomScoreAdj('Guaranteed', 0, capacity));
@@ -74,7 +79,7 @@ export async function startProtectedPods(lab: NodeLab, bigMiB: number): Promise<
     if (steps.length && steps[steps.length - 1]!.mib >= bigMiB) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { guaranteed, burstable, guaranteedMiB: bigMiB };
+  return { guaranteed, burstable, guaranteedMiB: bigMiB, probeLineKb };
 }
 
 /** Which protected pods lost their process (stopped or killed by anyone). */
@@ -96,5 +101,5 @@ export async function replaceLostPods(lab: NodeLab, p: ProtectedPods): Promise<P
   const lost = lostPods(lab, p);
   if (!lost.length) return p;
   await Promise.all([p.guaranteed, p.burstable].map((pod) => lab.removePod(pod)));
-  return startProtectedPods(lab, p.guaranteedMiB);
+  return startProtectedPods(lab, p.guaranteedMiB, p.probeLineKb);
 }

@@ -1,10 +1,13 @@
 /**
- * The results of `bench protect --peers`: one cell per contender and rate, the tables printed on
- * stdout (and in docs/benchmarks.md), the ratio of evictd to the best peer from each one's own
- * line, and the SVG: rate on x, two panels (share stopped before any kernel OOM kill; reaction
- * from the own line, median with its 95% interval, log scale), one series per contender.
+ * The results of `bench protect --peers`: one cell per contender and rate; the headline table
+ * (what the node's other pods feel: the common line -> memory back, as the probe in the
+ * Guaranteed pod saw it), the mechanism table (each contender's reaction from its own line),
+ * the ratio of evictd to the best peer on the headline with a bootstrap interval, and the SVG:
+ * the headline per rate (median and 95% interval, log scale, "not stopped" in a band of its
+ * own) and the protected pod's worst stall.
  */
 import { round } from '../../stats';
+import { bootstrapRatio, BOOTSTRAP_REPS, BOOTSTRAP_SEED, type BootstrapRatio } from './bootstrap';
 import { summarize, type MedianSummary } from './median-interval';
 import type { Trial } from './trial';
 
@@ -41,6 +44,17 @@ export interface Cell {
   via: string;
   /** the highest memory PSI some avg10 (%) in any of the trials (see Trial) */
   psiSomeAvg10Max?: number | null;
+  /**
+   * The headline (see Trial): common line -> memory back, and -> the hog's exit; the values of
+   * the trials are kept for the bootstrap of the ratio (--from renders it again).
+   */
+  headline?: MedianSummary | null;
+  headlineMs?: number[];
+  exit?: MedianSummary | null;
+  /** the protected pod's worst stall per trial, ms, and MemAvailable's minimum per trial, MiB */
+  worstStall?: MedianSummary | null;
+  worstStallMaxMs?: number | null;
+  minAvailable?: { median: number; lowest: number } | null;
   notRun?: string;
 }
 
@@ -59,6 +73,8 @@ export function cellOf(contender: string, rate: number, ts: Trial[], scale: numb
   const reactions = (pick: (t: Trial) => number | null) => ts.flatMap((t) => (pick(t) === null ? [] : [pick(t)!]));
   const own = summarize(reactions((t) => t.ownReactionMs));
   const common = summarize(reactions((t) => t.commonReactionMs));
+  const headlineMs = reactions((t) => t.commonToBackMs ?? null);
+  const mins = finite(ts.map((t) => t.minAvailableMiB ?? null));
   return {
     contender,
     rateMiBs: rate,
@@ -83,6 +99,12 @@ export function cellOf(contender: string, rate: number, ts: Trial[], scale: numb
     senders: [...new Set(ts.flatMap((t) => (t.kill ? [`${t.kill.by} (${t.kill.sig === 9 ? 'KILL' : 'TERM'})`] : [])))].join(', ') || '-',
     via: [...new Set(ts.map((t) => t.via))].join('/'),
     psiSomeAvg10Max: ts.some((t) => t.psiSomeAvg10Max !== null) ? Math.max(...ts.map((t) => t.psiSomeAvg10Max ?? 0)) : null,
+    headline: summarize(headlineMs),
+    headlineMs,
+    exit: summarize(reactions((t) => t.commonToExitMs ?? null)),
+    worstStall: summarize(finite(ts.map((t) => t.worstStallMs ?? null))),
+    worstStallMaxMs: finite(ts.map((t) => t.worstStallMs ?? null)).reduce<number | null>((m, x) => (m === null || x > m ? x : m), null),
+    minAvailable: mins.length ? { median: round(med(mins), 1)!, lowest: Math.min(...mins) } : null,
   };
 }
 
@@ -121,11 +143,14 @@ export function formatMs(x: number | null): string {
   return Math.abs(x) < 10 ? x.toFixed(1) : String(Math.round(x));
 }
 
-/** "median [lo, hi] / p95", the interval omitted when the trials are too few for 95%. */
-export function formatSummary(s: MedianSummary | null): string {
+/**
+ * "median [lo, hi] / p95 X", the interval omitted when the trials are too few for 95%; "max"
+ * instead of "p95" below 20 trials, where the nearest-rank p95 is the largest value.
+ */
+export function formatSummary(s: MedianSummary | null | undefined): string {
   if (!s) return '-';
   const ci = s.lo === null ? ' [n<6]' : ` [${formatMs(s.lo)}, ${formatMs(s.hi)}]`;
-  return `${formatMs(s.median)}${ci} / ${formatMs(s.p95)}`;
+  return `${formatMs(s.median)}${ci} / ${s.n < 20 ? 'max' : 'p95'} ${formatMs(s.p95)}`;
 }
 
 /** The contenders evictd is compared with: not evictd's own rows, not the kernel alone. */
@@ -135,48 +160,63 @@ export interface Ratio {
   rateMiBs: number;
   evictd: Cell | null;
   peer: Cell | null;
-  /** best peer's own-line median / evictd's own-line median; null when either is not a positive finite number */
-  own: number | null;
-  common: number | null;
-  /** evictd's own-line p95 is below the best peer's own-line median */
-  p95BelowPeerMedian: boolean | null;
+  /** the best peer's headline median / evictd's, with its bootstrap 95% interval (bootstrap.ts) */
+  headline: BootstrapRatio | null;
+  /** evictd loses or is not shown ahead: the ratio is below 1 or its interval reaches 1 */
+  loses: boolean | null;
   text: string;
 }
 
 const share = (c: Cell) => c.stopped / Math.max(1, c.trials);
-const ownMedian = (c: Cell) => c.own?.median ?? Infinity;
+const headlineMedian = (c: Cell) => c.headline?.median ?? Infinity;
 
-/** x / y when both are positive and finite. */
-function ratioOf(peer: number | undefined, ours: number | undefined): number | null {
-  if (peer === undefined || ours === undefined || !Number.isFinite(peer) || !Number.isFinite(ours) || peer <= 0 || ours <= 0) return null;
-  return peer / ours;
+function times(r: number | null): string {
+  if (r === null) return '-';
+  if (r === Infinity) return 'inf';
+  return r >= 10 ? String(Math.round(r)) : r.toFixed(2);
 }
 
-function says(r: number | null, what: string): string {
-  if (r === null) return `${what}: no ratio (a median is not a positive number of ms)`;
-  return `${what}: evictd ${r >= 1 ? `${round(r, 1)}x faster` : `${round(1 / r, 1)}x slower`}`;
+/** The rate a cell is labelled by: reached, with the asked one in parentheses. */
+export function rateLabel(c: Cell | null, rate: number): string {
+  return `${c?.reachedRateMiBs ?? '-'} MiB/s reached (${rate} asked)`;
 }
 
 /**
  * Per rate: the row `evictd` (as users run it; no best-of across modes) against the best peer
- * (most hogs stopped before the kernel, then the lowest median from its own line).
+ * (most hogs stopped before the kernel, then the lowest headline median), on the headline.
  */
-export function ratios(cells: Cell[], rates: number[]): Ratio[] {
+export function ratios(cells: Cell[], rates: number[], reps = BOOTSTRAP_REPS, seed = BOOTSTRAP_SEED): Ratio[] {
   return rates.map((rate) => {
     const here = cells.filter((c) => c.rateMiBs === rate && !c.notRun && c.trials > 0);
     const e = here.find((c) => c.contender === 'evictd') ?? null;
     const peers = here.filter((c) => !NOT_PEERS.includes(c.contender));
-    const p = peers.length ? peers.reduce((a, b) => (share(a) !== share(b) ? (share(a) > share(b) ? a : b) : ownMedian(a) <= ownMedian(b) ? a : b)) : null;
-    if (!e || !p) return { rateMiBs: rate, evictd: e, peer: p, own: null, common: null, p95BelowPeerMedian: null, text: 'no comparison (evictd or every peer not run)' };
-    const own = ratioOf(p.own?.median, e.own?.median);
-    const common = ratioOf(p.common?.median, e.common?.median);
-    const p95Below = e.own && p.own ? e.own.p95 < p.own.median : null;
+    const p = peers.length ? peers.reduce((a, b) => (share(a) !== share(b) ? (share(a) > share(b) ? a : b) : headlineMedian(a) <= headlineMedian(b) ? a : b)) : null;
+    if (!e || !p) return { rateMiBs: rate, evictd: e, peer: p, headline: null, loses: null, text: `${rateLabel(e ?? p, rate)}: no comparison (evictd or every peer not run)` };
+    const b = bootstrapRatio(p.headlineMs ?? [], e.headlineMs ?? [], reps, seed);
+    const loses = b.ratio === null ? null : b.ratio < 1 || b.lo === null || b.lo <= 1;
+    const verdict =
+      b.ratio === null
+        ? !e.headlineMs?.length || !p.headlineMs?.length
+          ? 'no ratio (no headline measured: a run before the probe, or no trial of one side)'
+          : 'no ratio (a headline median is not a time)'
+        : b.ratio < 1
+          ? `evictd LOSES here: memory back ${times(1 / b.ratio)}x later than ${p.contender}`
+          : b.lo === null
+            ? `evictd ${times(b.ratio)}x sooner, but too few trials for an interval: NOT shown ahead`
+            : b.lo <= 1
+              ? `evictd ${times(b.ratio)}x sooner, but the interval reaches 1: NOT shown ahead`
+              : b.ratio === Infinity
+                ? `evictd ahead on rank only (its median ${formatMs(e.headline?.median ?? null)} against ${formatMs(p.headline?.median ?? null)}): no finite ratio`
+                : `evictd gives memory back ${times(b.ratio)}x sooner (the whole interval above 1)`;
+    // A kill before the common line ("<0") ranks as the soonest: say how often, since it comes
+    // from where the own line was crossed (the mechanism table), not from a faster stop.
+    const before = (c: Cell) => (c.headlineMs ?? []).filter((x) => x === -Infinity).length;
+    const early = [e, p].filter((c) => before(c) > 0).map((c) => `${c.contender} ${before(c)}/${c.headlineMs!.length}`);
     const text =
-      `evictd ${e.stopped}/${e.trials} stopped vs best peer ${p.contender} ${p.stopped}/${p.trials}; ` +
-      `own line: ${formatSummary(e.own)} vs ${formatSummary(p.own)} ms (${says(own, 'median')}); ` +
-      `common line: ${formatMs(e.common?.median ?? null)} vs ${formatMs(p.common?.median ?? null)} ms (${says(common, 'median')}); ` +
-      `evictd's p95 ${p95Below === null ? '-' : p95Below ? 'below' : 'NOT below'} ${p.contender}'s median`;
-    return { rateMiBs: rate, evictd: e, peer: p, own, common, p95BelowPeerMedian: p95Below, text };
+      `${rateLabel(e, rate)}: common line -> memory back, evictd ${formatSummary(e.headline)} ms (${e.stopped}/${e.trials} stopped) vs best peer ${p.contender} ${formatSummary(p.headline)} ms (${p.stopped}/${p.trials} stopped); ` +
+      `ratio ${p.contender}/evictd ${times(b.ratio)} [${times(b.lo)}, ${times(b.hi)}] (bootstrap 95%, ${b.reps} reps, seed ${b.seed}): ${verdict}` +
+      (early.length ? `; killed before the hog's readings reached the common line ("<0", ranked soonest): ${early.join(', ')}: its own line was crossed first (mechanism table), which is where its line sits, not a faster stop` : '');
+    return { rateMiBs: rate, evictd: e, peer: p, headline: b, loses, text };
   });
 }
 
@@ -190,7 +230,29 @@ function renderRows(head: string[], rows: string[][], notRun: (i: number) => str
   return [line(head, -1), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map((r, i) => line(r, i))].join('\n');
 }
 
-/** The race: who stopped the hog, how soon from its own line and from the common one, what was left. */
+/**
+ * The headline: what the node's other pods felt. Who stopped the hog, how long from the common
+ * line until the probe in the Guaranteed pod saw memory back (and until the hog was gone), how
+ * low MemAvailable went, how long the protected pod stalled.
+ */
+export function renderHeadline(cells: Cell[]): string {
+  const head = ['MiB/s reached (asked)', 'contender', 'real-node MiB/s', 'stopped before OOM', 'common line -> memory back ms: median [95% CI] / p95 (max if n<20)', 'common line -> hog exit ms', 'MemAvailable min MiB (median / lowest)', 'protected pod worst stall ms (median / worst)', 'protected lost', 'kernel OOM kills'];
+  const rows = cells.map((c) => [
+    c.notRun ? `(${c.rateMiBs})` : `${c.reachedRateMiBs ?? '-'} (${c.rateMiBs})`,
+    c.contender,
+    String(c.realRateMiBs ?? '-'),
+    `${c.stopped}/${c.trials}`,
+    formatSummary(c.headline),
+    formatSummary(c.exit),
+    c.minAvailable ? `${c.minAvailable.median} / ${c.minAvailable.lowest}` : '-',
+    c.worstStall ? `${formatMs(c.worstStall.median)} / ${formatMs(c.worstStallMaxMs ?? null)}` : '-',
+    String(c.protectedLost),
+    String(c.oomKills),
+  ]);
+  return renderRows(head, rows, (i) => cells[i]!.notRun);
+}
+
+/** The mechanism: who stopped the hog, how soon from its own line and from the common one, what was left. */
 export function renderTable(cells: Cell[]): string {
   const head = ['contender', 'MiB/s reached (asked)', 'real-node MiB/s', 'stopped before OOM', 'protected lost', 'kernel OOM kills', 'own line', 'own-line reaction ms: median [95% CI] / p95', 'common-line reaction ms', 'MemAvailable / memory.available at kill MiB', 'stop', 'first kill sent by'];
   const rows = cells.map((c) => [
@@ -234,69 +296,96 @@ function escapeXml(s: string): string {
 
 const COLORS: Record<string, string> = { evictd: '#1b9e77', 'evictd-poll': '#66a61e', 'evictd-pageable': '#a6d854', kubelet: '#e7298a', earlyoom: '#d95f02', nohang: '#7570b3', oomd: '#e6ab02', 'systemd-oomd': '#a6761d', kernel: '#666666' };
 
-/** Two panels, rate asked on x (real-node rate beneath), one line per contender. */
+/** A marker of its own per contender (k-th), so equal colours or overlaps still tell them apart. */
+function marker(k: number, x: number, y: number, color: string, title: string): string {
+  const t = `<title>${escapeXml(title)}</title>`;
+  const r = 5;
+  const f = (n: number) => n.toFixed(1);
+  switch (k % 6) {
+    case 0:
+      return `<circle cx="${f(x)}" cy="${f(y)}" r="${r}" fill="${color}">${t}</circle>`;
+    case 1:
+      return `<rect x="${f(x - r)}" y="${f(y - r)}" width="${2 * r}" height="${2 * r}" fill="${color}">${t}</rect>`;
+    case 2:
+      return `<polygon points="${f(x)},${f(y - r - 1)} ${f(x + r + 1)},${f(y + r)} ${f(x - r - 1)},${f(y + r)}" fill="${color}">${t}</polygon>`;
+    case 3:
+      return `<polygon points="${f(x)},${f(y - r - 1)} ${f(x + r + 1)},${f(y)} ${f(x)},${f(y + r + 1)} ${f(x - r - 1)},${f(y)}" fill="${color}">${t}</polygon>`;
+    case 4:
+      return `<polygon points="${f(x - r)},${f(y - r)} ${f(x + r)},${f(y - r)} ${f(x)},${f(y + r + 1)}" fill="${color}">${t}</polygon>`;
+    default:
+      return `<circle cx="${f(x)}" cy="${f(y)}" r="${r}" fill="white" stroke="${color}" stroke-width="2.5">${t}</circle>`;
+  }
+}
+
+/**
+ * Two panels, rate on x (reached, asked, real-node beneath), log scale: the headline (common
+ * line -> memory back, median and 95% interval) with a band above the axis for "not stopped"
+ * (+Infinity: the kernel or nobody stopped the hog), and the protected pod's worst stall. Every
+ * contender has its own offset and marker.
+ */
 export function svg(cells: Cell[], contenders: string[], rates: number[], title: string, scale: number): string {
-  const W = 960;
-  const H = 420;
-  const panelW = 380;
-  const top = 60;
-  const plotH = 240;
+  const W = 1000;
+  const H = 470;
+  const panelW = 400;
+  const band = 34;
+  const top = 60 + band;
+  const plotH = 260;
   const parts: string[] = [];
   const text = (x: number, y: number, s: string, extra = '', size = 12) =>
     parts.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" font-family="sans-serif" font-size="${size}" ${extra}>${s}</text>`);
-  text(20, 22, escapeXml(title), 'font-weight="bold"', 12);
-  const xOf = (x0: number, i: number) => x0 + (rates.length === 1 ? panelW / 2 : 20 + (i * (panelW - 40)) / (rates.length - 1));
-  const panel = (x0: number, heading: string, ticks: [number, string][], value: (c: Cell) => [number, number | null, number | null] | null, label: (c: Cell) => string) => {
-    text(x0, 46, escapeXml(heading), 'font-weight="bold"');
+  // The title names the machine and the run: wrapped at spaces to stay inside the picture.
+  const titleLines: string[] = [''];
+  for (const word of title.split(' ')) {
+    const last = titleLines.length - 1;
+    if (titleLines[last]!.length + word.length + 1 > 150) titleLines.push(word);
+    else titleLines[last] = titleLines[last] ? `${titleLines[last]} ${word}` : word;
+  }
+  titleLines.slice(0, 2).forEach((l, i) => text(20, 16 + i * 14, escapeXml(l), i === 0 ? 'font-weight="bold"' : '', 10));
+  const xOf = (x0: number, i: number) => x0 + (rates.length === 1 ? panelW / 2 : 80 + (i * (panelW - 160)) / (rates.length - 1));
+  const step = Math.min(14, (panelW / Math.max(1, rates.length) - 20) / Math.max(1, contenders.length));
+  const offset = (k: number) => (k - (contenders.length - 1) / 2) * step;
+  // Log scale from 0.1 ms to 100 s; at or below 0.1 ms (or before the line) on the floor.
+  const decades = 6;
+  const yOf = (ms: number): number => (ms === Infinity ? top - band / 2 : top + plotH - (ms <= 0.1 ? 0 : Math.min(1, Math.log10(ms / 0.1) / decades)) * plotH);
+  const ticks: [number, string][] = [[0.1, '≤0.1 ms'], [1, '1 ms'], [10, '10 ms'], [100, '100 ms'], [1000, '1 s'], [10000, '10 s'], [100000, '100 s']];
+  const panel = (x0: number, heading: string, pick: (c: Cell) => MedianSummary | null | undefined, withBand: boolean) => {
+    text(x0, 50, escapeXml(heading), 'font-weight="bold"');
+    if (withBand) {
+      parts.push(`<rect x="${x0}" y="${top - band}" width="${panelW}" height="${band - 6}" fill="#f3e3e3"/>`);
+      text(x0 - 6, top - band / 2 + 4, 'not stopped', 'text-anchor="end" fill="#a33"', 10);
+    }
     for (const [t, name] of ticks) {
-      const y = top + plotH - t * plotH;
+      const y = yOf(t);
       parts.push(`<line x1="${x0}" y1="${y}" x2="${x0 + panelW}" y2="${y}" stroke="#ddd"/>`);
       text(x0 - 6, y + 4, name, 'text-anchor="end"', 10);
     }
     rates.forEach((rate, i) => {
-      text(xOf(x0, i), top + plotH + 16, `${rate} MiB/s asked`, 'text-anchor="middle"', 11);
-      text(xOf(x0, i), top + plotH + 30, `≈${Math.round(rate * scale)} MiB/s real node`, 'text-anchor="middle" fill="#777"', 10);
+      const reached = cells.filter((c) => c.rateMiBs === rate && !c.notRun && c.reachedRateMiBs !== null).map((c) => c.reachedRateMiBs!);
+      const r = reached.length ? Math.round(reached.sort((a, b) => a - b)[reached.length >> 1]!) : null;
+      text(xOf(x0, i), top + plotH + 16, `${r ?? '-'} MiB/s reached`, 'text-anchor="middle"', 11);
+      text(xOf(x0, i), top + plotH + 30, `(${rate} asked; ≈${Math.round((r ?? rate) * scale)} real node)`, 'text-anchor="middle" fill="#777"', 10);
     });
     contenders.forEach((name, k) => {
-      const pts: string[] = [];
+      const color = COLORS[name] ?? '#000';
       rates.forEach((rate, i) => {
         const c = cells.find((x) => x.contender === name && x.rateMiBs === rate);
-        const v = c && !c.notRun ? value(c) : null;
-        if (v === null) return;
-        // A small horizontal offset per contender keeps equal values from hiding each other.
-        const x = xOf(x0, i) + (k - contenders.length / 2) * 3;
-        const y = top + plotH - v[0] * plotH;
-        const color = COLORS[name] ?? '#000';
-        if (v[1] !== null && v[2] !== null) parts.push(`<line x1="${x.toFixed(1)}" y1="${(top + plotH - v[1] * plotH).toFixed(1)}" x2="${x.toFixed(1)}" y2="${(top + plotH - v[2] * plotH).toFixed(1)}" stroke="${color}" stroke-width="1.5"/>`);
-        pts.push(`${x.toFixed(1)},${y.toFixed(1)}`);
-        parts.push(`<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="4" fill="${color}"><title>${escapeXml(`${name} ${rate} MiB/s asked, ${c!.reachedRateMiBs} reached: ${label(c!)}`)}</title></circle>`);
+        const s = c && !c.notRun ? pick(c) : null;
+        if (!s) return;
+        const x = xOf(x0, i) + offset(k);
+        if (s.lo !== null && s.hi !== null) parts.push(`<line x1="${x.toFixed(1)}" y1="${yOf(s.lo).toFixed(1)}" x2="${x.toFixed(1)}" y2="${yOf(s.hi).toFixed(1)}" stroke="${color}" stroke-width="1.5"/>`);
+        parts.push(marker(k, x, yOf(s.median), color, `${name}, ${c!.reachedRateMiBs} MiB/s reached (${rate} asked): ${formatSummary(s)} ms, ${c!.stopped}/${c!.trials} stopped`));
       });
-      if (pts.length > 1) parts.push(`<polyline points="${pts.join(' ')}" fill="none" stroke="${COLORS[name] ?? '#000'}" stroke-width="2"/>`);
     });
     parts.push(`<line x1="${x0}" y1="${top + plotH}" x2="${x0 + panelW}" y2="${top + plotH}" stroke="#333"/>`);
   };
-  panel(
-    60,
-    'hog stopped before any kernel OOM kill',
-    [[0, '0%'], [0.25, '25%'], [0.5, '50%'], [0.75, '75%'], [1, '100%']],
-    (c) => (c.trials ? [c.stopped / c.trials, null, null] : null),
-    (c) => `${c.stopped}/${c.trials} stopped, ${c.protectedLost} protected lost, ${c.via}`,
-  );
-  // Log scale from 0.1 ms to 10 s; a value at or below 0.1 ms (or before the line) sits on the
-  // floor, "none" (no stop) on the ceiling; a median of "none" is not drawn.
-  const logScale = (ms: number | null): number | null => (ms === null ? null : ms === Infinity ? 1 : ms <= 0.1 ? 0 : Math.min(1, Math.log10(ms / 0.1) / 5));
-  panel(
-    W - panelW - 40,
-    'reaction from its own line, median and 95% CI (log)',
-    [[0, '≤0.1 ms'], [0.2, '1 ms'], [0.4, '10 ms'], [0.6, '100 ms'], [0.8, '1 s'], [1, '10 s']],
-    (c) => (!c.own || c.own.median === Infinity ? null : [logScale(c.own.median)!, logScale(c.own.lo), logScale(c.own.hi)]),
-    (c) => `own line ${c.ownLine}: ${formatSummary(c.own)} ms`,
-  );
+  panel(90, 'common line -> memory back (probe), median and 95% CI (log)', (c) => c.headline, true);
+  panel(W - panelW - 40, "protected pod's worst stall, median and 95% CI (log)", (c) => c.worstStall, false);
   contenders.forEach((name, i) => {
-    const x = 60 + (i % 8) * 110;
+    const x = 60 + (i % 8) * 115;
+    const y = H - 40 + Math.floor(i / 8) * 18;
     const notRun = cells.some((c) => c.contender === name && c.notRun);
-    parts.push(`<rect x="${x}" y="${H - 40}" width="12" height="12" fill="${COLORS[name] ?? '#000'}"/>`);
-    text(x + 18, H - 30, notRun ? `${name} (not run)` : name, '', 11);
+    parts.push(marker(i, x + 6, y - 4, COLORS[name] ?? '#000', name));
+    text(x + 18, y, notRun ? `${name} (not run)` : name, '', 11);
   });
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}"><rect width="100%" height="100%" fill="white"/>${parts.join('')}</svg>\n`;
 }

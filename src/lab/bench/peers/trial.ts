@@ -2,6 +2,9 @@
  * One ramp of `bench protect --peers`: a BestEffort hog ramps at the given rate toward more
  * memory than the machine has; something stops it (the contender, or the kernel OOM killer).
  * Everything is measured from outside the contender, the same way for every row:
+ * - what the node's other pods feel (the headline): the probe in the Guaranteed pod (probe.ts)
+ *   says when memory came back above the common line after the kill's send, and how long it
+ *   stalled; from the common line's crossing to memory back is the headline.
  *
  * - the crossings: the hog runs with HOG_METER, so after every MiB it reads /proc/meminfo itself
  *   and logs the three fields every contender's signal is made of, and near the lines
@@ -26,6 +29,7 @@ import { IMAGES } from '../../harness';
 import type { Contender } from './contender';
 import { applyOomScoreAdj, lostPods, vmstatOomKills, type ProtectedPods } from './pods';
 import { meminfo } from './meminfo';
+import { compactProbe, felt, probeEvents, type ProbeEvent } from './probe';
 import { crossingOf, exitNs, firstKill, oomVictim, reachedRate, reactionMs, readingAt, senderOf, signalMiB, type Line, type Step } from './reaction';
 import type { SignalTrace, TraceEvent } from './signal-trace';
 
@@ -75,6 +79,68 @@ export interface Trial {
    * memory; what locking its pages (evictd --lock-memory, earlyoom's and nohang's mlockall) avoids
    */
   contenderMajorFaults?: number | null;
+  /**
+   * The headline, from the probe in the Guaranteed pod (probe.ts): the common line's crossing ->
+   * memory back (the probe's first reading at or above the line after the kill's send), ms, and
+   * -> the hog's exit; -Infinity / +Infinity / null as the reactions. Absent in runs before the probe.
+   */
+  commonToBackMs?: number | null;
+  commonToExitMs?: number | null;
+  /** the probe's longest gap overlapping [ramp start, memory back + 1 s], ms */
+  worstStallMs?: number | null;
+  /** MemAvailable's minimum during the trial (the hog's readings and the probe's), MiB */
+  minAvailableMiB?: number | null;
+  /** the hog's readings: [ns, MiB held, MemAvailable, MemFree, Inactive(file), kubelet's memory.available] (kB; -1 when not read) */
+  readings?: number[][];
+  /** the probe's events in the trial's window: [ns, kind, ...] (probe.ts compactProbe) */
+  probe?: (number | string)[][];
+}
+
+/**
+ * The probe's log (the Guaranteed pod's container log), read on from where the last read left
+ * off: under emulation the probe logs a gap line on most of its iterations (over 100 lines a
+ * second while a ramp runs), and a run is hours long. Events older than KEEP_NS before the
+ * newest are dropped: a trial's window is shorter than a ramp's cap.
+ */
+const KEEP_NS = 600_000_000_000n;
+const probeLogs = new Map<string, { offset: number; carry: string; events: ProbeEvent[] }>();
+
+export function readProbeLog(pod: ProtectedPods['guaranteed']): ProbeEvent[] {
+  const file = path.join(pod.logDirectory, 'app.log');
+  const st = probeLogs.get(file) ?? { offset: 0, carry: '', events: [] };
+  probeLogs.set(file, st);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return st.events;
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size < st.offset) Object.assign(st, { offset: 0, carry: '', events: [] }); // rotated or recreated
+    const buf = Buffer.alloc(size - st.offset);
+    let got = 0;
+    while (got < buf.length) {
+      const n = fs.readSync(fd, buf, got, buf.length - got, st.offset + got);
+      if (n <= 0) break;
+      got += n;
+    }
+    st.offset += got;
+    const lines = (st.carry + buf.subarray(0, got).toString()).split('\n');
+    st.carry = lines.pop() ?? '';
+    // "<RFC3339Nano> stdout F <message>", as NodeLab.podLog reads it
+    st.events.push(...probeEvents(lines.flatMap((l) => /^\S+ (?:stdout|stderr) [FP] (.*)$/.exec(l)?.[1] ?? [])));
+    const newest = st.events[st.events.length - 1]?.ns;
+    if (newest !== undefined) st.events = st.events.filter((e) => e.ns >= newest - KEEP_NS);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return st.events;
+}
+
+/** The hog's readings, compact for the trial's JSON line. */
+export function compactReadings(steps: readonly Step[]): number[][] {
+  return steps.map((s) => (s.reading ? [Number(s.ns), s.mib, s.reading.availableKb, s.reading.freeKb, s.reading.inactiveFileKb, s.reading.kubeletKb ?? -1] : [Number(s.ns), s.mib]));
 }
 
 /** /proc/pressure/memory's `some avg10`, or null without PSI. */
@@ -114,6 +180,12 @@ export function majorFaults(pid: number | undefined): number | null {
 const HARD_CAP_MS = 180_000;
 const LOOP_MS = 25;
 /**
+ * How long the hog may log nothing before the ramp is given up as survived: the smoke runs saw
+ * the whole emulated node stall for 8-19 s on the first ramps after the contenders started (the
+ * probe's gaps), and a hog given up for 5 s of such a stall was counted as not stopped.
+ */
+const PROGRESS_WAIT_MS = 20_000;
+/**
  * Near the lines the hog reads after every FINE_KIB: a MiB takes 5-30 ms to touch under
  * emulation, a window wider than a millisecond's reaction. The region starts FINE_MARGIN_MIB of
  * MemAvailable above the common line, which covers every own line (calibrated to cross where
@@ -152,7 +224,7 @@ export interface TrialRaw {
 }
 
 /** One ramp against the running contender. */
-export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number, lines: TrialLines, trace: SignalTrace, o: TrialOptions = {}): Promise<Trial & { raw: TrialRaw }> {
+export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number | string, lines: TrialLines, trace: SignalTrace, o: TrialOptions = {}): Promise<Trial & { raw: TrialRaw }> {
   const oom0 = vmstatOomKills();
   const m0 = meminfo();
   const targetMiB = Math.ceil(m0.available / MiB) + 128;
@@ -165,7 +237,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   let hogPid: number | null = null;
   // The ramp ends when the hog dies. On a host shared with other VMs the hog can run at a
   // fraction of the asked rate, so the deadline is not from the asked rate alone: while the hog
-  // still logs progress it is extended, 5 s at a time, up to HARD_CAP_MS.
+  // still logs progress it is extended, PROGRESS_WAIT_MS at a time, up to HARD_CAP_MS.
   const t0 = Date.now();
   let deadline = t0 + (targetMiB / rate) * 1000 + 15_000;
   let progress = -1;
@@ -176,7 +248,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
       const logged = lab.podLog(pod, 'hog').length;
       if (logged <= progress || Date.now() - t0 > HARD_CAP_MS) break;
       progress = logged;
-      deadline = Date.now() + 5_000;
+      deadline = Date.now() + PROGRESS_WAIT_MS;
     }
     const psi = psiSomeAvg10();
     if (psi !== null) psiMax = Math.max(psiMax ?? 0, psi);
@@ -240,6 +312,28 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const at = k ? readingAt(steps, k.ns) : null;
   const exit = hogPid === null ? null : exitNs(events, hogPid);
   const endMib = common?.mib ?? steps[steps.length - 1]?.mib ?? 0;
+  const rampStartNs = schedule?.startNs ?? steps[0]?.ns ?? null;
+  const feltNow = () => {
+    const events = readProbeLog(pods.guaranteed);
+    const f = felt({
+      events,
+      readings: steps.flatMap((st) => (st.reading ? [{ ns: st.ns, availableKb: st.reading.availableKb }] : [])),
+      rampStartNs,
+      commonNs: common?.touchNs ?? null,
+      killNs: k?.ns ?? null,
+      exitNs: exit,
+      stoppedByContender: stoppedBy,
+    });
+    return { events, f, windowEnd: (f.memoryBackNs ?? exit ?? k?.ns ?? steps[steps.length - 1]?.ns ?? 0n) + 1_000_000_000n };
+  };
+  let probed = feltNow();
+  // The stall window ends 1 s after memory back: let the probe log past it (its heartbeat comes every second) before reading again.
+  const wait = probed.windowEnd + 1_100_000_000n - process.hrtime.bigint();
+  if (wait > 0n) {
+    await sleep(Number(wait / 1_000_000n));
+    probed = feltNow();
+  }
+  const { events: probe, f, windowEnd } = probed;
   return {
     contender: contender.name,
     rateMiBs: rate,
@@ -260,6 +354,12 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     psiSomeAvg10Max: psiMax,
     contenderRssMiB,
     contenderMajorFaults: faults0 !== null && faults1 !== null ? faults1 - faults0 : null,
+    commonToBackMs: f.commonToBackMs,
+    commonToExitMs: f.commonToExitMs,
+    worstStallMs: f.worstStallMs,
+    minAvailableMiB: f.minAvailableMiB,
+    readings: compactReadings(steps),
+    probe: rampStartNs === null ? [] : compactProbe(probe, rampStartNs, windowEnd),
     raw: { steps, events },
   };
 }
