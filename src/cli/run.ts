@@ -80,12 +80,12 @@ export async function run(argv: string[]): Promise<number> {
   checkMemoryBrake(s.policy, layout);
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
   if (!fs.existsSync(nodeDir)) throw badValue('--cgroup-root', s.cgroupRoot, `no such memory cgroup (${nodeDir})`);
+  const stateDirIssue = stateDirProblem(s.stateDir);
+  if (stateDirIssue !== null) throw badValue('--state-dir', s.stateDir, stateDirIssue);
   // Not refused: the kubelet creates it at its own start, which may come after evictd's. Said,
   // because until it exists no pod is seen and none can be evicted.
   const podRootDir = cgroupDir(layout.memoryMount, s.podCgroupRoot);
   if (!fs.existsSync(podRootDir)) logger.warn({ podCgroupRoot: s.podCgroupRoot, dir: podRootDir }, 'the pod cgroup root does not exist (yet): no pod is seen, and none evicted, until the kubelet creates it (--pod-cgroup-root)');
-  const stateDirIssue = stateDirProblem(s.stateDir);
-  if (stateDirIssue !== null) throw badValue('--state-dir', s.stateDir, stateDirIssue);
 
   if (s.realtimePriority > 0) {
     // Before anything is armed: the kill threads start in their class. This thread (passes,
