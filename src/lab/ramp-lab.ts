@@ -23,6 +23,8 @@ import { Quantity } from '../policy/quantity';
 import { hogSteps, type LabPod, type NodeLab } from './node-lab';
 
 export interface AgentProcessOptions {
+  /** another build's bin/evictd.js (an A/B against a baseline tree); default this tree's */
+  bin?: string;
   lab: NodeLab;
   endpoint: string;
   evictionHard: string;
@@ -74,7 +76,7 @@ export class AgentProcess {
   }
 
   static async start(o: AgentProcessOptions): Promise<AgentProcess> {
-    const bin = path.resolve(__dirname, '..', '..', '..', 'bin', 'evictd.js');
+    const bin = o.bin ?? path.resolve(__dirname, '..', '..', '..', 'bin', 'evictd.js');
     const args = [
       bin,
       ...(o.command ?? ['run']),

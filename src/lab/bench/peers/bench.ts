@@ -37,7 +37,7 @@ import { designRows, trialOrders } from './williams';
 import { BOOTSTRAP_REPS, BOOTSTRAP_SEED } from './bootstrap';
 import { stderrLine, stdoutLine } from './out';
 import { earlyoom } from './earlyoom';
-import { evictd, evictdPageable, evictdPoll, shipped, startAgent } from './evictd';
+import { evictd, evictdBase, evictdNoReap, evictdPageable, evictdPoll, shipped, startAgent } from './evictd';
 import { kernel } from './kernel';
 import { kubelet } from './kubelet';
 import { meminfo } from './meminfo';
@@ -55,8 +55,10 @@ import { systemdOomd } from './systemd-oomd';
 const MiB = 1024 * 1024;
 
 /** Every contender the bench knows; evictd-poll and evictd-pageable only when named (one evictd row per configuration users run). */
-export const CONTENDERS: Contender[] = [evictd, evictdPoll, evictdPageable, kubelet, earlyoom, nohang, oomd, systemdOomd, kernel];
-const DEFAULT_CONTENDERS = CONTENDERS.filter((c) => c !== evictdPoll && c !== evictdPageable);
+export const CONTENDERS: Contender[] = [evictd, evictdPoll, evictdPageable, evictdNoReap, evictdBase, kubelet, earlyoom, nohang, oomd, systemdOomd, kernel];
+/** evictd's other configurations and the A/B rows run only when named: one evictd row per configuration users run. */
+const NAMED_ONLY: readonly Contender[] = [evictdPoll, evictdPageable, evictdNoReap, evictdBase];
+const DEFAULT_CONTENDERS = CONTENDERS.filter((c) => !NAMED_ONLY.includes(c));
 
 const DEFAULT_TRIALS = 20;
 const QUICK_TRIALS = 1;
@@ -71,7 +73,8 @@ export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] 
 
   Runs on the whole machine as the node: use a pure cgroup v2 VM of fixed memory (the lab),
   with tracefs (every kill is timed by the kernel's signal_generate).
-  --peers[=LIST]      contenders (default: ${DEFAULT_CONTENDERS.map((c) => c.name).join(',')}); also evictd-poll, evictd-pageable
+  --peers[=LIST]      contenders (default: ${DEFAULT_CONTENDERS.map((c) => c.name).join(',')}); also ${NAMED_ONLY.map((c) => c.name).join(', ')}
+                      (evictd-base: the build at $EVICTD_BENCH_BASELINE, for an A/B)
   --rates LIST        hog ramp rates asked, MiB/s on this machine (default 50,200: in the lab 200 is
                       already what the hog reaches at most; 400 asked reached 45-214)
   --trials N          counted ramps per contender and rate (default ${DEFAULT_TRIALS}); a multiple of the design's

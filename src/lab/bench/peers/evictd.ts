@@ -14,6 +14,7 @@
  * so the sandbox is NOTREADY and Kubernetes sees an eviction.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { AgentProcess } from '../../ramp-lab';
 import type { Contender, ContenderContext, RunningContender } from './contender';
 import { logFileOf, setOomScoreAdj } from './contender';
@@ -31,8 +32,9 @@ export function shipped(ctx: Pick<ContenderContext, 'scheduling'>): string[] {
  * memory line (a trial whose ramp began before that would time evictd's start, not its
  * reaction), or after 60 s, whatever it logged.
  */
-export async function startAgent(ctx: ContenderContext, extraArgs: string[], waitArmed: boolean, name = 'evictd'): Promise<RunningContender> {
+export async function startAgent(ctx: ContenderContext, extraArgs: string[], waitArmed: boolean, name = 'evictd', bin?: string): Promise<RunningContender> {
   const agent = await AgentProcess.start({
+    ...(bin ? { bin } : {}),
     lab: ctx.lab,
     endpoint: ctx.endpoint,
     evictionHard: `memory.available<${ctx.evictdLineMiB}Mi`,
@@ -95,4 +97,35 @@ export const evictdPageable: Contender = {
     `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')} --lock-memory=false: as shipped but with its code pageable (not locked in RAM)`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
   start: (ctx) => startAgent(ctx, [...shipped(ctx), '--lock-memory=false'], true, 'evictd-pageable'),
+};
+
+/**
+ * An A/B of the kill path (only when named): evictd-noreap is the shipped configuration with
+ * `--reap-killed=false` (each killed task frees its own memory as it exits); evictd-base runs
+ * another build of evictd, the tree named by $EVICTD_BENCH_BASELINE (its bin/evictd.js, built:
+ * e.g. a worktree of the commit before a change), with the same flags. Interleaved trial by
+ * trial with evictd, they say what a change buys from the kill to memory back.
+ */
+export const evictdNoReap: Contender = {
+  name: 'evictd-noreap',
+  stops: 'CRI',
+  missing: () => null,
+  config: (ctx) => `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')} --reap-killed=false: as evictd, the killed tasks left to free their own memory`,
+  ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
+  start: (ctx) => startAgent(ctx, [...shipped(ctx), '--reap-killed=false'], true, 'evictd-noreap'),
+};
+
+const baselineBin = (): string | null => (process.env.EVICTD_BENCH_BASELINE ? path.join(process.env.EVICTD_BENCH_BASELINE, 'bin', 'evictd.js') : null);
+
+export const evictdBase: Contender = {
+  name: 'evictd-base',
+  stops: 'CRI',
+  missing: () => {
+    const bin = baselineBin();
+    if (bin === null) return 'no baseline tree: set EVICTD_BENCH_BASELINE to a built checkout of evictd';
+    return fs.existsSync(bin) ? null : `${bin} does not exist (EVICTD_BENCH_BASELINE)`;
+  },
+  config: (ctx) => `the baseline build at ${process.env.EVICTD_BENCH_BASELINE ?? '(unset)'}: evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')}`,
+  ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
+  start: (ctx) => startAgent(ctx, shipped(ctx), true, 'evictd-base', baselineBin() ?? undefined),
 };

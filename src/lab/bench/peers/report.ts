@@ -154,7 +154,7 @@ export function formatSummary(s: MedianSummary | null | undefined): string {
 }
 
 /** The contenders evictd is compared with: not evictd's own rows, not the kernel alone. */
-const NOT_PEERS = ['evictd', 'evictd-poll', 'evictd-pageable', 'kernel'];
+const NOT_PEERS = ['evictd', 'evictd-poll', 'evictd-pageable', 'evictd-noreap', 'evictd-base', 'kernel'];
 
 export interface Ratio {
   rateMiBs: number;
@@ -294,7 +294,7 @@ function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-const COLORS: Record<string, string> = { evictd: '#1b9e77', 'evictd-poll': '#66a61e', 'evictd-pageable': '#a6d854', kubelet: '#e7298a', earlyoom: '#d95f02', nohang: '#7570b3', oomd: '#e6ab02', 'systemd-oomd': '#a6761d', kernel: '#666666' };
+const COLORS: Record<string, string> = { evictd: '#1b9e77', 'evictd-poll': '#66a61e', 'evictd-pageable': '#a6d854', 'evictd-noreap': '#1f78b4', 'evictd-base': '#a6cee3', kubelet: '#e7298a', earlyoom: '#d95f02', nohang: '#7570b3', oomd: '#e6ab02', 'systemd-oomd': '#a6761d', kernel: '#666666' };
 
 /** A marker of its own per contender (k-th), so equal colours or overlaps still tell them apart. */
 function marker(k: number, x: number, y: number, color: string, title: string): string {
