@@ -5,7 +5,7 @@
  * run-flags.ts and turned into settings in run-settings.ts.
  */
 import fs from 'node:fs';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { Agent } from '../agent/agent';
 import { systemClock } from '../agent/clock';
 import { Recorder } from '../agent/recorder';
@@ -22,6 +22,7 @@ import { reapCounts, setReapAfterKill } from '../kernel/reap';
 import { lockCode } from '../kernel/memory-lock';
 import { orderCounts } from '../kernel/order-event';
 import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
+import { nativeAvailable } from '../kernel/addon';
 import { formatDuration } from '../policy/duration';
 import { badValue } from '../errors';
 import { parseFlags, runUsage, type ParsedFlags } from './run-flags';
@@ -98,7 +99,9 @@ export async function run(argv: string[]): Promise<number> {
       // scheduling, where a container's cpu cgroup has cpu.rt_runtime_us 0.
       logger.warn(
         { realtimePriority: s.realtimePriority, err: (err as Error).message },
-        'running without realtime priority: SCHED_FIFO refused (CAP_SYS_NICE missing, or a cpu cgroup with no realtime budget: cgroup v1 cpu.rt_runtime_us)',
+        nativeAvailable()
+          ? 'running without realtime priority: SCHED_FIFO refused (CAP_SYS_NICE missing, or a cpu cgroup with no realtime budget: cgroup v1 cpu.rt_runtime_us)'
+          : 'running without realtime priority: the native addon did not load (see err)',
       );
     }
   }
@@ -113,7 +116,7 @@ export async function run(argv: string[]): Promise<number> {
       logger.info({ mappedFilesBytes: bytes }, 'code locked in memory (mlock2 MLOCK_ONFAULT on the mapped files)');
     } catch (err) {
       // As with the priority: the node refuses it, the agent still does its job.
-      logger.warn({ err: (err as Error).message }, 'running with pageable code: mlock refused (CAP_IPC_LOCK missing and RLIMIT_MEMLOCK too low)');
+      logger.warn({ err: (err as Error).message }, nativeAvailable() ? 'running with pageable code: mlock refused (CAP_IPC_LOCK missing and RLIMIT_MEMLOCK too low)' : 'running with pageable code: the native addon did not load (see err)');
     }
   }
 
@@ -227,18 +230,18 @@ export async function run(argv: string[]): Promise<number> {
   agent.start();
   // Under a unit of Type=notify: ready now; with WatchdogSec=, alive while the loop completes
   // passes (not while the runtime is down: restarting evictd would not bring it back).
-  sdNotify(`READY=1\nSTATUS=watching ${s.policy.thresholds.length} thresholds`);
+  notifySystemd(`READY=1\nSTATUS=watching ${s.policy.thresholds.length} thresholds`, logger);
   const watchdogMs = watchdogIntervalMs();
   const watchdog =
     watchdogMs === null
       ? null
       : setInterval(() => {
-          if (agent.conditionsStale() === null) sdNotify('WATCHDOG=1');
+          if (agent.conditionsStale() === null) notifySystemd('WATCHDOG=1', logger);
         }, watchdogMs / 2);
   watchdog?.unref();
   await stopped;
   if (watchdog) clearInterval(watchdog);
-  sdNotify('STOPPING=1');
+  notifySystemd('STOPPING=1', logger);
   await agent.stop();
   await server.close();
   await closeAdmission();
@@ -252,4 +255,21 @@ export async function run(argv: string[]): Promise<number> {
   }
   logger.info({ passes: agent.controller.stats.passes, notifications: agent.controller.stats.notifications }, 'stopped');
   return 0;
+}
+
+let notifyFailureLogged = false;
+
+/**
+ * sd_notify, never fatal: the agent keeps its job when it cannot tell systemd (the native addon
+ * did not load, or the socket refused). Said once, with the real reason: under Type=notify
+ * systemd then gives up on the start at its TimeoutStartSec.
+ */
+function notifySystemd(state: string, logger: Logger): void {
+  try {
+    sdNotify(state);
+  } catch (err) {
+    if (notifyFailureLogged) return;
+    notifyFailureLogged = true;
+    logger.error({ err: (err as Error).message, state: state.split('\n')[0] }, nativeAvailable() ? 'cannot notify systemd (sd_notify failed)' : 'cannot notify systemd: the native addon did not load (see err)');
+  }
 }
