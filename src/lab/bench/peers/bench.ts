@@ -37,7 +37,7 @@ import { designRows, trialOrders } from './williams';
 import { BOOTSTRAP_REPS, BOOTSTRAP_SEED } from './bootstrap';
 import { stderrLine, stdoutLine } from './out';
 import { earlyoom } from './earlyoom';
-import { evictd, evictdBase, evictdNoReap, evictdPageable, evictdPoll, shipped, startAgent } from './evictd';
+import { evictd, evictdBase, evictdNoReap, evictdPageable, evictdPoll } from './evictd';
 import { kernel } from './kernel';
 import { kubelet } from './kubelet';
 import { meminfo } from './meminfo';
@@ -297,55 +297,14 @@ export async function run(argv: string[]): Promise<number> {
     log(`bench protect --peers: ${env}`);
     log(`  node = the whole machine; pods: Guaranteed ${bigMiB} MiB (the largest process, oom_score_adj -997; its process is the probe: a page touched every 1 ms, its stalls and MemAvailable < ${o.lineMiB} MiB logged), Burstable (request 32Mi), BestEffort hog (1000) ramping past MemAvailable`);
     log(`  scheduling: ${o.scheduling}; order seed ${o.seed}; logs in ${o.logs}; ${o.warmUp ? 'one warm-up ramp per contender and cell (not counted)' : 'no warm-up ramp (--quick)'}`);
-    const cal = await calibrate(lab, pods, o.rates[0]!, o.lineMiB, o.calibrationRamps, trace, (line) => startAgent({ ...ctx, evictdLineMiB: line, logTag: 'calibration-dry-run' }, [...shipped(ctx), '--dry-run'], true), log);
-    pods = await replaceLostPods(lab, pods);
-    ctx.evictdLineMiB = cal.evictdLineMiB;
-    ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;
-    const common: Line = { signal: 'MemAvailable', belowMiB: o.lineMiB };
-    log(`  lines: common ${describeLine(common)}; evictd and kubelet memory.available < ${cal.evictdLineMiB} MiB, oomd MemFree < ${cal.oomdFreeLineMiB} MiB (${cal.note})`);
-    log(`  time scale: ${o.lineMiB} MiB at r MiB/s leaves ${o.lineMiB}/r s, as ${o.realMarginMiB} MiB at ${round(scale, 2)}r does on a real node`);
-    const runnable: Contender[] = [];
-    for (const c of o.contenders) {
-      configs[c.name] = c.config(ctx);
-      const why = c.missing(ctx);
-      if (why) {
-        notRun.set(c.name, why);
-        log(`  ${c.name}: not run: ${why}`);
-      } else {
-        runnable.push(c);
-        log(`  ${c.name}: ${configs[c.name]}`);
-      }
-    }
-    const rows = designRows(runnable.length);
-    log(`  order: a Williams design of ${rows} rows over ${runnable.length} contenders, labels shuffled by seed ${o.seed}${o.trials % rows === 0 ? '' : ` (${o.trials} trials is not a multiple of ${rows}: the last ${o.trials % rows} rows are a partial square, so the balance is not exact)`}`);
-    const header: RunHeader = {
-      environment: env,
-      lineMiB: o.lineMiB,
-      evictdLineMiB: ctx.evictdLineMiB,
-      oomdFreeLineMiB: ctx.oomdFreeLineMiB,
-      calibration: cal.note,
-      calibrationSets: { ...(cal.noAgent ? { noAgent: cal.noAgent } : {}), ...(cal.withEvictd ? { withEvictd: cal.withEvictd } : {}) },
-      realMarginMiB: o.realMarginMiB,
-      rates: o.rates,
-      trials: o.trials,
-      contenders: runnable.map((c) => c.name),
-      scheduling: o.scheduling,
-      seed: o.seed,
-      warmUp: o.warmUp,
-      orders,
-      configs,
-      ownLines: Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))])),
-    };
-    o.rates.forEach((rate, ri) => (orders[String(rate)] = trialOrders(runnable.map((c) => c.name), o.trials, o.seed + ri)));
-    if (o.json) stdoutLine(toJson({ run: header }));
     const startFailures = new Map<string, string[]>();
     const sched = new Map<string, string>();
 
     /** Starts the contender for this cell, in its own group, and freezes it; false when it could not start. */
-    const startOne = async (c: Contender, rate: number): Promise<boolean> => {
+    const startOne = async (c: Contender, rate: number, tag = `${rate}MiBs`): Promise<boolean> => {
       let running: RunningContender;
       try {
-        running = await c.start({ ...ctx, logTag: `${rate}MiBs` });
+        running = await c.start({ ...ctx, logTag: tag });
       } catch (err) {
         // A start that fails twice in a row is the contender's state, not chance: stop asking.
         const fails = [...(startFailures.get(c.name) ?? []), (err as Error).message];
@@ -376,6 +335,49 @@ export async function run(argv: string[]): Promise<number> {
       await running.stop();
     };
 
+    const runnable = o.contenders.filter((c) => c.missing(ctx) === null);
+    // Calibrated on the node as the trials find it: every contender started and frozen.
+    const cal = await calibrate(lab, pods, o.rates[0]!, o.lineMiB, o.calibrationRamps, trace, async (line) => {
+      ctx.evictdLineMiB = line;
+      for (const c of runnable) await startOne(c, o.rates[0]!, 'calibration');
+      return { stop: async () => void (await Promise.all([...live.keys()].map((name) => stopOne(name)))) };
+    }, log);
+    pods = await replaceLostPods(lab, pods);
+    ctx.evictdLineMiB = cal.evictdLineMiB;
+    ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;
+    const common: Line = { signal: 'MemAvailable', belowMiB: o.lineMiB };
+    log(`  lines: common ${describeLine(common)}; evictd and kubelet memory.available < ${cal.evictdLineMiB} MiB, oomd MemFree < ${cal.oomdFreeLineMiB} MiB (${cal.note})`);
+    log(`  time scale: ${o.lineMiB} MiB at r MiB/s leaves ${o.lineMiB}/r s, as ${o.realMarginMiB} MiB at ${round(scale, 2)}r does on a real node`);
+    for (const c of o.contenders) {
+      configs[c.name] = c.config(ctx);
+      const why = c.missing(ctx);
+      if (why) {
+        notRun.set(c.name, why);
+        log(`  ${c.name}: not run: ${why}`);
+      } else log(`  ${c.name}: ${configs[c.name]}`);
+    }
+    const rows = designRows(runnable.length);
+    log(`  order: a Williams design of ${rows} rows over ${runnable.length} contenders, labels shuffled by seed ${o.seed}${o.trials % rows === 0 ? '' : ` (${o.trials} trials is not a multiple of ${rows}: the last ${o.trials % rows} rows are a partial square, so the balance is not exact)`}`);
+    const header: RunHeader = {
+      environment: env,
+      lineMiB: o.lineMiB,
+      evictdLineMiB: ctx.evictdLineMiB,
+      oomdFreeLineMiB: ctx.oomdFreeLineMiB,
+      calibration: cal.note,
+      calibrationSets: { ...(cal.noAgent ? { noAgent: cal.noAgent } : {}), ...(cal.withEvictd ? { withEvictd: cal.withEvictd } : {}) },
+      realMarginMiB: o.realMarginMiB,
+      rates: o.rates,
+      trials: o.trials,
+      contenders: runnable.map((c) => c.name),
+      scheduling: o.scheduling,
+      seed: o.seed,
+      warmUp: o.warmUp,
+      orders,
+      configs,
+      ownLines: Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))])),
+    };
+    o.rates.forEach((rate, ri) => (orders[String(rate)] = trialOrders(runnable.map((c) => c.name), o.trials, o.seed + ri)));
+    if (o.json) stdoutLine(toJson({ run: header }));
     /** One ramp against the contender, thawed for it and frozen again after; counted or a warm-up. */
     const oneTrial = async (c: Contender, rate: number, index: number | string, counted: boolean): Promise<void> => {
       const label = `${c.name} ${rate} MiB/s ${counted ? `#${Number(index) + 1}` : 'warm-up'}`;

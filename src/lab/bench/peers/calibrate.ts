@@ -11,12 +11,11 @@
  * oomd's. Taken near the end of memory, where the contenders act, not at idle: there the
  * MemFree - MemAvailable gap is about 60 MiB, at idle 39.
  *
- * Two sets of ramps, the same count: first with no agent, then with evictd running as in the race
- * (its scheduling variant) but with --dry-run (it watches, arms and passes, and kills nothing),
- * its line the no-agent median. evictd is on the node in every trial of the race (frozen, or
- * acting), with its code and its reads in the page cache, which is what memory.available and
- * MemFree count; so the with-evictd median is the line of evictd, of the kubelet's row and of
- * oomd. Both sets are printed and recorded.
+ * Two sets of ramps, the same count: first with no agent, then with every contender of the race
+ * started and frozen, as every trial finds the node (evictd's line meanwhile the no-agent
+ * median; frozen, nobody acts). What is resident moves MemAvailable against memory.available
+ * (evictd's locked code above all), so the second set's median is the line of evictd, of the
+ * kubelet's row and of oomd. Both sets are printed and recorded (the second as `withEvictd`).
  */
 import type { NodeLab } from '../../node-lab';
 import type { RunningContender } from './contender';
@@ -75,26 +74,32 @@ const list = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(', ') || 'none';
 const describe = (s: CalibrationSet) => `memory.available ${list(s.kubeletMiB)} MiB, MemFree ${list(s.freeMiB)} MiB${s.discarded ? ` (${s.discarded} discarded)` : ''}`;
 
 /**
- * `count` ramps with no agent, then `count` with the agent `startEvictd` starts (given the
- * no-agent line), stopped after; the lines from the with-evictd set (the no-agent one if that
- * set has no reading).
+ * `count` ramps with no agent, then `count` with the contenders `startResident` starts (given
+ * the no-agent line), stopped after; the lines from the second set (the no-agent one if that set
+ * has no reading).
+ *
+ * `startResident` puts the node in the state the race's trials find it in: every contender
+ * started and frozen (cgroup.freeze), none acting. Their presence moves MemAvailable against the
+ * kubelet's number (measured: evictd's locked code, file pages that other processes map too and
+ * that MemAvailable counted as reclaimable, reads 6-26 MiB on this lab), so the lines are taken
+ * there, not on an empty node.
  */
-export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, startEvictd: ((evictdLineMiB: number) => Promise<RunningContender>) | null, log: (s: string) => void = () => undefined): Promise<Calibration> {
+export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, startResident: ((evictdLineMiB: number) => Promise<Pick<RunningContender, 'stop'>>) | null, log: (s: string) => void = () => undefined): Promise<Calibration> {
   const noAgent = await ramps(lab, pods, rate, lineMiB, count, trace, 'no-agent');
   log(`  calibration, no agent: where MemAvailable fell below ${lineMiB} MiB the hog read ${describe(noAgent)}`);
   const first = noAgent.kubeletMiB.length ? Math.ceil(summarize(noAgent.kubeletMiB)!.median) : lineMiB;
   let withEvictd: CalibrationSet | undefined;
-  if (startEvictd) {
-    const agent = await startEvictd(first);
+  if (startResident) {
+    const resident = await startResident(first);
     try {
-      withEvictd = await ramps(lab, pods, rate, lineMiB, count, trace, 'with-evictd');
+      withEvictd = await ramps(lab, pods, rate, lineMiB, count, trace, 'resident');
     } finally {
-      await agent.stop();
+      await resident.stop();
     }
-    log(`  calibration, evictd --dry-run running (its line memory.available < ${first} MiB): the hog read ${describe(withEvictd)}`);
+    log(`  calibration, every contender resident and frozen, as in the race (evictd's line memory.available < ${first} MiB meanwhile): the hog read ${describe(withEvictd)}`);
   }
   const used = withEvictd?.kubeletMiB.length ? withEvictd : noAgent;
-  const which = used === withEvictd ? 'with evictd --dry-run running' : 'with no agent';
+  const which = used === withEvictd ? 'with every contender resident (frozen), as in the race' : 'with no agent';
   if (!used.kubeletMiB.length) {
     return { evictdLineMiB: lineMiB, oomdFreeLineMiB: lineMiB, note: `calibration failed (every ramp OOM-killed or without a reading): memory.available<${lineMiB}Mi and MemFree < ${lineMiB} MiB uncorrected`, noAgent, ...(withEvictd ? { withEvictd } : {}) };
   }
@@ -103,7 +108,7 @@ export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number,
   return {
     evictdLineMiB: Math.ceil(k),
     oomdFreeLineMiB: Math.ceil(f),
-    note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) each: with no agent the hog read ${describe(noAgent)}${withEvictd ? `; with evictd --dry-run running ${describe(withEvictd)}` : ''}; the lines are the medians ${which}, rounded up`,
+    note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) each: with no agent the hog read ${describe(noAgent)}${withEvictd ? `; with every contender resident (frozen) ${describe(withEvictd)}` : ''}; the lines are the medians ${which}, rounded up`,
     noAgent,
     ...(withEvictd ? { withEvictd } : {}),
   };
