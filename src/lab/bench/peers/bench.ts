@@ -44,10 +44,11 @@ import { meminfo } from './meminfo';
 import { nohang } from './nohang';
 import { oomd } from './oomd';
 import { replaceLostPods, startProtectedPods, type ProtectedPods } from './pods';
-import { calibrate, type CalibrationSet } from './calibrate';
+import { calibrate } from './calibrate';
 import { describeLine, type Line } from './reaction';
-import { cellOf, formatMs, notRunCell, ratios, renderConditions, renderHeadline, renderTable, svg, toJson, type Cell, type Ratio } from './report';
+import { cellOf, formatMs, notRunCell, toJson, type Cell } from './report';
 import { whatFavoursWhom } from './fairness';
+import { printReport, readSummary, type RunHeader, type Summary } from './summary';
 import { SignalTrace, tracefsMissing } from './signal-trace';
 import { runTrial, settle, type Trial } from './trial';
 import { systemdOomd } from './systemd-oomd';
@@ -108,91 +109,6 @@ interface Options {
   force: boolean;
   /** render a saved --json run (its last line) instead of running */
   from: string | null;
-}
-
-/** What a run leaves (the last line of --json): enough to print its tables and picture again. */
-export interface Summary {
-  bench: 'protect-peers';
-  environment: string;
-  lineMiB: number;
-  evictdLineMiB: number;
-  oomdFreeLineMiB: number;
-  calibration: string;
-  /** the calibration's readings, with no agent and with evictd --dry-run running (absent in older runs) */
-  calibrationSets?: { noAgent?: CalibrationSet; withEvictd?: CalibrationSet };
-  realMarginMiB: number;
-  rates: number[];
-  trials: number;
-  contenders: string[];
-  /** the scheduling variant, the order's seed, whether each contender was warmed (absent in older runs) */
-  scheduling?: Scheduling;
-  seed?: number;
-  warmUp?: boolean;
-  /** the order of the counted trials per rate (contender names, one row per trial index) */
-  orders?: Record<string, string[][]>;
-  cells: Cell[];
-  configs: Record<string, string>;
-  ran: Record<string, string>;
-  errors: string[];
-  seconds: number;
-}
-
-/** Prints the tables, the ratios and what favours whom, writes the picture; returns the ratios. */
-export function printReport(s: Summary, log: (line: string) => void, svgPath: string): Ratio[] {
-  const scale = s.realMarginMiB / s.lineMiB;
-  const variant = s.scheduling ? `; scheduling ${s.scheduling}` : '';
-  const title = `bench protect --peers: ${s.environment}; common line MemAvailable < ${s.lineMiB} MiB${variant} (real-node rates for a ${s.realMarginMiB} MiB margin)`;
-  fs.writeFileSync(svgPath, svg(s.cells, s.contenders, s.rates, title, scale));
-  const r = ratios(s.cells, s.rates);
-  log(`\nscheduling: ${s.scheduling ?? 'not recorded (a run before the variants)'}; order seed ${s.seed ?? '-'}; warm-up ramp per contender and cell: ${s.warmUp === undefined ? '-' : s.warmUp ? 'yes' : 'no (--quick)'}`);
-  log('\nheadline: what the node\'s other pods felt (the probe in the Guaranteed pod), per cell:\n' + renderHeadline(s.cells));
-  log(`\nevictd against the best peer (most hogs stopped before the kernel, then the lowest headline median), common line -> memory back:\n` + r.map((x) => `  ${x.text}`).join('\n'));
-  log("\nmechanism: each contender's reaction from its own line and from the common one (median [95% CI] / p95, max where n < 20):\n" + renderTable(s.cells));
-  log('\nwhat favours whom, per cell:\n' + renderConditions(s.cells));
-  log('\nwhat favours whom:\n' + whatFavoursWhom(s.cells, s.scheduling).map((f) => `  - ${f}`).join('\n'));
-  log('\nconfigurations:\n' + s.contenders.map((n) => `  ${n}: ${s.configs[n]}${s.ran[n] ? ` [ran: ${s.ran[n]}]` : ''}`).join('\n'));
-  if (s.errors.length) log(`\ntrials that failed (not counted): ${s.errors.length}\n` + s.errors.map((e) => `  ${e}`).join('\n'));
-  log(`picture: ${svgPath}   (${s.seconds} s)`);
-  return r;
-}
-
-/** What a --json run says before its first trial: enough to render it if it is cut short. */
-export type RunHeader = Omit<Summary, 'bench' | 'cells' | 'ran' | 'errors' | 'seconds'> & { ownLines: Record<string, string> };
-
-const revive = (_k: string, v: unknown) => (v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v);
-
-/**
- * The summary of a saved --json run, with the infinities toJson spelled out made numbers again.
- * A run cut short (no summary line) is summed up from its header and the trials it finished,
- * by the same cellOf as a whole run, and says how many trials it holds.
- */
-export function readSummary(text: string): Summary {
-  const lines = text
-    .trim()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => {
-      try {
-        return JSON.parse(l, revive) as Record<string, unknown>;
-      } catch {
-        return null;
-      }
-    });
-  const last = lines[lines.length - 1] as Summary | null | undefined;
-  if (last?.bench === 'protect-peers' && Array.isArray(last.cells) && Array.isArray(last.contenders)) return last;
-  const header = lines.find((l) => l && 'run' in l)?.run as RunHeader | undefined;
-  if (!header) throw new Error('it holds neither the summary of bench protect --peers --json nor a run header');
-  const trials = lines.flatMap((l) => (l && 'trial' in l ? [l.trial as Trial] : []));
-  const scale = header.realMarginMiB / header.lineMiB;
-  const cells = header.rates.flatMap((rate) =>
-    header.contenders.map((name) => {
-      const cell = cellOf(name, rate, trials.filter((t) => t.contender === name && t.rateMiBs === rate), scale);
-      cell.ownLine = header.ownLines[name] ?? '';
-      return cell;
-    }),
-  );
-  const { ownLines: _o, ...rest } = header;
-  return { bench: 'protect-peers', ...rest, environment: `${header.environment}; cut short: ${trials.length} of ${header.rates.length * header.trials * header.contenders.length} trials`, cells, ran: {}, errors: [], seconds: 0 };
 }
 
 export function parse(argv: string[], now = Date.now()): Options {
