@@ -37,7 +37,7 @@ import { designRows, trialOrders } from './williams';
 import { BOOTSTRAP_REPS, BOOTSTRAP_SEED } from './bootstrap';
 import { stderrLine, stdoutLine } from './out';
 import { earlyoom } from './earlyoom';
-import { evictd, evictdBase, evictdNoReap, evictdPageable, evictdPoll } from './evictd';
+import { evictd, evictdBase, evictdNoReap, evictdPageable, evictdPoll, shipped, startAgent } from './evictd';
 import { kernel } from './kernel';
 import { kubelet } from './kubelet';
 import { meminfo } from './meminfo';
@@ -252,11 +252,22 @@ export async function run(argv: string[]): Promise<number> {
     };
 
     const runnable = o.contenders.filter((c) => c.missing(ctx) === null);
-    // Calibrated on the node as the trials find it: every contender started and frozen.
+    // Calibrated on the node as an evictd trial finds it: the contenders on other signals started
+    // and frozen, evictd running (--dry-run: it watches, arms and passes, and kills nothing).
+    // Measured: with every contender frozen, evictd included, its line came 13 MiB too high for
+    // its own trials (it killed 6/6 with MemAvailable at 43-50 MiB); with evictd alone running,
+    // 6 MiB too low (its line crossed 414 ms after the common one). What runs matters, not only
+    // what is resident.
     const cal = await calibrate(lab, pods, o.rates[0]!, o.lineMiB, o.calibrationRamps, trace, async (line) => {
       ctx.evictdLineMiB = line;
-      for (const c of runnable) await startOne(c, o.rates[0]!, 'calibration');
-      return { stop: async () => void (await Promise.all([...live.keys()].map((name) => stopOne(name)))) };
+      for (const c of runnable) if (c.ownLine(ctx).signal !== 'memory.available') await startOne(c, o.rates[0]!, 'calibration');
+      const agent = await startAgent({ ...ctx, logTag: 'calibration-dry-run' }, [...shipped(ctx), '--dry-run'], true, 'evictd-dry-run');
+      return {
+        stop: async () => {
+          await agent.stop();
+          await Promise.all([...live.keys()].map((name) => stopOne(name)));
+        },
+      };
     }, log);
     pods = await replaceLostPods(lab, pods);
     ctx.evictdLineMiB = cal.evictdLineMiB;

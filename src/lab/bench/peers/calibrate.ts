@@ -11,11 +11,12 @@
  * oomd's. Taken near the end of memory, where the contenders act, not at idle: there the
  * MemFree - MemAvailable gap is about 60 MiB, at idle 39.
  *
- * Two sets of ramps, the same count: first with no agent, then with every contender of the race
- * started and frozen, as every trial finds the node (evictd's line meanwhile the no-agent
- * median; frozen, nobody acts). What is resident moves MemAvailable against memory.available
- * (evictd's locked code above all), so the second set's median is the line of evictd, of the
- * kubelet's row and of oomd. Both sets are printed and recorded (the second as `withEvictd`).
+ * Two sets of ramps, the same count: first with no agent, then as an evictd trial finds the node:
+ * evictd running with --dry-run (its line meanwhile the no-agent median), the contenders on other
+ * signals started and frozen. What runs and what is resident moves MemAvailable against
+ * memory.available (locked code: evictd's, and the peers' mlockall), so the second set's median
+ * is the line of evictd, of the kubelet's row and of oomd. Both sets are printed and recorded
+ * (the second as `withEvictd`).
  */
 import type { NodeLab } from '../../node-lab';
 import type { RunningContender } from './contender';
@@ -78,11 +79,10 @@ const describe = (s: CalibrationSet) => `memory.available ${list(s.kubeletMiB)} 
  * the no-agent line), stopped after; the lines from the second set (the no-agent one if that set
  * has no reading).
  *
- * `startResident` puts the node in the state the race's trials find it in: every contender
- * started and frozen (cgroup.freeze), none acting. Their presence moves MemAvailable against the
- * kubelet's number (measured: evictd's locked code, file pages that other processes map too and
- * that MemAvailable counted as reclaimable, reads 6-26 MiB on this lab), so the lines are taken
- * there, not on an empty node.
+ * `startResident` puts the node in the state an evictd trial finds it in (bench.ts). What is on
+ * the node moves MemAvailable against the kubelet's number (locked code: file pages that other
+ * processes map too and that MemAvailable counted as reclaimable; 6-30 MiB on this lab), so the
+ * lines are taken there, not on an empty node.
  */
 export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, startResident: ((evictdLineMiB: number) => Promise<Pick<RunningContender, 'stop'>>) | null, log: (s: string) => void = () => undefined): Promise<Calibration> {
   const noAgent = await ramps(lab, pods, rate, lineMiB, count, trace, 'no-agent');
@@ -96,10 +96,10 @@ export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number,
     } finally {
       await resident.stop();
     }
-    log(`  calibration, every contender resident and frozen, as in the race (evictd's line memory.available < ${first} MiB meanwhile): the hog read ${describe(withEvictd)}`);
+    log(`  calibration, as an evictd trial finds the node (evictd --dry-run running, its line memory.available < ${first} MiB; the other contenders frozen): the hog read ${describe(withEvictd)}`);
   }
   const used = withEvictd?.kubeletMiB.length ? withEvictd : noAgent;
-  const which = used === withEvictd ? 'with every contender resident (frozen), as in the race' : 'with no agent';
+  const which = used === withEvictd ? 'as an evictd trial finds the node' : 'with no agent';
   if (!used.kubeletMiB.length) {
     return { evictdLineMiB: lineMiB, oomdFreeLineMiB: lineMiB, note: `calibration failed (every ramp OOM-killed or without a reading): memory.available<${lineMiB}Mi and MemFree < ${lineMiB} MiB uncorrected`, noAgent, ...(withEvictd ? { withEvictd } : {}) };
   }
@@ -108,7 +108,7 @@ export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number,
   return {
     evictdLineMiB: Math.ceil(k),
     oomdFreeLineMiB: Math.ceil(f),
-    note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) each: with no agent the hog read ${describe(noAgent)}${withEvictd ? `; with every contender resident (frozen) ${describe(withEvictd)}` : ''}; the lines are the medians ${which}, rounded up`,
+    note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) each: with no agent the hog read ${describe(noAgent)}${withEvictd ? `; with evictd --dry-run running and the other contenders frozen ${describe(withEvictd)}` : ''}; the lines are the medians ${which}, rounded up`,
     noAgent,
     ...(withEvictd ? { withEvictd } : {}),
   };
