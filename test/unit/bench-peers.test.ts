@@ -8,8 +8,9 @@ import { kubeletOomScoreAdj } from '../../src/lab/bench/peers/pods';
 import { cellOf, formatMs, formatSummary, notRunCell, ratios, renderConditions, renderHeadline, renderTable, svg, toJson } from '../../src/lab/bench/peers/report';
 import { parse } from '../../src/lab/bench/peers/bench';
 import { printReport, readSummary, type Summary } from '../../src/lab/bench/peers/summary';
+import { nodeMeminfo } from '../../src/lab/bench/peers/trial';
 import { nohangConfig } from '../../src/lab/bench/peers/nohang';
-import { whatFavoursWhom } from '../../src/lab/bench/peers/fairness';
+import { calibrationCheck, whatFavoursWhom } from '../../src/lab/bench/peers/fairness';
 import type { Trial } from '../../src/lab/bench/peers/trial';
 import { ContenderUnavailable, startDaemon, type ContenderContext } from '../../src/lab/bench/peers/contender';
 import { UsageError } from '../../src/errors';
@@ -130,14 +131,14 @@ test('formatSummary: "max" instead of "p95" below 20 trials', () => {
 test('flags: 20 trials by default, --quick 1 unless --trials says otherwise, one evictd row, a bad value named', () => {
   const d = parse([], 1234);
   assert.equal(d.trials, 20);
-  assert.equal(d.calibrationRamps, 3);
+  assert.equal(d.calibrationRamps, 8);
   assert.equal(d.warmUp, true);
   assert.equal(d.scheduling, 'tight');
   assert.equal(d.seed, 1234, 'the seed from the clock unless given');
   assert.equal(parse(['--seed', '7']).seed, 7);
   assert.equal(parse(['--scheduling=normal']).scheduling, 'normal');
   assert.throws(() => parse(['--scheduling', 'rt']), /--scheduling.*"rt".*tight or normal/);
-  assert.equal(parse(['--trials', '6']).calibrationRamps, 2, 'a short run: 2 + 2 calibration ramps');
+  assert.equal(parse(['--trials', '6']).calibrationRamps, 4, 'a short run: 4 calibration ramps per cell');
   assert.equal(parse(['--quick']).warmUp, false, '--quick skips the warm-up');
   assert.equal(parse(['--quick']).calibrationRamps, 1);
   assert.match(parse(['--logs', 'x/y']).logs, /x\/y$/);
@@ -191,6 +192,38 @@ test('--from: a run cut short (header and trial lines, no summary) is summed up 
   assert.equal(cell('earlyoom', 50).common!.median, Infinity, 'the infinities revived');
   assert.equal(cell('evictd', 200).trials, 1);
   assert.equal(cell('earlyoom', 200).trials, 0);
+});
+
+test("--from: a run cut short takes each cell's own lines where the cell wrote them, the header's elsewhere", () => {
+  const header = { environment: 'lab', lineMiB: 32, evictdLineMiB: 151, oomdFreeLineMiB: 63, calibration: 'no agent', realMarginMiB: 100, rates: [50, 200], trials: 10, contenders: ['evictd', 'earlyoom'], configs: {}, ownLines: { evictd: 'memory.available < 151 MiB', earlyoom: 'MemAvailable < 32 MiB' } };
+  const cellLines = { rateMiBs: 200, evictdLineMiB: 176, oomdFreeLineMiB: 60, note: 'cell', ownLines: { evictd: 'memory.available < 176 MiB', earlyoom: 'MemAvailable < 32 MiB' } };
+  const text = [toJson({ run: header }), toJson({ cellLines }), toJson({ trial: { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200 } })].join('\n');
+  const back = readSummary(text);
+  const cell = (c: string, r: number) => back.cells.find((x) => x.contender === c && x.rateMiBs === r)!;
+  assert.equal(cell('evictd', 200).ownLine, 'memory.available < 176 MiB');
+  assert.equal(cell('evictd', 50).ownLine, 'memory.available < 151 MiB', 'a cell that never calibrated keeps the header line');
+  assert.deepEqual(back.cellLines, { '200': { evictdLineMiB: 176, oomdFreeLineMiB: 60, note: 'cell' } });
+});
+
+test('nodeMeminfo: the fields that part the two signals, in MiB; a field the kernel lacks is NaN', () => {
+  const text = 'MemTotal:         983040 kB\nMemFree:           66560 kB\nMemAvailable:      32768 kB\nActive(file):      10240 kB\nInactive(file):    20480 kB\nSUnreclaim:        51200 kB\n';
+  const n = nodeMeminfo(text);
+  assert.equal(n.MemFree, 65);
+  assert.equal(n.MemAvailable, 32);
+  assert.equal(n['Active(file)'], 10);
+  assert.equal(n['Inactive(file)'], 20);
+  assert.equal(n.SUnreclaim, 50);
+  assert.ok(Number.isNaN(n.Percpu));
+});
+
+test("calibrationCheck: evictd's line against the kubelet's number where each trial crossed the common line, per rate", () => {
+  const at = (c: string, kub: number | null): Trial => ({ ...trial(c, 'stopped', 1, 2, 'CRI'), kubeletAtCommonMiB: kub });
+  const evictd = { ...cellOf('evictd', 100, [at('evictd', 170), at('evictd', null)], 3.125), ownLine: 'memory.available < 176 MiB' };
+  const peer = { ...cellOf('nohang', 100, [at('nohang', 160), at('nohang', 168), at('nohang', 152)], 3.125), ownLine: 'MemAvailable < 32 MiB' };
+  const line = calibrationCheck([evictd, peer])!;
+  assert.match(line, /evictd's line 176 MiB against a median of 164\.0 MiB \(152\.0-170\.0, 4 trials\): 12\.0 MiB high \(it acts early\)/);
+  assert.equal(calibrationCheck([peer]), null, 'no evictd cell, no check');
+  assert.ok(whatFavoursWhom([evictd, peer]).includes(line));
 });
 
 test('bench protect --peers --from: a missing file is one line naming the flag and the value, exit 2', () => {

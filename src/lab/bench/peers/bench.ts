@@ -44,7 +44,7 @@ import { meminfo } from './meminfo';
 import { nohang } from './nohang';
 import { oomd } from './oomd';
 import { replaceLostPods, startProtectedPods, type ProtectedPods } from './pods';
-import { calibrate } from './calibrate';
+import { calibrateCell, calibrateEmpty, FLOOR_LINE_MIB } from './calibrate';
 import { describeLine, type Line } from './reaction';
 import { cellOf, formatMs, notRunCell, toJson, type Cell } from './report';
 import { whatFavoursWhom } from './fairness';
@@ -63,9 +63,16 @@ const DEFAULT_CONTENDERS = CONTENDERS.filter((c) => !NAMED_ONLY.includes(c));
 
 const DEFAULT_TRIALS = 20;
 const QUICK_TRIALS = 1;
-/** Calibration ramps per set (no agent, then with evictd --dry-run): fewer when the run is short. */
-const CALIBRATION_RAMPS = 3;
-const CALIBRATION_RAMPS_SHORT = 2;
+/**
+ * Calibration ramps per cell: fewer when the run is short. The kubelet's number sits a
+ * different distance above MemAvailable in each ramp (121-142 MiB in one run of 18, constant
+ * within a ramp's last 80 MiB), so its median needs more than a few ramps: 8 put it within
+ * about 2.5 MiB (one standard error), 2 within about 5.
+ */
+const CALIBRATION_RAMPS = 8;
+const CALIBRATION_RAMPS_SHORT = 4;
+/** Ramps with no agent at the run's start: a reference only (what evictd's presence moves). */
+const REFERENCE_RAMPS = 2;
 /** Every contender, thawed, gets the same time before its ramp starts: to catch up on what it missed while frozen. */
 const SETTLE_AFTER_THAW_MS = 2000;
 
@@ -80,7 +87,8 @@ export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] 
                       already what the hog reaches at most; 400 asked reached 45-214)
   --trials N          counted ramps per contender and rate (default ${DEFAULT_TRIALS}); a multiple of the design's
                       rows (the number of contenders run, twice that when it is odd) balances the order
-  --quick             ${QUICK_TRIALS} trial per cell, 1 calibration ramp per set, no warm-up ramp (a smoke run: no 95% interval)
+  --quick             ${QUICK_TRIALS} trial per cell, 1 calibration ramp per cell, no warm-up ramp (a smoke run: no 95% interval)
+                      (calibration: ${CALIBRATION_RAMPS} ramps per cell, ${CALIBRATION_RAMPS_SHORT} under ${DEFAULT_TRIALS} trials, after one not used)
   --scheduling V      tight (default): each contender at its tightest documented setting (earlyoom -p,
                       nohang SCHED_RR 1 as its unit documents, evictd --realtime-priority=10 as shipped);
                       normal: every one at normal scheduling. The kubelet and kernel rows are the same in both
@@ -204,6 +212,7 @@ export async function run(argv: string[]): Promise<number> {
   const trials: Trial[] = [];
   const errors: string[] = [];
   const orders: Record<string, string[][]> = {};
+  const cellLines: NonNullable<Summary['cellLines']> = {};
   const live = new Map<string, RunningContender>();
   try {
     const m = meminfo();
@@ -252,36 +261,21 @@ export async function run(argv: string[]): Promise<number> {
     };
 
     const runnable = o.contenders.filter((c) => c.missing(ctx) === null);
-    // Calibrated on the node as an evictd trial finds it: the contenders on other signals started
-    // and frozen, evictd running (--dry-run: it watches, arms and passes, and kills nothing).
-    // Measured: with every contender frozen, evictd included, its line came 13 MiB too high for
-    // its own trials (it killed 6/6 with MemAvailable at 43-50 MiB); with evictd alone running,
-    // 6 MiB too low (its line crossed 414 ms after the common one). What runs matters, not only
-    // what is resident.
-    const cal = await calibrate(lab, pods, o.rates[0]!, o.lineMiB, o.calibrationRamps, trace, async (line) => {
-      ctx.evictdLineMiB = line;
-      for (const c of runnable) if (c.ownLine(ctx).signal !== 'memory.available') await startOne(c, o.rates[0]!, 'calibration');
-      const agent = await startAgent({ ...ctx, logTag: 'calibration-dry-run' }, [...shipped(ctx), '--dry-run'], true, 'evictd-dry-run');
-      return {
-        stop: async () => {
-          await agent.stop();
-          await Promise.all([...live.keys()].map((name) => stopOne(name)));
-        },
-      };
-    }, log);
+    // A reference: where the signals part on a node with no agent. Each cell then takes its own
+    // lines as its evictd trials find the node (calibrate.ts calibrateCell).
+    const ref = await calibrateEmpty(lab, pods, o.rates[0]!, o.lineMiB, Math.min(REFERENCE_RAMPS, o.calibrationRamps), trace, log);
     pods = await replaceLostPods(lab, pods);
-    ctx.evictdLineMiB = cal.evictdLineMiB;
-    ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;
+    ctx.evictdLineMiB = ref.evictdLineMiB;
+    ctx.oomdFreeLineMiB = ref.oomdFreeLineMiB;
     const common: Line = { signal: 'MemAvailable', belowMiB: o.lineMiB };
-    log(`  lines: common ${describeLine(common)}; evictd and kubelet memory.available < ${cal.evictdLineMiB} MiB, oomd MemFree < ${cal.oomdFreeLineMiB} MiB (${cal.note})`);
+    log(`  lines: common ${describeLine(common)}; evictd's, the kubelet's and oomd's calibrated per cell`);
     log(`  time scale: ${o.lineMiB} MiB at r MiB/s leaves ${o.lineMiB}/r s, as ${o.realMarginMiB} MiB at ${round(scale, 2)}r does on a real node`);
     for (const c of o.contenders) {
-      configs[c.name] = c.config(ctx);
       const why = c.missing(ctx);
       if (why) {
         notRun.set(c.name, why);
         log(`  ${c.name}: not run: ${why}`);
-      } else log(`  ${c.name}: ${configs[c.name]}`);
+      }
     }
     const rows = designRows(runnable.length);
     log(`  order: a Williams design of ${rows} rows over ${runnable.length} contenders, labels shuffled by seed ${o.seed}${o.trials % rows === 0 ? '' : ` (${o.trials} trials is not a multiple of ${rows}: the last ${o.trials % rows} rows are a partial square, so the balance is not exact)`}`);
@@ -290,8 +284,9 @@ export async function run(argv: string[]): Promise<number> {
       lineMiB: o.lineMiB,
       evictdLineMiB: ctx.evictdLineMiB,
       oomdFreeLineMiB: ctx.oomdFreeLineMiB,
-      calibration: cal.note,
-      calibrationSets: { ...(cal.noAgent ? { noAgent: cal.noAgent } : {}), ...(cal.withEvictd ? { withEvictd: cal.withEvictd } : {}) },
+      calibration: ref.note,
+      calibrationSets: { ...(ref.noAgent ? { noAgent: ref.noAgent } : {}) },
+      cellLines,
       realMarginMiB: o.realMarginMiB,
       rates: o.rates,
       trials: o.trials,
@@ -303,6 +298,7 @@ export async function run(argv: string[]): Promise<number> {
       configs,
       ownLines: Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))])),
     };
+    const ownLinesAt: Record<string, Record<string, string>> = {};
     o.rates.forEach((rate, ri) => (orders[String(rate)] = trialOrders(runnable.map((c) => c.name), o.trials, o.seed + ri)));
     if (o.json) stdoutLine(toJson({ run: header }));
     /** One ramp against the contender, thawed for it and frozen again after; counted or a warm-up. */
@@ -344,8 +340,24 @@ export async function run(argv: string[]): Promise<number> {
 
     for (const rate of o.rates) {
       log(`  cell ${rate} MiB/s asked: starting ${runnable.map((c) => c.name).join(', ')}, each in a frozen cgroup of its own`);
-      for (const c of runnable) if (!notRun.has(c.name)) await startOne(c, rate);
       try {
+        // The peers on MemAvailable first: resident and frozen while the cell's lines are taken.
+        for (const c of runnable) if (!notRun.has(c.name) && c.ownLine(ctx).signal === 'MemAvailable') await startOne(c, rate);
+        const startArmed = () => startAgent({ ...ctx, evictdLineMiB: FLOOR_LINE_MIB, logTag: `calibration-${rate}` }, shipped(ctx), true, `evictd-calibration-${rate}`);
+        const cal = await calibrateCell(lab, pods, rate, o.lineMiB, o.calibrationRamps, trace, startArmed, ref, log);
+        pods = await replaceLostPods(lab, pods);
+        ctx.evictdLineMiB = cal.evictdLineMiB;
+        ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;
+        cellLines[String(rate)] = { evictdLineMiB: cal.evictdLineMiB, oomdFreeLineMiB: cal.oomdFreeLineMiB, note: cal.note, ...(cal.withEvictd ? { withEvictd: cal.withEvictd } : {}) };
+        ownLinesAt[String(rate)] = Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))]));
+        if (o.json) stdoutLine(toJson({ cellLines: { rateMiBs: rate, ...cellLines[String(rate)]!, ownLines: ownLinesAt[String(rate)] } }));
+        log(`  lines at ${rate} MiB/s: evictd and kubelet memory.available < ${cal.evictdLineMiB} MiB, oomd MemFree < ${cal.oomdFreeLineMiB} MiB`);
+        for (const c of runnable) {
+          if (notRun.has(c.name)) continue;
+          configs[c.name] = c.config(ctx);
+          log(`  ${c.name}: ${configs[c.name]}`);
+          if (!live.has(c.name)) await startOne(c, rate);
+        }
         if (o.warmUp) for (const c of runnable) if (!notRun.has(c.name)) await oneTrial(c, rate, 'warm', false);
         for (const [i, row] of orders[String(rate)]!.entries()) {
           for (const name of row) {
@@ -363,7 +375,7 @@ export async function run(argv: string[]): Promise<number> {
         const ts = trials.filter((t) => t.contender === c.name && t.rateMiBs === rate);
         const why = notRun.get(c.name);
         const cell = why !== undefined && !ts.length ? notRunCell(c.name, rate, why) : cellOf(c.name, rate, ts, scale);
-        cell.ownLine = describeLine(c.ownLine(ctx));
+        cell.ownLine = ownLinesAt[String(rate)]?.[c.name] ?? describeLine(c.ownLine(ctx));
         return cell;
       }),
     );

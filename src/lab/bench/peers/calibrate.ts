@@ -11,12 +11,12 @@
  * oomd's. Taken near the end of memory, where the contenders act, not at idle: there the
  * MemFree - MemAvailable gap is about 60 MiB, at idle 39.
  *
- * Two sets of ramps, the same count: first with no agent, then as an evictd trial finds the node:
- * evictd running with --dry-run (its line meanwhile the no-agent median), the contenders on other
- * signals started and frozen. What runs and what is resident moves MemAvailable against
- * memory.available (locked code: evictd's, and the peers' mlockall), so the second set's median
- * is the line of evictd, of the kubelet's row and of oomd. Both sets are printed and recorded
- * (the second as `withEvictd`).
+ * One set of ramps with no agent at the run's start, a reference; then one set per cell (rate),
+ * as that cell's evictd trials find the node (calibrateCell): what runs and what is resident moves
+ * MemAvailable against memory.available (locked code, kernel memory the kubelet counts as
+ * available), so that set's median is the cell's line for evictd, the kubelet's row and oomd.
+ * Both are printed and recorded (the cell's as `withEvictd`), with /proc/meminfo at each ramp's
+ * lowest point (`nodes`): what parts the two signals.
  */
 import type { NodeLab } from '../../node-lab';
 import type { RunningContender } from './contender';
@@ -24,7 +24,7 @@ import { kernel } from './kernel';
 import type { ProtectedPods } from './pods';
 import { signalMiB, type Step } from './reaction';
 import type { SignalTrace } from './signal-trace';
-import { runTrial, settle } from './trial';
+import { runTrial, settle, type NodeMeminfo } from './trial';
 import { meminfo } from './meminfo';
 import { summarize } from './median-interval';
 
@@ -34,6 +34,8 @@ export interface CalibrationSet {
   freeMiB: number[];
   /** ramps discarded (a kernel OOM kill, no reading) */
   discarded: number;
+  /** /proc/meminfo at each ramp's lowest MemAvailable (trial.ts nodeAtLowest); absent before 2026-11-28 */
+  nodes?: NodeMeminfo[];
 }
 
 export interface Calibration {
@@ -54,7 +56,7 @@ export function readingAtLine(steps: readonly Step[], lineMiB: number): { kubele
 }
 
 async function ramps(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, tag: string): Promise<CalibrationSet> {
-  const out: CalibrationSet = { kubeletMiB: [], freeMiB: [], discarded: 0 };
+  const out: CalibrationSet = { kubeletMiB: [], freeMiB: [], discarded: 0, nodes: [] };
   for (let i = 0; i < count; i++) {
     const before = meminfo().available;
     const line = { signal: 'MemAvailable' as const, belowMiB: lineMiB };
@@ -67,6 +69,7 @@ async function ramps(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: n
     }
     out.kubeletMiB.push(r.kubeletMiB);
     out.freeMiB.push(r.freeMiB);
+    if (t.nodeAtLowest) out.nodes!.push(t.nodeAtLowest);
   }
   return out;
 }
@@ -74,42 +77,50 @@ async function ramps(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: n
 const list = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(', ') || 'none';
 const describe = (s: CalibrationSet) => `memory.available ${list(s.kubeletMiB)} MiB, MemFree ${list(s.freeMiB)} MiB${s.discarded ? ` (${s.discarded} discarded)` : ''}`;
 
+/** The lines a calibration set gives: its medians, rounded up; null when it has no reading. */
+function linesOf(set: CalibrationSet): { evictdLineMiB: number; oomdFreeLineMiB: number } | null {
+  if (!set.kubeletMiB.length) return null;
+  return { evictdLineMiB: Math.ceil(summarize(set.kubeletMiB)!.median), oomdFreeLineMiB: Math.ceil(summarize(set.freeMiB)!.median) };
+}
+
 /**
- * `count` ramps with no agent, then `count` with the contenders `startResident` starts (given
- * the no-agent line), stopped after; the lines from the second set (the no-agent one if that set
- * has no reading).
- *
- * `startResident` puts the node in the state an evictd trial finds it in (bench.ts). What is on
- * the node moves MemAvailable against the kubelet's number (locked code: file pages that other
- * processes map too and that MemAvailable counted as reclaimable; 6-30 MiB on this lab), so the
- * lines are taken there, not on an empty node.
+ * `count` ramps with no agent: a reference printed beside the cells' lines (what evictd's
+ * presence moves), and the lines of a cell whose own calibration has no reading.
  */
-export async function calibrate(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, startResident: ((evictdLineMiB: number) => Promise<Pick<RunningContender, 'stop'>>) | null, log: (s: string) => void = () => undefined): Promise<Calibration> {
+export async function calibrateEmpty(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, log: (s: string) => void = () => undefined): Promise<Calibration> {
   const noAgent = await ramps(lab, pods, rate, lineMiB, count, trace, 'no-agent');
   log(`  calibration, no agent: where MemAvailable fell below ${lineMiB} MiB the hog read ${describe(noAgent)}`);
-  const first = noAgent.kubeletMiB.length ? Math.ceil(summarize(noAgent.kubeletMiB)!.median) : lineMiB;
-  let withEvictd: CalibrationSet | undefined;
-  if (startResident) {
-    const resident = await startResident(first);
-    try {
-      withEvictd = await ramps(lab, pods, rate, lineMiB, count, trace, 'resident');
-    } finally {
-      await resident.stop();
-    }
-    log(`  calibration, as an evictd trial finds the node (evictd --dry-run running, its line memory.available < ${first} MiB; the other contenders frozen): the hog read ${describe(withEvictd)}`);
-  }
-  const used = withEvictd?.kubeletMiB.length ? withEvictd : noAgent;
-  const which = used === withEvictd ? 'as an evictd trial finds the node' : 'with no agent';
-  if (!used.kubeletMiB.length) {
-    return { evictdLineMiB: lineMiB, oomdFreeLineMiB: lineMiB, note: `calibration failed (every ramp OOM-killed or without a reading): memory.available<${lineMiB}Mi and MemFree < ${lineMiB} MiB uncorrected`, noAgent, ...(withEvictd ? { withEvictd } : {}) };
-  }
-  const k = summarize(used.kubeletMiB)!.median;
-  const f = summarize(used.freeMiB)!.median;
-  return {
-    evictdLineMiB: Math.ceil(k),
-    oomdFreeLineMiB: Math.ceil(f),
-    note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) each: with no agent the hog read ${describe(noAgent)}${withEvictd ? `; with evictd --dry-run running and the other contenders frozen ${describe(withEvictd)}` : ''}; the lines are the medians ${which}, rounded up`,
-    noAgent,
-    ...(withEvictd ? { withEvictd } : {}),
-  };
+  const lines = linesOf(noAgent);
+  if (!lines) return { evictdLineMiB: lineMiB, oomdFreeLineMiB: lineMiB, note: `calibration failed (every ramp OOM-killed or without a reading): memory.available<${lineMiB}Mi and MemFree < ${lineMiB} MiB uncorrected`, noAgent };
+  return { ...lines, note: `with no agent, at ${rate} MiB/s, ${count} ramp(s): ${describe(noAgent)}`, noAgent };
 }
+
+/**
+ * One cell's lines, taken as that cell's evictd trials find the node: the contenders on
+ * MemAvailable started and frozen, and evictd itself running as shipped, armed (tripwire,
+ * standing orders, passes) at FLOOR_LINE_MIB, a line memory.available never reaches here, so it
+ * watches as in a trial and never acts; the bench ends each ramp at the common line. Measured
+ * before this (2026-11-27), lines taken elsewhere missed the trials by 6-20 MiB: on an empty node
+ * 6 MiB low, with evictd --dry-run and the peers frozen at the run's start 17-20 MiB high (its
+ * six trials then killed with MemAvailable at 47-62 MiB). `fallback` gives the lines if no ramp
+ * has a reading.
+ */
+export async function calibrateCell(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, startArmed: () => Promise<Pick<RunningContender, 'stop'>>, fallback: Calibration, log: (s: string) => void = () => undefined): Promise<Calibration> {
+  const armed = await startArmed();
+  let withEvictd: CalibrationSet;
+  try {
+    // A first ramp squeezes out page cache that the next ones, like the trials after warm-ups, find gone.
+    const first = await ramps(lab, pods, rate, lineMiB, 1, trace, `cell-${rate}-first`);
+    log(`  calibration at ${rate} MiB/s, a first ramp (not used): ${describe(first)}`);
+    withEvictd = await ramps(lab, pods, rate, lineMiB, count, trace, `cell-${rate}`);
+  } finally {
+    await armed.stop();
+  }
+  log(`  calibration at ${rate} MiB/s, as this cell's evictd trials find the node (evictd armed at memory.available < ${FLOOR_LINE_MIB} MiB, the peers on MemAvailable frozen): the hog read ${describe(withEvictd)}`);
+  const lines = linesOf(withEvictd);
+  if (!lines) return { ...fallback, note: `at ${rate} MiB/s no calibration ramp had a reading (${describe(withEvictd)}): the no-agent lines`, withEvictd };
+  return { ...lines, note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) with evictd armed and the peers frozen: ${describe(withEvictd)}; the lines are the medians, rounded up`, withEvictd };
+}
+
+/** evictd's line while it calibrates: memory.available reads over 100 MiB here when the kernel OOM-kills, so it never fires. */
+export const FLOOR_LINE_MIB = 1;

@@ -18,6 +18,24 @@ function list(m: Map<string, number | null>, unit: string, names?: string[]): st
   return [...m].filter(([n, v]) => v !== null && (!names || names.includes(n))).map(([n, v]) => `${n} ${formatMs(v)}${unit}`).join(', ') || 'not measured';
 }
 
+/**
+ * Where evictd's line sat against where it had to: per rate, its line and the kubelet's number in
+ * each trial (every contender's) where MemAvailable first fell below the common line. The line is
+ * fixed per cell and the kernel's memory outside anon and file moves, so even a true median
+ * leaves half the trials early and half late: the spread says by how much.
+ */
+export function calibrationCheck(cells: Cell[]): string | null {
+  const parts = [...new Set(cells.map((c) => c.rateMiBs))].flatMap((rate) => {
+    const evictdLine = Number(/memory\.available < (\d+(?:\.\d+)?) MiB/.exec(cells.find((c) => c.contender === 'evictd' && c.rateMiBs === rate)?.ownLine ?? '')?.[1] ?? NaN);
+    const xs = cells.filter((c) => c.rateMiBs === rate).flatMap((c) => c.kubeletAtCommonMiB ?? []);
+    const s = summarize(xs);
+    if (!s || !Number.isFinite(evictdLine)) return [];
+    const off = evictdLine - s.median;
+    return [`at ${rate} MiB/s asked, evictd's line ${evictdLine} MiB against a median of ${s.median.toFixed(1)} MiB (${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)}, ${xs.length} trials): ${Math.abs(off) < 1 ? 'on it' : `${Math.abs(off).toFixed(1)} MiB ${off > 0 ? 'high (it acts early)' : 'low (it acts late)'}`}`];
+  });
+  return parts.length ? `Calibration check: where MemAvailable first fell below the common line, the kubelet's memory.available read, ${parts.join('; ')}.` : null;
+}
+
 /** One sentence per thing that favours a contender, with this run's numbers (medians over its rates). */
 export function whatFavoursWhom(cells: Cell[], scheduling?: Scheduling): string[] {
   const lead = byContender(cells, (c) => c.ownLeadMs);
@@ -27,7 +45,9 @@ export function whatFavoursWhom(cells: Cell[], scheduling?: Scheduling): string[
   const faults = byContender(cells, (c) => c.majorFaults?.median ?? null);
   const inferred = cells.reduce((s, c) => s + (c.contender === 'evictd' ? c.inferred : 0), 0);
   const evictdTrials = cells.reduce((s, c) => s + (c.contender === 'evictd' ? c.trials : 0), 0);
+  const check = calibrationCheck(cells);
   return [
+    ...(check ? [check] : []),
     `Own lines: evictd's and the kubelet's line is on memory.available, oomd's on MemFree, both calibrated to cross where MemAvailable crosses the common line; measured, each own line was crossed before the common one by (ms, median; negative = after): ${list(lead, ' ms', ['evictd', 'kubelet', 'oomd'])}. An earlier own line leaves more time before the end of memory (it favours that contender in "stopped" and "left at kill"), not in its own-line reaction.`,
     `The crossing stamp is the start of the MiB (near the lines, the 64 KiB chunk) whose reading fell below the line; that chunk's touch and reading took ${windowMs === null ? 'an unmeasured time' : `a median of ${formatMs(windowMs)} ms`}, so every reaction is an upper bound by at most that much, for every row alike (it weighs most on the fastest). evictd's own crossing was inferred (the hog killed inside that chunk, before it could read) in ${inferred} of its ${evictdTrials} trials.`,
     `The kill is the send (signal_generate). What follows is not in the reaction: send -> hog exited, median ms: ${list(exit, ' ms')}. A SIGTERM (earlyoom, nohang) runs the hog's handler; a SIGKILL (evictd's cgroup.kill, oomd, the kernel) does not.`,

@@ -36,6 +36,8 @@ export interface Cell {
   exitAfterKillMs: number | null;
   availableAtKillMiB: number | null;
   kubeletAtKillMiB: number | null;
+  /** the trials' kubeletAtCommonMiB (see Trial), those that crossed the common line; absent in runs before 2026-11-28 */
+  kubeletAtCommonMiB?: number[];
   rssMiB: number | null;
   /** the contender's major page faults during a ramp, median and most (see Trial); absent in runs before they were counted */
   majorFaults?: { median: number; max: number } | null;
@@ -94,6 +96,7 @@ export function cellOf(contender: string, rate: number, ts: Trial[], scale: numb
     exitAfterKillMs: round(med(killed.map((t) => t.exitAfterKillMs)), 1),
     availableAtKillMiB: round(med(killed.map((t) => t.availableAtKillMiB)), 1),
     kubeletAtKillMiB: round(med(killed.map((t) => t.kubeletAtKillMiB)), 1),
+    kubeletAtCommonMiB: finite(ts.map((t) => t.kubeletAtCommonMiB ?? null)),
     rssMiB: round(med(ts.map((t) => t.contenderRssMiB)), 0),
     majorFaults: faultsOf(ts),
     senders: [...new Set(ts.flatMap((t) => (t.kill ? [`${t.kill.by} (${t.kill.sig === 9 ? 'KILL' : 'TERM'})`] : [])))].join(', ') || '-',

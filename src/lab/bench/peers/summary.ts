@@ -18,8 +18,15 @@ export interface Summary {
   evictdLineMiB: number;
   oomdFreeLineMiB: number;
   calibration: string;
-  /** the calibration's readings, with no agent and (withEvictd) with every contender resident and frozen; evictd --dry-run alone in runs before 2026-11-27c; absent in older ones */
+  /**
+   * the calibration's readings: with no agent, and in runs before 2026-11-28 (withEvictd) with
+   * evictd --dry-run running (the peers frozen from 2026-11-27c); absent in older ones. Since
+   * 2026-11-28 evictdLineMiB, oomdFreeLineMiB and calibration are the no-agent reference and
+   * each cell's lines are in cellLines.
+   */
   calibrationSets?: { noAgent?: CalibrationSet; withEvictd?: CalibrationSet };
+  /** per rate asked: the lines taken as that cell's evictd trials find the node (calibrate.ts calibrateCell) */
+  cellLines?: Record<string, { evictdLineMiB: number; oomdFreeLineMiB: number; note: string; withEvictd?: CalibrationSet }>;
   realMarginMiB: number;
   rates: number[];
   trials: number;
@@ -83,14 +90,18 @@ export function readSummary(text: string): Summary {
   const header = lines.find((l) => l && 'run' in l)?.run as RunHeader | undefined;
   if (!header) throw new Error('it holds neither the summary of bench protect --peers --json nor a run header');
   const trials = lines.flatMap((l) => (l && 'trial' in l ? [l.trial as Trial] : []));
+  // Each cell's lines, written when the cell calibrated (runs since 2026-11-28).
+  type CellLines = NonNullable<Summary['cellLines']>[string] & { rateMiBs: number; ownLines: Record<string, string> };
+  const cellLines = new Map(lines.flatMap((l) => (l && 'cellLines' in l ? [[(l.cellLines as CellLines).rateMiBs, l.cellLines as CellLines] as const] : [])));
   const scale = header.realMarginMiB / header.lineMiB;
   const cells = header.rates.flatMap((rate) =>
     header.contenders.map((name) => {
       const cell = cellOf(name, rate, trials.filter((t) => t.contender === name && t.rateMiBs === rate), scale);
-      cell.ownLine = header.ownLines[name] ?? '';
+      cell.ownLine = cellLines.get(rate)?.ownLines[name] ?? header.ownLines[name] ?? '';
       return cell;
     }),
   );
   const { ownLines: _o, ...rest } = header;
+  if (cellLines.size) rest.cellLines = Object.fromEntries([...cellLines].map(([rate, { rateMiBs: _r, ownLines: _l, ...c }]) => [String(rate), c]));
   return { bench: 'protect-peers', ...rest, environment: `${header.environment}; cut short: ${trials.length} of ${header.rates.length * header.trials * header.contenders.length} trials`, cells, ran: {}, errors: [], seconds: 0 };
 }

@@ -21,6 +21,7 @@
  * The bench's own loop (every 25 ms) only watches that the hog is alive, reads PSI and, on a
  * calibration ramp, kills the hog at the line: it times nothing.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cgroupPids } from '../../../node/cgroups';
@@ -63,6 +64,12 @@ export interface Trial {
   /** the hog's last reading before the send, MiB: what was left at the kill */
   availableAtKillMiB: number | null;
   kubeletAtKillMiB: number | null;
+  /**
+   * the kubelet's memory.available in the hog's first reading with MemAvailable below the common
+   * line, MiB; null when no reading fell below it. Over a cell's trials, where a line on the
+   * kubelet's signal had to sit to cross with the common one: a check of the calibration.
+   */
+  kubeletAtCommonMiB?: number | null;
   /** how the pod ended: 'CRI' (sandbox NOTREADY), 'bare kill' (container dead, sandbox up), 'kernel' */
   via: 'CRI' | 'bare kill' | 'kernel' | 'none';
   protectedLost: string[];
@@ -94,6 +101,24 @@ export interface Trial {
   readings?: number[][];
   /** the probe's events in the trial's window: [ns, kind, ...] (probe.ts compactProbe) */
   probe?: (number | string)[][];
+  /**
+   * /proc/meminfo where the bench's loop (every 25 ms) saw MemAvailable at its lowest, MiB: what
+   * parts the two signals there, kernel memory outside anon and file (the kubelet counts it as
+   * available) against active file pages (MemAvailable counts them). Absent in runs before 2026-11-28.
+   */
+  nodeAtLowest?: NodeMeminfo | null;
+}
+
+/** The fields of /proc/meminfo that move memory.available against MemAvailable, MiB. */
+export type NodeMeminfo = Record<(typeof NODE_FIELDS)[number], number>;
+const NODE_FIELDS = ['MemFree', 'MemAvailable', 'Active(file)', 'Inactive(file)', 'Unevictable', 'Mlocked', 'AnonPages', 'Shmem', 'SReclaimable', 'SUnreclaim', 'KernelStack', 'PageTables', 'Percpu'] as const;
+export function nodeMeminfo(text: string): NodeMeminfo {
+  const out = {} as NodeMeminfo;
+  for (const key of NODE_FIELDS) {
+    const m = new RegExp(`^${key.replace(/[()]/g, '\\$&')}:\\s+(\\d+) kB`, 'm').exec(text);
+    out[key] = m ? Math.round(Number(m[1]) / 102.4) / 10 : NaN;
+  }
+  return out;
 }
 
 /**
@@ -223,8 +248,26 @@ export interface TrialRaw {
   events: TraceEvent[];
 }
 
+/**
+ * Every ramp, calibration's and trials', starts from the same page cache: written back and
+ * dropped, with the reclaimable slab (drop_caches 3). Measured without this (2026-11-28, one
+ * run): over the run the logs' and images' page cache came and went, Inactive(file) at the
+ * common line fell from 25-33 to 10 MiB, and the kubelet's memory.available where MemAvailable
+ * crossed 32 MiB drifted from 170-184 to 146-165 MiB, so no fixed line on the kubelet's signal
+ * could cross with the common one trial after trial. Locked pages (the contenders' code) stay.
+ */
+function dropCaches(): void {
+  spawnSync('sync', { stdio: 'ignore' });
+  try {
+    fs.writeFileSync('/proc/sys/vm/drop_caches', '3');
+  } catch {
+    // not root: the ramp starts from the cache as it is (a bench run is root in the lab)
+  }
+}
+
 /** One ramp against the running contender. */
 export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number | string, lines: TrialLines, trace: SignalTrace, o: TrialOptions = {}): Promise<Trial & { raw: TrialRaw }> {
+  dropCaches();
   const oom0 = vmstatOomKills();
   const m0 = meminfo();
   const targetMiB = Math.ceil(m0.available / MiB) + 128;
@@ -243,6 +286,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   let progress = -1;
   let started = false;
   let psiMax: number | null = null;
+  let lowest: NodeMeminfo | null = null;
   for (;;) {
     if (Date.now() >= deadline) {
       const logged = lab.podLog(pod, 'hog').length;
@@ -254,7 +298,9 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     if (psi !== null) psiMax = Math.max(psiMax ?? 0, psi);
     const pids = cgroupPids(hogDir);
     if (hogPid === null && pids.length) hogPid = pids[0]!;
-    if (o.killBelowMiB !== undefined && meminfo().available / MiB < o.killBelowMiB) killAll(pids);
+    const text = fs.readFileSync('/proc/meminfo', 'utf8');
+    if (lowest === null || meminfo(text).available / MiB < lowest.MemAvailable) lowest = nodeMeminfo(text);
+    if (o.killBelowMiB !== undefined && meminfo(text).available / MiB < o.killBelowMiB) killAll(pids);
     if (pids.length) started = true;
     else if (started || lab.podLog(pod, 'hog').length > 0) {
       started = true;
@@ -310,6 +356,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const own = crossingOf(steps, lines.own, schedule, k?.ns ?? null);
   const common = crossingOf(steps, lines.common, schedule, k?.ns ?? null);
   const at = k ? readingAt(steps, k.ns) : null;
+  const atCommon = steps.find((st) => st.reading && signalMiB(st.reading, 'MemAvailable') < lines.common.belowMiB)?.reading ?? null;
   const exit = hogPid === null ? null : exitNs(events, hogPid);
   const endMib = common?.mib ?? steps[steps.length - 1]?.mib ?? 0;
   const rampStartNs = schedule?.startNs ?? steps[0]?.ns ?? null;
@@ -349,6 +396,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     exitAfterKillMs: k && exit !== null ? Number(exit - k.ns) / 1e6 : null,
     availableAtKillMiB: at ? Math.round(signalMiB(at, 'MemAvailable') * 10) / 10 : null,
     kubeletAtKillMiB: at ? Math.round(signalMiB(at, 'memory.available') * 10) / 10 : null,
+    kubeletAtCommonMiB: atCommon ? Math.round(signalMiB(atCommon, 'memory.available') * 10) / 10 : null,
     via,
     protectedLost,
     psiSomeAvg10Max: psiMax,
@@ -358,6 +406,7 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
     commonToExitMs: f.commonToExitMs,
     worstStallMs: f.worstStallMs,
     minAvailableMiB: f.minAvailableMiB,
+    nodeAtLowest: lowest,
     readings: compactReadings(steps),
     probe: rampStartNs === null ? [] : compactProbe(probe, rampStartNs, windowEnd),
     raw: { steps, events },
