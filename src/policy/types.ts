@@ -120,6 +120,8 @@ export interface VolumeUsage {
   name: string;
   usedBytes: number;
   inodesUsed?: number;
+  /** the measurement stopped at a bound (node/volumes.ts WalkBounds): the counts are a lower bound */
+  partial?: 'entries' | 'time' | 'depth' | 'links';
 }
 
 /** A pod's usage at one moment. */
