@@ -38,6 +38,43 @@ function normalizeCgroupPath(flag: string, p: string): string {
   return '/' + p.replace(/^\/+|\/+$/g, '');
 }
 
+/** Where /admit listens (kube/admission-server.ts AdmissionListen, with the TLS files still to read). */
+export type AdmissionAddress = { path: string } | { host: string; port: number; tls: { certFile: string; keyFile: string; clientCaFile: string } | null };
+
+const TLS_FLAGS = { cert: 'admission-tls-cert-file', key: 'admission-tls-private-key-file', clientCa: 'admission-client-ca-file' } as const;
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/**
+ * --admission-address and its TLS files. /admit's answers let pods onto the node, so nothing
+ * beyond the node's own processes may ask without a client certificate: a unix socket or a
+ * loopback address as they are, any other address only with all three TLS files.
+ */
+function admissionAddress(text: string | undefined, tls: { cert?: string | undefined; key?: string | undefined; clientCa?: string | undefined }): AdmissionAddress | null {
+  const given = (Object.keys(TLS_FLAGS) as (keyof typeof TLS_FLAGS)[]).filter((k) => tls[k] !== undefined);
+  if (text === undefined) {
+    if (given.length) throw badValue(`--${TLS_FLAGS[given[0]!]}`, tls[given[0]!]!, 'needs --admission-address');
+    return null;
+  }
+  if (text.startsWith('unix:')) {
+    const file = text.slice('unix:'.length);
+    if (!path.isAbsolute(file)) throw badValue('--admission-address', text, 'a unix socket takes an absolute path, e.g. unix:/run/evictd/admit.sock');
+    if (given.length) throw badValue(`--${TLS_FLAGS[given[0]!]}`, tls[given[0]!]!, 'a unix socket takes no TLS (its mode says who may connect)');
+    return { path: file };
+  }
+  const addr = parseListenAddress(text);
+  if (!addr) throw badValue('--admission-address', text, 'expected HOST:PORT or unix:PATH, e.g. 127.0.0.1:9742');
+  const missing = (Object.keys(TLS_FLAGS) as (keyof typeof TLS_FLAGS)[]).filter((k) => tls[k] === undefined);
+  if (given.length && missing.length) throw badValue('--admission-address', text, `TLS needs --${TLS_FLAGS[missing[0]!]} too`);
+  if (!given.length) {
+    if (!isLoopback(addr.host)) throw badValue('--admission-address', text, `beyond loopback /admit needs TLS with client certificates: --${TLS_FLAGS.cert}, --${TLS_FLAGS.key} and --${TLS_FLAGS.clientCa} (or listen on 127.0.0.1:PORT or unix:PATH)`);
+    return { ...addr, tls: null };
+  }
+  return { ...addr, tls: { certFile: tls.cert!, keyFile: tls.key!, clientCaFile: tls.clientCa! } };
+}
+
 export interface RunSettings {
   policy: PolicyConfig;
   endpoint: string;
@@ -56,7 +93,8 @@ export interface RunSettings {
   /** kernel: the best line mechanism; poll: memory lines on the adaptive poller; none: housekeeping only */
   notifications: 'kernel' | 'poll' | 'none';
   metrics: { host: string; port: number };
-  admission: { host: string; port: number } | null;
+  /** --admission-address: off (null), a unix socket, or TCP (TLS with client certificates beyond loopback) */
+  admission: AdmissionAddress | null;
   logLevel: string;
   podSource: 'api' | 'kubelet' | 'runtime';
   realtimePriority: number;
@@ -168,9 +206,7 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   const metricsText = str('metrics-address') ?? '127.0.0.1:9741';
   const metrics = parseListenAddress(metricsText);
   if (!metrics) throw badValue('--metrics-address', metricsText, 'expected HOST:PORT, e.g. 127.0.0.1:9741');
-  const admissionText = str('admission-address');
-  const admission = admissionText === undefined ? null : parseListenAddress(admissionText);
-  if (admissionText !== undefined && !admission) throw badValue('--admission-address', admissionText, 'expected HOST:PORT, e.g. 127.0.0.1:9742');
+  const admission = admissionAddress(str('admission-address'), { cert: str('admission-tls-cert-file'), key: str('admission-tls-private-key-file'), clientCa: str('admission-client-ca-file') });
   const rtText = str('realtime-priority') ?? '0';
   const realtimePriority = Number(rtText);
   if (!/^\d+$/.test(rtText) || realtimePriority > 99) throw badValue('--realtime-priority', rtText, 'must be a whole number from 0 to 99');

@@ -5,6 +5,7 @@
  * run-flags.ts and turned into settings in run-settings.ts.
  */
 import fs from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { Agent } from '../agent/agent';
 import { systemClock } from '../agent/clock';
@@ -26,7 +27,8 @@ import { nativeAvailable } from '../kernel/addon';
 import { formatDuration } from '../policy/duration';
 import { badValue } from '../errors';
 import { parseFlags, runUsage, type ParsedFlags } from './run-flags';
-import { checkMemoryBrake, settingsFromFlags } from './run-settings';
+import { checkMemoryBrake, settingsFromFlags, type AdmissionAddress } from './run-settings';
+import type { AdmissionListen } from '../kube/admission-server';
 
 export { parseFlags, runUsage, type ParsedFlags } from './run-flags';
 export { checkMemoryBrake, settingsFromFlags, type RunSettings } from './run-settings';
@@ -160,21 +162,18 @@ export async function run(argv: string[]): Promise<number> {
   });
   // Metrics and health say what the node is under and why pods went: on a node's network, keep
   // them on loopback (the default) unless a scraper must reach them.
-  for (const [flag, addr] of [['--metrics-address', s.metrics], ['--admission-address', s.admission]] as const) {
-    if (addr && bindsAllInterfaces(addr.host)) logger.warn({ flag, address: `${addr.host}:${addr.port}` }, `${flag} listens on every interface of the node, not only loopback`);
-  }
+  if (bindsAllInterfaces(s.metrics.host)) logger.warn({ flag: '--metrics-address', address: `${s.metrics.host}:${s.metrics.port}` }, '--metrics-address listens on every interface of the node, not only loopback');
   let closeAdmission = async (): Promise<void> => {};
   if (s.admission) {
     const { startAdmissionServer } = require('../kube/admission-server') as typeof import('../kube/admission-server');
     const { admit } = require('../policy/admission') as typeof import('../policy/admission');
+    const listen = admissionListen(s.admission);
     // `--record`: each answer given goes in the recording, between the passes it came between.
     const onDecision = recorder ? recorder.admission.bind(recorder) : undefined;
-    const a = await startAdmissionServer({ decide: admit, conditions: () => agent.conditions(), stale: () => agent.conditionsStale(), ...(onDecision ? { onDecision } : {}), log: logger, host: s.admission.host, port: s.admission.port }).catch(
-      (err: NodeJS.ErrnoException) => {
-        throw badValue('--admission-address', `${s.admission!.host}:${s.admission!.port}`, err.code ?? err.message);
-      },
-    );
-    logger.info({ address: `${a.host}:${a.port}` }, 'admission endpoint: POST /admit');
+    const a = await startAdmissionServer({ decide: admit, conditions: () => agent.conditions(), stale: () => agent.conditionsStale(), ...(onDecision ? { onDecision } : {}), log: logger, listen }).catch((err: NodeJS.ErrnoException) => {
+      throw badValue('--admission-address', 'path' in s.admission! ? `unix:${s.admission!.path}` : `${s.admission!.host}:${s.admission!.port}`, err.code ?? err.message);
+    });
+    logger.info({ address: a.address, tls: 'tls' in listen && listen.tls !== undefined }, 'admission endpoint: POST /admit');
     closeAdmission = () => a.close();
   }
   // Every stop signal a supervisor or a terminal sends ends the same clean way (brakes
@@ -272,4 +271,30 @@ function notifySystemd(state: string, logger: Logger): void {
     notifyFailureLogged = true;
     logger.error({ err: (err as Error).message, state: state.split('\n')[0] }, nativeAvailable() ? 'cannot notify systemd (sd_notify failed)' : 'cannot notify systemd: the native addon did not load (see err)');
   }
+}
+
+/** The TLS files of --admission-address read now: a file that cannot be read is refused by its flag. */
+function admissionListen(a: AdmissionAddress): AdmissionListen {
+  if ('path' in a) return { path: a.path };
+  if (!a.tls) return { host: a.host, port: a.port };
+  const read = (flag: string, file: string): string => {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw badValue(flag, file, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    }
+  };
+  const tls = { cert: read('--admission-tls-cert-file', a.tls.certFile), key: read('--admission-tls-private-key-file', a.tls.keyFile), clientCa: read('--admission-client-ca-file', a.tls.clientCaFile) };
+  // Not PEM, or a key that is not the certificate's: refused here, by name, not at the first client.
+  try {
+    createSecureContext({ cert: tls.cert, key: tls.key });
+  } catch (err) {
+    throw badValue('--admission-tls-private-key-file', a.tls.keyFile, `with --admission-tls-cert-file ${a.tls.certFile}: ${(err as Error).message}`);
+  }
+  try {
+    createSecureContext({ ca: tls.clientCa });
+  } catch (err) {
+    throw badValue('--admission-client-ca-file', a.tls.clientCaFile, (err as Error).message);
+  }
+  return { host: a.host, port: a.port, tls };
 }

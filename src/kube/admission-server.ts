@@ -13,9 +13,10 @@
  * The decision function and the current conditions are injected: the agent passes the
  * policy's admit() and its live condition set.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { boundedServer, HTTP_BOUNDS, type HttpBounds } from './http-bounds';
+import { boundedServer, HTTP_BOUNDS, type HttpBounds, type ServerTls } from './http-bounds';
 import { fromV1Pod, type V1Pod } from './pod-spec';
 import type { Logger } from './pod-source';
 import { silentLogger } from './pod-source';
@@ -166,24 +167,67 @@ export function admissionHandler(opts: AdmissionHandlerOptions): (req: http.Inco
 }
 
 export interface AdmissionServer {
+  /** where it listens: "HOST:PORT" or "unix:PATH" */
+  readonly address: string;
+  /** the TCP port (0 on a unix socket) */
   readonly port: number;
-  readonly host: string;
   close(): Promise<void>;
 }
 
-/** Listens on host:port (default 127.0.0.1, port 0 = any free port). */
-export function startAdmissionServer(opts: AdmissionHandlerOptions & { host?: string; port?: number; bounds?: HttpBounds }): Promise<AdmissionServer> {
-  const server = boundedServer(admissionHandler(opts), opts.bounds ?? HTTP_BOUNDS);
-  const host = opts.host ?? '127.0.0.1';
+/**
+ * Where /admit listens, and who may ask. Its answers let pods onto the node, so by default only
+ * the node's own processes reach it: a unix socket (mode 0600: the agent's user) or loopback.
+ * Beyond loopback, TLS with client certificates is required (run-settings.ts refuses the start
+ * otherwise).
+ */
+export type AdmissionListen = { path: string } | { host: string; port: number; tls?: ServerTls };
+
+/** Listens on host:port (default 127.0.0.1, port 0 = any free port) or on a unix socket. */
+export async function startAdmissionServer(opts: AdmissionHandlerOptions & { listen?: AdmissionListen; bounds?: HttpBounds }): Promise<AdmissionServer> {
+  const listen = opts.listen ?? { host: '127.0.0.1', port: 0 };
+  const server = boundedServer(admissionHandler(opts), opts.bounds ?? HTTP_BOUNDS, 'tls' in listen ? listen.tls : undefined);
+  if ('path' in listen) {
+    replaceStaleSocket(listen.path);
+    // Created owner-only (connecting takes write permission on the socket), whatever the umask.
+    const umask = process.umask(0o177);
+    try {
+      await listenOn(server, (cb) => server.listen(listen.path, cb));
+    } finally {
+      process.umask(umask);
+    }
+    return {
+      address: `unix:${listen.path}`,
+      port: 0,
+      close: () => new Promise<void>((r) => server.close(() => r())),
+    };
+  }
+  await listenOn(server, (cb) => server.listen(listen.port, listen.host, cb));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    address: `${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${port}`,
+    port,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+function listenOn(server: http.Server, listen: (cb: () => void) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
-      const addr = server.address() as AddressInfo;
-      resolve({
-        port: addr.port,
-        host,
-        close: () => new Promise<void>((r) => server.close(() => r())),
-      });
+    listen(() => {
+      server.off('error', reject);
+      resolve();
     });
   });
+}
+
+/** A socket left by an agent that did not stop cleanly is removed; anything else there is an error (EEXIST). */
+function replaceStaleSocket(file: string): void {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(file);
+  } catch {
+    return;
+  }
+  if (!st.isSocket()) throw Object.assign(new Error(`${file}: exists and is not a socket`), { code: 'EEXIST' });
+  fs.unlinkSync(file);
 }

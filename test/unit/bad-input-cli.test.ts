@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -237,5 +237,33 @@ test('run under systemd (Type=notify): READY=1 once running, WATCHDOG=1 while th
     assert.match(got, /'READY=1\\nSTATUS=watching \d+ thresholds'/);
   } finally {
     listener.kill();
+  }
+});
+
+test('run: /admit TLS files that cannot serve (missing, or a key not the certificate\'s) are refused by flag, exit 2', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-admit-tls-'));
+  try {
+    const f = (n: string) => path.join(dir, n);
+    for (const n of ['a', 'b']) execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', f(`${n}.key`), '-out', f(`${n}.crt`), '-days', '1', '-subj', `/CN=${n}`], { stdio: 'pipe' });
+    const start = (tls: string[]) =>
+      new Promise<{ status: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--notifications=none', '--metrics-address=127.0.0.1:0', '--admission-address=127.0.0.1:0', ...tls, `--state-dir=${f('state')}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        child.on('exit', (status) => {
+          clearTimeout(kill);
+          resolve({ status, stderr });
+        });
+      });
+    const mismatched = await start(['--admission-tls-cert-file', f('a.crt'), '--admission-tls-private-key-file', f('b.key'), '--admission-client-ca-file', f('a.crt')]);
+    assert.equal(mismatched.status, 2, mismatched.stderr);
+    assert.match(mismatched.stderr, new RegExp(`^evictd: --admission-tls-private-key-file: "${f('b.key')}": with --admission-tls-cert-file `, 'm'));
+    assert.doesNotMatch(mismatched.stderr, /^\s+at /m, 'no stack trace');
+    const missing = await start(['--admission-tls-cert-file', f('a.crt'), '--admission-tls-private-key-file', f('a.key'), '--admission-client-ca-file', f('nope.crt')]);
+    assert.equal(missing.status, 2, missing.stderr);
+    assert.match(missing.stderr, new RegExp(`^evictd: --admission-client-ca-file: "${f('nope.crt')}": ENOENT$`, 'm'));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

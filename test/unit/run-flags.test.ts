@@ -144,3 +144,25 @@ test('--standing-orders: on by default, off with =false, on with the bare flag',
   );
   assert.throws(() => parseFlags(['--standing-orders=1']), (err: unknown) => err instanceof UsageError && /^--standing-orders: "1": must be true or false$/.test(err.message));
 });
+
+test('--admission-address: loopback or a unix socket as is; beyond loopback only with all three TLS files', () => {
+  const a = (argv: string[]) => settingsFromFlags(parseFlags(argv)).admission;
+  assert.equal(a([]), null);
+  assert.deepEqual(a(['--admission-address', '127.0.0.1:9742']), { host: '127.0.0.1', port: 9742, tls: null });
+  assert.deepEqual(a(['--admission-address', '[::1]:9742']), { host: '::1', port: 9742, tls: null });
+  assert.deepEqual(a(['--admission-address', 'unix:/run/evictd/admit.sock']), { path: '/run/evictd/admit.sock' });
+  const tls = ['--admission-tls-cert-file', '/c.pem', '--admission-tls-private-key-file', '/k.pem', '--admission-client-ca-file', '/ca.pem'];
+  assert.deepEqual(a(['--admission-address', '10.0.0.5:9742', ...tls]), { host: '10.0.0.5', port: 9742, tls: { certFile: '/c.pem', keyFile: '/k.pem', clientCaFile: '/ca.pem' } });
+  const cases: [string[], RegExp][] = [
+    [['--admission-address', '0.0.0.0:9742'], /^--admission-address: "0\.0\.0\.0:9742": beyond loopback \/admit needs TLS with client certificates/],
+    [['--admission-address', ':9742'], /^--admission-address: ":9742": beyond loopback/],
+    [['--admission-address', '10.0.0.5:9742', ...tls.slice(0, 4)], /^--admission-address: "10\.0\.0\.5:9742": TLS needs --admission-client-ca-file too/],
+    [['--admission-address', 'unix:admit.sock'], /^--admission-address: "unix:admit\.sock": a unix socket takes an absolute path/],
+    [['--admission-address', 'unix:/a.sock', ...tls], /^--admission-tls-cert-file: "\/c\.pem": a unix socket takes no TLS/],
+    [tls, /^--admission-tls-cert-file: "\/c\.pem": needs --admission-address/],
+    [['--admission-address', 'nonsense'], /^--admission-address: "nonsense": expected HOST:PORT or unix:PATH/],
+  ];
+  for (const [argv, re] of cases) {
+    assert.throws(() => a(argv), (err: unknown) => err instanceof UsageError && re.test(err.message.replace(/^evictd: /, '')) && !err.message.includes('\n'), `${argv.join(' ')}`);
+  }
+});
