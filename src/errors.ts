@@ -72,3 +72,17 @@ export class EnvironmentError extends Error {
 export function badValue(field: string, value: unknown, problem: string): UsageError {
   return new UsageError(`${field}: ${formatValue(value)}: ${problem}`);
 }
+
+/**
+ * The first line of a YAML (or JSON) parse error, and for a key given twice, which key: the
+ * parser says only where ("Map keys must be unique at line 5, column 1"), and the kubelet's
+ * decoder names it ("mapping key ... already defined").
+ */
+export function yamlProblem(err: unknown, text: string): string {
+  const e = err as { message?: string; code?: string; pos?: [number, number]; linePos?: [{ line: number }] };
+  const first = String(e.message ?? err).split('\n')[0]!;
+  if (e.code !== 'DUPLICATE_KEY' || !e.pos) return first;
+  const rest = text.slice(e.pos[0]);
+  const key = /^"((?:[^"\\]|\\.)*)"/.exec(rest)?.[1] ?? /^'([^']*)'/.exec(rest)?.[1] ?? /^([^:\n]*?)\s*:/.exec(rest)?.[1];
+  return key === undefined ? first : `key ${JSON.stringify(key)} given twice (line ${e.linePos?.[0].line ?? '?'})`;
+}

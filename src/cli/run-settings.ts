@@ -10,7 +10,7 @@ import { parseListenAddress } from '../agent/http-server';
 import type { CgroupLayout } from '../node/cgroups';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionConfig, type EvictionFlags, type PolicyConfig } from '../policy/config';
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
-import { badValue, UsageError } from '../errors';
+import { badValue, UsageError, yamlProblem } from '../errors';
 import { Quantity, QuantityError } from '../policy/quantity';
 import { LOG_LEVELS, type ParsedFlags } from './run-flags';
 
@@ -124,7 +124,7 @@ export function configFromFile(configFile: string): EvictionConfig {
   try {
     doc = YAML.parse(text);
   } catch (err) {
-    throw badValue('--config', configFile, `not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
+    throw badValue('--config', configFile, `not YAML or JSON: ${yamlProblem(err, text)}`);
   }
   // The kubelet refuses an empty config file ("was empty"), and a comment-only one has no kind.
   if (doc === null || doc === undefined) throw badValue('--config', configFile, 'is empty (no KubeletConfiguration in it)');

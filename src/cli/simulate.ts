@@ -7,7 +7,7 @@ import { isRecording, readRecording, type Recording } from '../sim/recording-rea
 import { differenceText, replay } from '../sim/replay';
 import { whatIf, whatIfText } from '../sim/what-if';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionFlags, type PolicyConfig } from '../policy/config';
-import { UsageError, badValue } from '../errors';
+import { UsageError, badValue, yamlProblem } from '../errors';
 import type { Command } from './command';
 import { THRESHOLD_FLAGS, configFromFile } from './run-settings';
 
@@ -123,7 +123,7 @@ export const simulate: Command = async (argv) => {
   try {
     doc = YAML.parse(text, { prettyErrors: false });
   } catch (e) {
-    throw new UsageError(`simulate: ${JSON.stringify(file)} is neither JSON nor YAML: ${(e as Error).message.split('\n')[0]}`);
+    throw new UsageError(`simulate: ${JSON.stringify(file)} is neither JSON nor YAML: ${yamlProblem(e, text)}`);
   }
   const scenario = readScenario(doc);
   for (const w of scenario.config.warnings) process.stderr.write(`evictd: warning: ${w}\n`);

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { badValue, UsageError } from '../errors';
+import { badValue, UsageError, yamlProblem } from '../errors';
 
 export interface KubeConfig {
   /** https://host:port, no trailing slash */
@@ -52,18 +52,18 @@ interface Named<T> {
  * files, client certificates and CA files or inline data; exec and auth-provider plugins are
  * refused by name (evictd runs no external programs for credentials).
  */
-export function loadKubeconfig(file: string, contextName?: string): KubeConfig {
+export function loadKubeconfig(file: string, contextName?: string, from = '--kubeconfig'): KubeConfig {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw badValue('--kubeconfig', file, (err as Error).message);
+    throw badValue(from, file, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
   }
   let doc: Record<string, unknown>;
   try {
     doc = (YAML.parse(text) ?? {}) as Record<string, unknown>;
   } catch (err) {
-    throw badValue('--kubeconfig', file, `not YAML: ${(err as Error).message.split('\n')[0]}`);
+    throw badValue(from, file, `not YAML: ${yamlProblem(err, text)}`);
   }
   const dir = path.dirname(path.resolve(file));
   const ctxName = contextName ?? (doc['current-context'] as string | undefined);

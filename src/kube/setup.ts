@@ -39,14 +39,16 @@ export interface KubeParts {
 }
 
 export function resolveNodeName(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  const name = (flag ?? env.NODE_NAME ?? os.hostname()).trim().toLowerCase();
-  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)) throw badValue('--node-name', name, 'not a valid node name (RFC 1123 subdomain)');
+  // A bad value is named by where it came from: the flag, the environment, or the host.
+  const [from, raw] = flag !== undefined ? ['--node-name', flag] : env.NODE_NAME !== undefined ? ['$NODE_NAME', env.NODE_NAME] : ['the host name', os.hostname()];
+  const name = raw.trim().toLowerCase();
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)) throw badValue(from, raw, 'not a valid node name (RFC 1123 subdomain)');
   return name;
 }
 
 export function credentials(kubeconfig: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
   if (kubeconfig) return loadKubeconfig(kubeconfig);
-  if (env.KUBECONFIG && !env.KUBERNETES_SERVICE_HOST) return loadKubeconfig(env.KUBECONFIG.split(':')[0]);
+  if (env.KUBECONFIG && !env.KUBERNETES_SERVICE_HOST) return loadKubeconfig(env.KUBECONFIG.split(':')[0]!, undefined, '$KUBECONFIG');
   return inClusterConfig(env);
 }
 

@@ -18,7 +18,7 @@ import type { ActivePod, FilesystemLayout, NodeStats, PodRef } from './types';
 
 /** The memory signals a line is armed on (the arming's `node:` and `pods:` lines). */
 export type LineSignal = 'memory.available' | 'allocatableMemory.available';
-const LINE_SIGNALS: readonly LineSignal[] = ['memory.available', 'allocatableMemory.available'];
+export const LINE_SIGNALS: readonly LineSignal[] = ['memory.available', 'allocatableMemory.available'];
 
 /** How long an order stands unless refreshed (issue 20: "say 1 s"). */
 export const DEFAULT_ORDER_TTL_MS = 1000;

@@ -8,6 +8,7 @@
 import { UsageError, badValue } from '../errors';
 import type { ActiveBrake } from '../policy/brake';
 import type { Threshold } from '../policy/config';
+import { isHard, LINE_SIGNALS } from '../policy/standing-order';
 import { parseDuration } from '../policy/duration';
 import { initialState, type PolicyState } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
@@ -79,6 +80,36 @@ const strings = (field: string, v: unknown): string[] => {
   return v as string[];
 };
 
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function map(field: string, v: unknown, what = 'a map'): Record<string, unknown> {
+  if (!isMap(v)) throw badValue(field, v, `must be ${what}`);
+  return v;
+}
+
+function list(field: string, v: unknown): unknown[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) throw badValue(field, v, 'must be a list');
+  return v;
+}
+
+function num(field: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw badValue(field, v, 'must be a number');
+  return v;
+}
+
+/** A time since the recording's start, or a period: never negative. */
+function since(field: string, v: unknown): number {
+  const n = ns(field, v);
+  if (n < 0) throw badValue(field, v, 'must not be negative');
+  return n;
+}
+
+function numbers(field: string, v: unknown): Record<string, number> {
+  if (v === undefined) return {};
+  return Object.fromEntries(Object.entries(map(field, v, 'a map of numbers')).map(([k, x]) => [k, num(`${field}.${k}`, x)]));
+}
+
 function decisions(field: string, v: unknown): Decisions {
   if (typeof v !== 'object' || v === null) throw badValue(field, v, 'must be a map of met, conditions, actions, orders');
   const d = v as Record<string, unknown>;
@@ -118,6 +149,38 @@ function answer(f: string, line: number, afterPasses: number, v: unknown): Recor
   return out;
 }
 
+const CONDITIONS: readonly NodeCondition[] = ['MemoryPressure', 'DiskPressure', 'PIDPressure'];
+
+function condition(field: string, v: unknown): NodeCondition {
+  if (!CONDITIONS.includes(v as NodeCondition)) throw badValue(field, v, `must be one of ${CONDITIONS.join(', ')}`);
+  return v as NodeCondition;
+}
+
+/**
+ * A standing order's use a pass confirmed: its line must be a hard threshold of the recording's
+ * config on a line signal (`memory.available[0]`: the first threshold on that signal), or the
+ * replay would check it against nothing and call it clean.
+ */
+function confirmation(field: string, v: unknown, thresholds: readonly Threshold[]): RecordedConfirmation {
+  const c = map(field, v);
+  const m = typeof c.line === 'string' ? /^([a-zA-Z.]+)\[(\d+)\]$/.exec(c.line) : null;
+  const onSignal = m ? thresholds.filter((t) => t.signal === m[1]) : [];
+  const t = m ? onSignal[Number(m[2])] : undefined;
+  if (!t || !(LINE_SIGNALS as readonly string[]).includes(m![1]!) || !isHard(t)) throw badValue(`${field}.line`, c.line, `must name a hard threshold of the recording's config on ${LINE_SIGNALS.join(' or ')}, e.g. memory.available[0]`);
+  if (typeof c.pod !== 'string' || !c.pod.includes('/')) throw badValue(`${field}.pod`, c.pod, 'must be namespace/name');
+  const out: RecordedConfirmation = { line: c.line as string, pod: c.pod, availableBytes: num(`${field}.availableBytes`, c.availableBytes) };
+  for (const k of ['crossedAt', 'killedAt'] as const) {
+    if (c[k] === undefined) continue;
+    since(`${field}.${k}`, c[k]);
+    out[k] = c[k] as string;
+  }
+  if (c.reported !== undefined) {
+    if (typeof c.reported !== 'boolean') throw badValue(`${field}.reported`, c.reported, 'must be true or false');
+    out.reported = c.reported;
+  }
+  return out;
+}
+
 export function readRecording(text: string): Recording {
   const lines = text.split('\n');
   let cut = false;
@@ -128,14 +191,19 @@ export function readRecording(text: string): Recording {
     cut = true;
   }
   const parsed = lines.map((l, i) => {
+    let v: unknown;
     try {
-      return JSON.parse(l) as Record<string, unknown>;
+      v = JSON.parse(l);
     } catch (e) {
       throw new UsageError(`line ${i + 1}: not a JSON object: ${(e as Error).message}`);
     }
+    return map(`line ${i + 1}`, v, 'a JSON object');
   });
   const h = parsed[0] as unknown as RecordingHeader | undefined;
   if (!h || h.evictdRecording !== RECORDING_VERSION) throw badValue('line 1.evictdRecording', h?.evictdRecording, `must be ${RECORDING_VERSION} (a recording of another version)`);
+  map('line 1.config', h.config);
+  if (typeof h.standingOrders !== 'boolean') throw badValue('line 1.standingOrders', h.standingOrders, 'must be true or false');
+  if (h.startedAt !== undefined && (typeof h.startedAt !== 'string' || Number.isNaN(Date.parse(h.startedAt)))) throw badValue('line 1.startedAt', h.startedAt, 'must be a date and time (ISO 8601)');
   // Passes and answers apart, each with its line number (an answer is a line between passes).
   const passLines: Record<string, unknown>[] = [];
   const passLineNumbers: number[] = [];
@@ -157,7 +225,7 @@ export function readRecording(text: string): Recording {
     throw e;
   }
   // The period in force, zero included (the config's reader takes a zero one for unset).
-  if (h.pressureTransitionPeriod !== undefined) scenario.config = { ...scenario.config, pressureTransitionPeriodNs: ns('line 1.pressureTransitionPeriod', h.pressureTransitionPeriod) };
+  if (h.pressureTransitionPeriod !== undefined) scenario.config = { ...scenario.config, pressureTransitionPeriodNs: since('line 1.pressureTransitionPeriod', h.pressureTransitionPeriod) };
   // Threshold indices count among the thresholds of the layout in force where they are written.
   const threshold = (field: string, i: unknown, layout = scenario.layout): Threshold => {
     const all = thresholdsForLayout(scenario.config.thresholds, layout);
@@ -167,33 +235,40 @@ export function readRecording(text: string): Recording {
   };
   const passes = passLines.map((l, i): RecordedPass => {
     const f = `line ${passLineNumbers[i]}`;
-    const layout = (l.filesystems ?? scenario.layout) as FilesystemLayout;
+    const layout = (l.filesystems === undefined ? scenario.layout : l.filesystems) as FilesystemLayout;
     if (!LAYOUTS.includes(layout)) throw badValue(`${f}.filesystems`, l.filesystems, `must be one of ${LAYOUTS.join(', ')}`);
-    const brakes = l.brakes === undefined ? null : (l.brakes as { uid: string; since: string; signal?: string }[]).map((b, j): ActiveBrake => {
-      if (b.signal !== undefined && !(SIGNALS as readonly string[]).includes(b.signal)) throw badValue(`${f}.brakes[${j}].signal`, b.signal, 'not a signal');
-      return { uid: String(b.uid), since: ns(`${f}.brakes[${j}].since`, b.since), ...(b.signal ? { signal: b.signal as Signal } : {}) };
+    const brakes = l.brakes === undefined ? null : list(`${f}.brakes`, l.brakes).map((x, j): ActiveBrake => {
+      const b = map(`${f}.brakes[${j}]`, x);
+      if (typeof b.uid !== 'string') throw badValue(`${f}.brakes[${j}].uid`, b.uid, 'must be a string');
+      if (b.signal !== undefined && !(SIGNALS as readonly string[]).includes(b.signal as string)) throw badValue(`${f}.brakes[${j}].signal`, b.signal, 'not a signal');
+      return { uid: b.uid, since: since(`${f}.brakes[${j}].since`, b.since), ...(b.signal ? { signal: b.signal as Signal } : {}) };
     });
+    const ms = map(`${f}.ms`, l.ms === undefined ? { decide: 0 } : l.ms);
     return {
       line: passLineNumbers[i]!,
       layout,
-      wake: (l.wake ?? {}) as Record<string, number>,
-      crossed: ((l.crossed ?? []) as unknown[]).map((x, j) => threshold(`${f}.crossed[${j}]`, x, layout)),
-      confirmed: (l.confirmed ?? []) as RecordedConfirmation[],
+      wake: numbers(`${f}.wake`, l.wake),
+      crossed: list(`${f}.crossed`, l.crossed).map((x, j) => threshold(`${f}.crossed[${j}]`, x, layout)),
+      confirmed: list(`${f}.confirmed`, l.confirmed).map((x, j) => confirmation(`${f}.confirmed[${j}]`, x, scenario.config.thresholds)),
       brakes,
       otherUids: strings(`${f}.otherUids`, l.otherUids),
       noCgroup: new Set(strings(`${f}.noCgroup`, l.noCgroup)),
       decided: decisions(`${f}.decided`, l.decided),
-      ms: (l.ms ?? { decide: 0 }) as RecordedPass['ms'],
+      ms: { decide: num(`${f}.ms.decide`, ms.decide), ...(ms.wake !== undefined ? { wake: num(`${f}.ms.wake`, ms.wake) } : {}) },
     };
   });
   let initial = initialState();
-  if (h.state) {
-    const s = h.state;
+  if (h.state !== undefined) {
+    const s = map('line 1.state', h.state);
+    const pairs = (field: string) => list(field, s[field.slice('line 1.state.'.length)]).map((x, j) => {
+      if (!Array.isArray(x) || x.length !== 2) throw badValue(`${field}[${j}]`, x, 'must be a pair');
+      return x as [unknown, unknown];
+    });
     initial = {
-      firstObservedAt: new Map(s.firstObservedAt.map(([i, at], j) => [threshold(`line 1.state.firstObservedAt[${j}]`, i), ns(`line 1.state.firstObservedAt[${j}]`, at)])),
-      conditionLastObservedAt: new Map(s.conditionLastObservedAt.map(([c, at], j) => [c, ns(`line 1.state.conditionLastObservedAt[${j}]`, at)])),
-      thresholdsMet: s.thresholdsMet.map((i, j) => threshold(`line 1.state.thresholdsMet[${j}]`, i)),
-      conditions: s.conditions,
+      firstObservedAt: new Map(pairs('line 1.state.firstObservedAt').map(([i, at], j) => [threshold(`line 1.state.firstObservedAt[${j}]`, i), since(`line 1.state.firstObservedAt[${j}]`, at)])),
+      conditionLastObservedAt: new Map(pairs('line 1.state.conditionLastObservedAt').map(([c, at], j) => [condition(`line 1.state.conditionLastObservedAt[${j}]`, c), since(`line 1.state.conditionLastObservedAt[${j}]`, at)])),
+      thresholdsMet: list('line 1.state.thresholdsMet', s.thresholdsMet).map((i, j) => threshold(`line 1.state.thresholdsMet[${j}]`, i)),
+      conditions: list('line 1.state.conditions', s.conditions).map((c, j) => condition(`line 1.state.conditions[${j}]`, c)),
     };
   }
   return { header: h, scenario, passes, admissions, initial, cut };

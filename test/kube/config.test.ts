@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { UsageError } from '../../src/errors';
 import { inClusterConfig, loadKubeconfig } from '../../src/kube/config';
-import { resolveNodeName } from '../../src/kube/setup';
+import { credentials, resolveNodeName } from '../../src/kube/setup';
 
 function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-kube-'));
@@ -82,5 +82,12 @@ describe('credentials', () => {
     assert.equal(resolveNodeName('Node-A', {}), 'node-a');
     assert.equal(resolveNodeName(undefined, { NODE_NAME: 'worker-3' }), 'worker-3');
     assert.throws(() => resolveNodeName('bad_name', {}), /--node-name: "bad_name"/);
+  });
+
+  test('a value from the environment is named by its variable, a missing file by its code', () => {
+    assert.throws(() => resolveNodeName(undefined, { NODE_NAME: 'bad_name' }), (err: unknown) => err instanceof UsageError && err.message === '$NODE_NAME: "bad_name": not a valid node name (RFC 1123 subdomain)');
+    const missing = path.join(tmp(), 'nope');
+    assert.throws(() => credentials(undefined, { KUBECONFIG: `${missing}:/other` }), (err: unknown) => err instanceof UsageError && err.message === `$KUBECONFIG: ${JSON.stringify(missing)}: ENOENT`);
+    assert.throws(() => credentials(missing, {}), (err: unknown) => err instanceof UsageError && err.message === `--kubeconfig: ${JSON.stringify(missing)}: ENOENT`);
   });
 });

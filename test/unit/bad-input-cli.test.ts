@@ -71,7 +71,7 @@ test('run --config: an empty or comment-only file', () => {
 
 test('run --config: YAML that does not parse, and a duplicated key, are refused in one line', () => {
   refused(evictd('run', '--config', file('evictionHard: {memory.available: "1Gi"\n')), /^evictd: --config: ".*": not YAML or JSON: /);
-  refused(evictd('run', '--config', file('evictionHard: {memory.available: "1Gi", memory.available: "2Gi"}\n')), /^evictd: --config: ".*": not YAML or JSON: Map keys must be unique/);
+  refused(evictd('run', '--config', file('evictionHard: {memory.available: "1Gi", memory.available: "2Gi"}\n')), /^evictd: --config: ".*": not YAML or JSON: key "memory\.available" given twice \(line 1\)$/);
 });
 
 test('run: a duration that feeds a timer is refused past 2^31-1 ms', () => {

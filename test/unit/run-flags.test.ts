@@ -166,3 +166,16 @@ test('--admission-address: loopback or a unix socket as is; beyond loopback only
     assert.throws(() => a(argv), (err: unknown) => err instanceof UsageError && re.test(err.message.replace(/^evictd: /, '')) && !err.message.includes('\n'), `${argv.join(' ')}`);
   }
 });
+
+test('a key given twice in the config file is refused naming the key, as the kubelet decoder does', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-dup-'));
+  try {
+    const file = path.join(dir, 'kubelet.yaml');
+    fs.writeFileSync(file, 'kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nevictionHard:\n  memory.available: 100Mi\nevictionHard: {}\n');
+    assert.throws(() => settingsFromFlags(parseFlags(['--config', file])), (err: unknown) => err instanceof UsageError && err.message === `--config: ${JSON.stringify(file)}: not YAML or JSON: key "evictionHard" given twice (line 5)`);
+    fs.writeFileSync(file, '{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1", "evictionHard": {"memory.available": "1Gi", "memory.available": "2Gi"}}');
+    assert.throws(() => settingsFromFlags(parseFlags(['--config', file])), /key "memory\.available" given twice \(line 1\)$/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
