@@ -25,6 +25,8 @@ import { hogSteps, type LabPod, type NodeLab } from './node-lab';
 export interface AgentProcessOptions {
   /** another build's bin/evictd.js (an A/B against a baseline tree); default this tree's */
   bin?: string;
+  /** arguments to node itself, before the script (e.g. the crash-point tests' --require) */
+  nodeArgs?: string[];
   lab: NodeLab;
   endpoint: string;
   evictionHard: string;
@@ -36,7 +38,7 @@ export interface AgentProcessOptions {
   cgroupRoot?: string;
   /** the pod cgroup root, when it is not <cgroup-root>/kubepods */
   podCgroupRoot?: string;
-  /** more environment for the process (e.g. EVICTD_CRASH_AT for the crash-point tests) */
+  /** more environment for the process (e.g. EVICTD_CRASH_AT, with nodeArgs loading test/support/crash-at.ts) */
   env?: Record<string, string>;
   /** the subcommand and what comes before the flags (default ['run']; ['record', FILE] observes) */
   command?: string[];
@@ -78,6 +80,7 @@ export class AgentProcess {
   static async start(o: AgentProcessOptions): Promise<AgentProcess> {
     const bin = o.bin ?? path.resolve(__dirname, '..', '..', '..', 'bin', 'evictd.js');
     const args = [
+      ...(o.nodeArgs ?? []),
       bin,
       ...(o.command ?? ['run']),
       '--cgroup-root',

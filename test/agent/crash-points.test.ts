@@ -15,6 +15,7 @@ import { setting, skipped, slow } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { AgentProcess } from '../../src/lab/ramp-lab';
 import type { CrashPoint } from '../../src/agent/crash-point';
+import { CRASH_AT_REQUIRE } from '../support/crash-at';
 import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
 import { MiB, criClient, hog, missingE2e, newLab, releaseHarness, sleeper } from './agent-harness';
 import { waitFor } from '../support/wait';
@@ -54,7 +55,7 @@ for (const point of POINTS) {
     const stateDir = path.join(dir, 'state');
     const args = ['--pod-source=api', `--kubeconfig=${kubeconfig}`, '--node-name=node-a', `--state-dir=${stateDir}`];
     api.addPod(makePod('kept', { namespace: 'shop', uid: kept.uid, memRequest: '32Mi', memLimit: '32Mi', priority: 1000 }));
-    const crashing = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<128Mi', extraArgs: args, env: { EVICTD_CRASH_AT: point }, startTimeoutMs: slow(30_000) });
+    const crashing = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<128Mi', extraArgs: args, env: { EVICTD_CRASH_AT: point }, nodeArgs: CRASH_AT_REQUIRE, startTimeoutMs: slow(30_000) });
     procs.push(crashing);
     await crashing.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('memory line '), slow(30_000)).catch(() => undefined);
     const hogPod = await lab.runPod({ name: 'hog', namespace: 'shop', qos: 'BestEffort', containers: [hog(100, 300)] });

@@ -16,6 +16,7 @@ import { BRAKE_RECORD_FILE, MemoryBrakes, stateDirProblem } from '../../src/agen
 import { hostCgroups } from '../../src/node/cgroup-port';
 import { AgentMetrics } from '../../src/agent/metrics';
 import type { BrakeApply } from '../../src/policy/brake';
+import { CRASH_AT_REQUIRE } from '../support/crash-at';
 
 const mi = (n: number) => n * 2 ** 20;
 
@@ -224,7 +225,8 @@ test("a braked pod's graceful stop eases the brake to usage + headroom (record f
 
 /**
  * Crash points of a brake (src/agent/crash-point.ts): a child process brakes the stand-in pod,
- * and eases or releases it, with EVICTD_CRASH_AT set, and SIGKILLs itself there, between a
+ * and eases or releases it, with EVICTD_CRASH_AT set and the test hook loaded (test/support/crash-at.ts),
+ * and SIGKILLs itself there, between a
  * write of the record and a write of memory.high. The next start's recovery must leave
  * memory.high exactly as it was before any brake and no record. (On real cgroups, in the pure
  * v2 lab: test/agent/brake.test.ts.)
@@ -259,7 +261,7 @@ for (const [point, then] of [
   test(`SIGKILLed at ${point}: the next start leaves memory.high exactly as before the brake, and no record`, async () => {
     const original = '1073741824';
     const e = setup(original);
-    const r = spawnSync(process.execPath, ['-e', childScript], {
+    const r = spawnSync(process.execPath, [...CRASH_AT_REQUIRE, '-e', childScript], {
       encoding: 'utf8',
       env: { ...process.env, EVICTD_CRASH_AT: point, BRAKE_TEST: JSON.stringify({ stateDir: e.stateDir, mount: e.mount, podPath: e.podPath, dir: e.dir, apply, then }) },
     });
@@ -270,3 +272,13 @@ for (const [point, then] of [
     assert.equal(e.record(), null);
   });
 }
+
+test('EVICTD_CRASH_AT alone arms nothing: without the test hook loaded the run goes to its end', () => {
+  const e = setup('1073741824');
+  const r = spawnSync(process.execPath, ['-e', childScript], {
+    encoding: 'utf8',
+    env: { ...process.env, EVICTD_CRASH_AT: 'brake:set', BRAKE_TEST: JSON.stringify({ stateDir: e.stateDir, mount: e.mount, podPath: e.podPath, dir: e.dir, apply, then: 'none' }) },
+  });
+  assert.equal(r.signal, null, r.stderr);
+  assert.match(r.stdout, /no crash/);
+});
