@@ -48,7 +48,7 @@ export interface AgentOptions {
   policy: PolicyConfig;
   layout: CgroupLayout;
   /** the node's numbers (NodeObserver; in unit tests, a fake node's) */
-  observer: Pick<NodeObserver, 'opts' | 'memoryDir' | 'podRootMemoryDir' | 'observe' | 'observeMemory'>;
+  observer: Pick<NodeObserver, 'opts' | 'memoryDir' | 'podRootMemoryDir' | 'observe' | 'observeMemory'> & Partial<Pick<NodeObserver, 'memAvailableBytes'>>;
   runtime: RuntimePort;
   /** null: no kernel notifications at all, the housekeeping tick alone drives the loop */
   notifications: NotificationPort | null;
@@ -165,7 +165,7 @@ export class Agent extends EventEmitter {
     this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger, clock }) : undefined;
     const stateDir = o.stateDir ?? (o.policy.memoryBrake ? DEFAULT_STATE_DIR : undefined);
     if (o.policy.memoryBrake && o.layout.memoryVersion !== 2) throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
-    this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics, podRootDir: o.observer.podRootMemoryDir });
+    this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics, podRootDir: o.observer.podRootMemoryDir, ...(o.observer.memAvailableBytes ? { nodeAvailableBytes: () => o.observer.memAvailableBytes!() } : {}) });
     const braking = o.policy.memoryBrake ? this.brakes : null;
     // With a pod source, what it last said of priorities outlives a restart (in the state dir).
     this.lastKnown = o.pods && stateDir !== undefined ? new LastKnownPriorities({ stateDir, logger: o.logger }) : null;

@@ -42,6 +42,15 @@ export function readMeminfo(text = fs.readFileSync('/proc/meminfo', 'utf8')): Ma
 }
 
 /**
+ * MemAvailable (bytes): the kernel's estimate of what can still be allocated without swapping,
+ * what is left before its OOM killer; null when the kernel has no such line (before 3.14).
+ */
+export function readMemAvailable(text = fs.readFileSync('/proc/meminfo', 'utf8')): number | null {
+  const m = /^MemAvailable:\s+(\d+) kB/m.exec(text);
+  return m ? Number(m[1]) * 1024 : null;
+}
+
+/**
  * Reads a memory cgroup directory, with the kubelet's formula (src/kernel/kubelet-memory.ts).
  * `root` marks the hierarchy root, which on cgroup v2 has no memory.current: there usage is its
  * memory.stat anon + file, as runc's rootStatsFromMeminfo gives cAdvisor. Returns null when the

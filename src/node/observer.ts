@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import type { FilesystemLayout, NodeStats } from '../policy/types';
 import { cgroupDir, type CgroupLayout } from './cgroups';
 import { statfsStats } from './fs-stats';
-import { readCgroupMemory, readMeminfo, type MachineMemory, type MemoryReading } from './memory';
+import { readCgroupMemory, readMemAvailable, readMeminfo, type MachineMemory, type MemoryReading } from './memory';
 import { listPodCgroups, readPodCgroupUsage, type PodCgroup, type PodCgroupUsage } from './pod-cgroups';
 import { readPidStats } from './pids';
 
@@ -65,6 +65,15 @@ export class NodeObserver {
       allocatable.availableBytes = capacity - allocatable.workingSetBytes;
     }
     return { memory, allocatable };
+  }
+
+  /** What the node has left before the kernel's OOM killer, read now (memory.ts readMemAvailable). */
+  memAvailableBytes(): number | null {
+    try {
+      return readMemAvailable();
+    } catch {
+      return null;
+    }
   }
 
   observe(imagefsPath?: string): Observation {

@@ -37,6 +37,14 @@ export const MEMORY_BRAKE_MARGIN_BYTES = 8 * 1024 * 1024;
  */
 export const MEMORY_BRAKE_STOP_HEADROOM_BYTES = 128 * 1024 * 1024;
 
+/**
+ * The ease at a graceful stop comes out of what the node has left: room it does not have would
+ * end in the kernel's OOM killer (the pod OOMKilled mid-handler, as the lab saw once, or another
+ * pod). This much of MemAvailable is kept back for everything else the node allocates meanwhile;
+ * a handler given less than it needs is throttled until its grace period ends, not OOM-killed.
+ */
+export const STOP_EASE_NODE_MARGIN_BYTES = 32 * 1024 * 1024;
+
 /** Node's longest timer (2^31-1 ms): the stuck bound arms one. */
 const MAX_TIMER_NS = (2 ** 31 - 1) * 1e6;
 

@@ -19,7 +19,7 @@
  *   eviction episode).
  * - stop: a pod braked for `maxDurationNs` or longer (the eviction did not come, or did not work).
  */
-import type { MemoryBrakeConfig } from './brake-config';
+import { STOP_EASE_NODE_MARGIN_BYTES, type MemoryBrakeConfig } from './brake-config';
 import type { PolicyConfig, Threshold } from './config';
 import { formatDuration } from './duration';
 import type { Assessment, Evaluation, Eviction, ThresholdStatus } from './evaluate';
@@ -143,4 +143,14 @@ export function nextBrakeDeadline(config: PolicyConfig, active: readonly ActiveB
 /** The memory.high value of a brake: usage plus the margin, rounded up to a page (the kernel stores pages). */
 export function brakeValue(usageBytes: number, marginBytes: number, pageBytes = 4096): number {
   return Math.ceil((usageBytes + marginBytes) / pageBytes) * pageBytes;
+}
+
+/**
+ * The room a braked pod's graceful stop is given (memory.high = usage + this): what was asked,
+ * but never more than the node has left (MemAvailable, read fresh; null: unknown, no bound)
+ * beyond STOP_EASE_NODE_MARGIN_BYTES; 0 when it has no more than that.
+ */
+export function stopEaseRoom(askedBytes: number, nodeAvailableBytes: number | null, marginBytes = STOP_EASE_NODE_MARGIN_BYTES): number {
+  if (nodeAvailableBytes === null) return askedBytes;
+  return Math.min(askedBytes, Math.max(0, nodeAvailableBytes - marginBytes));
 }

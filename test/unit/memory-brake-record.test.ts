@@ -15,7 +15,8 @@ import { dryRun } from '../../src/agent/effects/effect';
 import { BRAKE_RECORD_FILE, MemoryBrakes, stateDirProblem } from '../../src/agent/effects/memory-brake';
 import { hostCgroups } from '../../src/node/cgroup-port';
 import { AgentMetrics } from '../../src/agent/metrics';
-import type { BrakeApply } from '../../src/policy/brake';
+import { stopEaseRoom, type BrakeApply } from '../../src/policy/brake';
+import { STOP_EASE_NODE_MARGIN_BYTES } from '../../src/policy/config';
 import { CRASH_AT_REQUIRE } from '../support/crash-at';
 
 const mi = (n: number) => n * 2 ** 20;
@@ -33,10 +34,11 @@ function setup(original = 'max') {
   const logger = pino({ level: 'debug' }, { write: (s: string) => lines.push(JSON.parse(s) as Record<string, unknown>) });
   const metrics = new AgentMetrics();
   const cgroups = hostCgroups({ memoryMount: mount, memoryVersion: 2, unifiedMount: null });
-  const make = () => new MemoryBrakes({ stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger, metrics });
+  const node = { availableBytes: null as number | null };
+  const make = () => new MemoryBrakes({ stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger, metrics, nodeAvailableBytes: () => node.availableBytes });
   const high = () => fs.readFileSync(path.join(dir, 'memory.high'), 'utf8');
   const record = () => (fs.existsSync(path.join(stateDir, BRAKE_RECORD_FILE)) ? JSON.parse(fs.readFileSync(path.join(stateDir, BRAKE_RECORD_FILE), 'utf8')) : null);
-  return { root, mount, podPath, dir, stateDir, lines, logger, metrics, make, high, record };
+  return { root, mount, podPath, dir, stateDir, lines, logger, metrics, make, high, record, node };
 }
 
 const apply: BrakeApply = {
@@ -221,6 +223,38 @@ test("a braked pod's graceful stop eases the brake to usage + headroom (record f
   const none = setup();
   none.make().ease('abc', mi(64));
   assert.equal(none.high(), 'max\n');
+});
+
+test('the ease at a graceful stop is never more than the node has left beyond the margin, and says so when it gives less or nothing', () => {
+  const e = setup();
+  const b = e.make();
+  b.apply(apply, e.podPath, 1n);
+  fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(308)}\n`);
+  fs.writeFileSync(path.join(e.dir, 'memory.current'), `${mi(310)}\n`);
+  // 72 MiB left, 32 kept back: 40 MiB of room, not the 64 asked.
+  e.node.availableBytes = mi(72);
+  b.ease('abc', mi(64));
+  assert.equal(e.high(), String(mi(350)));
+  const less = e.lines.find((l) => /eased less than asked/.test(String(l.msg)));
+  assert.ok(less, JSON.stringify(e.lines.map((l) => l.msg)));
+  assert.equal(less.roomBytes, mi(40));
+  assert.equal(less.nodeMarginBytes, STOP_EASE_NODE_MARGIN_BYTES);
+  // No room at all: the brake stays as it is, and the log says the handler will be throttled.
+  const tight = setup();
+  const tb = tight.make();
+  tb.apply(apply, tight.podPath, 1n);
+  const set = tight.high();
+  tight.node.availableBytes = mi(20);
+  tb.ease('abc', mi(64));
+  assert.equal(tight.high(), set);
+  assert.ok(tight.lines.some((l) => /memory brake kept for the graceful stop/.test(String(l.msg)) && l.roomBytes === 0));
+});
+
+test('stopEaseRoom: the asked room, bounded by the node beyond the margin; unknown node, unbounded', () => {
+  assert.equal(stopEaseRoom(mi(128), null), mi(128));
+  assert.equal(stopEaseRoom(mi(128), mi(500)), mi(128));
+  assert.equal(stopEaseRoom(mi(128), mi(100)), mi(68));
+  assert.equal(stopEaseRoom(mi(128), mi(10)), 0);
 });
 
 /**

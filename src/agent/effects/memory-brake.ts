@@ -24,7 +24,8 @@ import type { Logger } from 'pino';
 import { currentBootId } from '../../node/boot-id';
 import type { CgroupPort } from '../../node/cgroup-port';
 import { readStateFile, writeStateFile } from '../../node/state-file';
-import { brakeValue, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
+import { brakeValue, stopEaseRoom, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
+import { STOP_EASE_NODE_MARGIN_BYTES } from '../../policy/config';
 import type { PodRef, Signal } from '../../policy/types';
 import { msSince } from '../clock';
 import type { AgentMetrics } from '../metrics';
@@ -105,7 +106,10 @@ export interface MemoryBrakesOptions {
   podRootDir?: string;
   /** this boot's id (default: the kernel's) */
   bootId?: string;
+  /** what the node has left before the kernel's OOM killer, read fresh (MemAvailable); absent: no node bound on the ease */
+  nodeAvailableBytes?: () => number | null;
 }
+
 
 export interface BrakeOn {
   brake: BrakeApply;
@@ -307,15 +311,29 @@ export class MemoryBrakes {
 
   /**
    * A braked pod is being stopped with a grace period: memory.high = its usage + headroom, page
-   * aligned, never above the value the brake replaced (the pod's own limit stays its own). The
-   * record first, as for the brake itself; a pod not braked is left alone.
+   * aligned, never above the value the brake replaced (the pod's own limit stays its own), and
+   * never more room than the node has left beyond STOP_EASE_NODE_MARGIN_BYTES (read now). Where
+   * that leaves the handler less than asked, or nothing, the log says so: the handler is then
+   * throttled until its grace period ends, not OOM-killed. The record first, as for the brake
+   * itself; a pod not braked is left alone.
    */
   ease(uid: string, headroomBytes: number): void {
     const e = this.brakes.get(uid);
     if (!e) return;
     const usage = readNumber(this.o.cgroups.read(e.dir, 'memory.current'));
     if (usage === null) return;
-    let value = brakeValue(usage, headroomBytes);
+    const nodeLeft = this.o.nodeAvailableBytes?.() ?? null;
+    const room = stopEaseRoom(headroomBytes, nodeLeft);
+    const pod = `${e.pod.namespace}/${e.pod.name}`;
+    if (room < headroomBytes) {
+      const fields = { pod, uid, askedBytes: headroomBytes, roomBytes: room, nodeAvailableBytes: nodeLeft, nodeMarginBytes: STOP_EASE_NODE_MARGIN_BYTES, usageBytes: usage };
+      if (room <= 0) {
+        this.o.logger.warn(fields, 'memory brake kept for the graceful stop: the node has no room to give its SIGTERM handler (it will be throttled until its grace period ends, not OOM-killed)');
+        return;
+      }
+      this.o.logger.warn(fields, 'memory brake eased less than asked for the graceful stop: the node has only this much room (a handler that needs more will be throttled, not OOM-killed)');
+    }
+    let value = brakeValue(usage, room);
     if (e.original !== 'max') value = Math.min(value, Number(e.original));
     if (value <= Number(e.value)) return;
     const before = e.value;
@@ -330,12 +348,12 @@ export class MemoryBrakes {
       e.value = before;
       delete e.previous;
       this.persistQuietly();
-      this.o.logger.warn({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, err }, 'memory brake could not be eased for the graceful stop');
+      this.o.logger.warn({ pod, uid, err }, 'memory brake could not be eased for the graceful stop');
       return;
     }
     // Landed: the record drops `previous` at its next write.
     delete e.previous;
-    this.o.logger.info({ pod: `${e.pod.namespace}/${e.pod.name}`, uid, memoryHigh: e.value, was: before, usageBytes: usage, headroomBytes }, 'memory brake eased for the graceful stop');
+    this.o.logger.info({ pod, uid, memoryHigh: e.value, was: before, usageBytes: usage, headroomBytes: room, nodeAvailableBytes: nodeLeft }, 'memory brake eased for the graceful stop');
   }
 
   releaseAll(why: BrakeEnd): void {
