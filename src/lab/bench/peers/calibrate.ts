@@ -99,11 +99,11 @@ export async function calibrateEmpty(lab: NodeLab, pods: ProtectedPods, rate: nu
  * One cell's lines, taken as that cell's evictd trials find the node: the contenders on
  * MemAvailable started and frozen, and evictd itself running as shipped, armed (tripwire,
  * standing orders, passes) at FLOOR_LINE_MIB, a line memory.available never reaches here, so it
- * watches as in a trial and never acts; the bench ends each ramp at the common line. Measured
- * before this (2026-11-27), lines taken elsewhere missed the trials by 6-20 MiB: on an empty node
- * 6 MiB low, with evictd --dry-run and the peers frozen at the run's start 17-20 MiB high (its
- * six trials then killed with MemAvailable at 47-62 MiB). `fallback` gives the lines if no ramp
- * has a reading.
+ * watches as in a trial and never acts; the bench ends each ramp at the common line. Before
+ * this (2026-11-27), lines taken on two ramps at the run's start missed the trials by 6-20 MiB
+ * (evictd's six trials of one run killed with MemAvailable at 47-62 MiB): the kubelet's number
+ * sits a different distance above MemAvailable in each ramp, so the median needs ramps
+ * (bench.ts CALIBRATION_RAMPS). `fallback` gives the lines if no ramp has a reading.
  */
 export async function calibrateCell(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, startArmed: () => Promise<Pick<RunningContender, 'stop'>>, fallback: Calibration, log: (s: string) => void = () => undefined): Promise<Calibration> {
   const armed = await startArmed();
