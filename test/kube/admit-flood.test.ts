@@ -1,0 +1,85 @@
+/**
+ * 300 stalled 1 MB uploads to /admit against a real `evictd run` (issue 33): it stays up, its
+ * peak RSS stays far under the DaemonSet's 256Mi limit, and /healthz and its passes go on
+ * meanwhile. No runtime is needed: the agent runs (and passes) with its runtime down.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+
+const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
+const UPLOADS = 300;
+
+const kib = (pid: number, field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+
+function get(url: string): Promise<{ status: number; body: string; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { agent: false }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, ms: performance.now() - t0 }));
+      })
+      .on('error', reject);
+  });
+}
+
+test(`${UPLOADS} stalled 1 MB uploads to /admit: evictd stays up, its RSS bounded, /healthz and its passes on time`, async (t) => {
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-admit-flood-'));
+  const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--container-runtime-endpoint=unix:///nonexistent/evictd-test.sock', '--housekeeping-interval=1s', '--metrics-address=127.0.0.1:0', '--admission-address=127.0.0.1:0', `--state-dir=${stateDir}`, '--lock-memory=false'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => {
+    child.kill('SIGKILL');
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  });
+  let metrics = '';
+  let admit = '';
+  await new Promise<void>((resolve, reject) => {
+    const lines = readline.createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      let l: Record<string, unknown>;
+      try {
+        l = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      if (l.msg === 'evictd starting' && typeof l.metricsAddress === 'string') metrics = l.metricsAddress;
+      if (l.msg === 'admission endpoint: POST /admit' && typeof l.address === 'string') admit = l.address;
+      if (metrics && admit) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`evictd exited ${code}`)));
+    setTimeout(() => reject(new Error('evictd did not start within 30 s')), 30_000);
+  });
+  const passes = async () => Number(/^evictd_passes_total (\d+)/m.exec((await get(`http://${metrics}/metrics`)).body)?.[1] ?? NaN);
+  const rss0 = kib(child.pid!, 'VmRSS');
+  const passes0 = await passes();
+  const [host, port] = [admit.slice(0, admit.lastIndexOf(':')), Number(admit.slice(admit.lastIndexOf(':') + 1))];
+  const sockets: net.Socket[] = [];
+  for (let i = 0; i < UPLOADS; i++) {
+    const s = net.connect(port, host);
+    s.on('error', () => undefined);
+    s.on('connect', () => s.write(`POST /admit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n${'x'.repeat(256 * 1024)}`));
+    sockets.push(s);
+  }
+  // While they stall (the request timeout is 10 s), /healthz answers and passes go on.
+  let slowest = 0;
+  for (let i = 0; i < 10; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    const h = await get(`http://${metrics}/healthz`);
+    slowest = Math.max(slowest, h.ms);
+  }
+  const passes1 = await passes();
+  const hwm = kib(child.pid!, 'VmHWM');
+  for (const s of sockets) s.destroy();
+  t.diagnostic(`RSS ${(rss0 / 1024).toFixed(1)} MiB before, peak ${(hwm / 1024).toFixed(1)} MiB; slowest /healthz ${slowest.toFixed(1)} ms; passes ${passes0} -> ${passes1} in 5 s`);
+  assert.equal(child.exitCode, null, 'evictd is up');
+  assert.ok(hwm / 1024 < 160, `peak RSS ${(hwm / 1024).toFixed(1)} MiB`);
+  assert.ok(slowest < 1000, `/healthz took ${slowest.toFixed(1)} ms`);
+  assert.ok(passes1 - passes0 >= 3, `passes went on: ${passes0} -> ${passes1}`);
+});
