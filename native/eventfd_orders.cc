@@ -226,6 +226,7 @@ void EventfdOrders::ReapKilled() {
     dirs.swap(to_reap_);
   }
   if (!g_reap_after_kill.load(std::memory_order_relaxed)) return;
+  NormalPriorityScope normal;  // not at real-time priority (thread_sched.h)
   for (const std::string& dir : dirs) ReapCgroup(dir);
 }
 

@@ -208,7 +208,10 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
   self->used_.fetch_add(1, std::memory_order_relaxed);
   uv_async_send(&self->async_);
   // The loop knows; now the pod's memory, on this thread, as the kill lands (reap.h).
-  if (!killed_dir.empty() && g_reap_after_kill.load(std::memory_order_relaxed)) ReapCgroup(killed_dir);
+  if (!killed_dir.empty() && g_reap_after_kill.load(std::memory_order_relaxed)) {
+    NormalPriorityScope normal;  // not at real-time priority (thread_sched.h)
+    ReapCgroup(killed_dir);
+  }
   return 0;
 }
 
