@@ -78,14 +78,18 @@ export async function evictPod(client: CriClient, sandboxId: string, gracePeriod
     }),
   );
   timings.stopContainersMs = now() - t;
-  const failed = stops.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  // A container or sandbox the runtime no longer knows is one that is stopped: gone (removed
+  // by the kubelet, or by an earlier try of this stop). The kubelet reads NotFound the same way
+  // (kuberuntime: `err != nil && !crierror.IsNotFound(err)`); taking it for a failure had a
+  // stop retried forever after its sandbox was removed.
+  const failed = stops.find((s): s is PromiseRejectedResult => s.status === 'rejected' && !isNotFound(s.reason));
   if (failed) return fail('stopContainer', failed.reason, 'StopContainer');
 
   t = now();
   try {
     await client.stopPodSandbox(sandboxId, opts.sandboxDeadlineMs !== undefined ? { deadlineMs: opts.sandboxDeadlineMs } : {});
   } catch (e) {
-    return fail('stopPodSandbox', e, 'StopPodSandbox');
+    if (!isNotFound(e)) return fail('stopPodSandbox', e, 'StopPodSandbox');
   }
   timings.stopSandboxMs = now() - t;
 
@@ -94,11 +98,16 @@ export async function evictPod(client: CriClient, sandboxId: string, gracePeriod
     try {
       await client.removePodSandbox(sandboxId);
     } catch (e) {
-      return fail('removePodSandbox', e, 'RemovePodSandbox');
+      if (!isNotFound(e)) return fail('removePodSandbox', e, 'RemovePodSandbox');
     }
     timings.removeSandboxMs = now() - t;
   }
   result.ok = true;
   timings.totalMs = now() - t0;
   return result;
+}
+
+/** The runtime's NOT_FOUND: the container or sandbox is gone, so it is stopped. */
+function isNotFound(err: unknown): boolean {
+  return err instanceof CriError && err.code === 'NOT_FOUND';
 }
