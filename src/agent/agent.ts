@@ -396,6 +396,13 @@ export class Agent extends EventEmitter {
     this.controller.notify(w.source, w.monotonicNs, w.count ?? 1);
   }
 
+  /** Live: the loop completes passes (a runtime that is down does not stop them: they decide on the last known pods). */
+  liveness(): Health {
+    const stale = this.conditionsStale();
+    return stale === null ? { ok: true, reason: '' } : { ok: false, reason: stale };
+  }
+
+  /** Ready: live, and the runtime answers (its outage makes evictd not ready, not dead). */
   health(): Health {
     const staleMs = this.staleMs();
     const stale = this.conditionsStale();

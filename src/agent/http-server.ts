@@ -32,15 +32,28 @@ export function bindsAllInterfaces(host: string): boolean {
   return host === '0.0.0.0' || host === '::' || host === '' || host === '[::]';
 }
 
-export async function startMetricsServer(listen: { host: string; port: number }, registry: Registry, health: () => Health): Promise<MetricsServer> {
+/**
+ * The two questions a supervisor asks, apart. Live: the loop completes passes (a wedged agent
+ * is restarted). Ready: and its view is whole (the runtime answers), so what it serves can be
+ * trusted; a container runtime that is down makes evictd not ready, never restarts it (a
+ * restarted evictd would find the runtime just as down, and knows less).
+ */
+export interface Probes {
+  live: () => Health;
+  ready: () => Health;
+}
+
+export async function startMetricsServer(listen: { host: string; port: number }, registry: Registry, probes: Probes): Promise<MetricsServer> {
   const server = boundedServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
     }
-    if (url === '/healthz') {
-      const h = health();
+    // /healthz is /readyz, as it always answered; /livez is the liveness probe.
+    const probe = url === '/livez' ? probes.live : url === '/readyz' || url === '/healthz' ? probes.ready : null;
+    if (probe) {
+      const h = probe();
       res.writeHead(h.ok ? 200 : 503, { 'content-type': 'text/plain' }).end(h.ok ? 'ok\n' : `unhealthy: ${h.reason}\n`);
       return;
     }
@@ -51,7 +64,7 @@ export async function startMetricsServer(listen: { host: string; port: number },
       );
       return;
     }
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics, /livez or /readyz\n');
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -71,7 +71,7 @@ const FLAGS: FlagDef[] = [
     help: "after a pod is killed through its cgroup, have the kernel free its tasks' memory at once (process_mrelease, Linux 5.15+) instead of as each dying task gets the CPU to exit; a live task is never touched",
     def: 'true',
   },
-  { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics and /healthz', def: '127.0.0.1:9741' },
+  { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics, and the probes /livez (the loop completes passes) and /readyz (and the runtime answers; /healthz is the same)', def: '127.0.0.1:9741' },
   { name: 'admission-address', arg: 'HOST:PORT|unix:PATH', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given. A unix socket is created mode 0600; beyond loopback the three TLS flags below are required' },
   { name: 'admission-tls-cert-file', arg: 'FILE', help: "/admit over HTTPS: the server's certificate (PEM)" },
   { name: 'admission-tls-private-key-file', arg: 'FILE', help: "/admit over HTTPS: the server's private key (PEM)" },

@@ -157,7 +157,7 @@ export async function run(argv: string[]): Promise<number> {
     stateDir: s.stateDir,
     ...(recorder ? { recorder } : {}),
   });
-  const server = await startMetricsServer(s.metrics, metrics.registry, () => agent.health()).catch((err: NodeJS.ErrnoException) => {
+  const server = await startMetricsServer(s.metrics, metrics.registry, { live: () => agent.liveness(), ready: () => agent.health() }).catch((err: NodeJS.ErrnoException) => {
     throw badValue('--metrics-address', `${s.metrics.host}:${s.metrics.port}`, err.code ?? err.message);
   });
   // Metrics and health say what the node is under and why pods went: on a node's network, keep

@@ -67,7 +67,7 @@ test(`a soft eviction with a ${GRACE_S} s grace period keeps /healthz at 200 thr
     pods: parts.source,
   });
   agents.push(a);
-  server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, a.metrics.registry, () => a.agent.health());
+  server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, a.metrics.registry, { live: () => a.agent.liveness(), ready: () => a.agent.health() });
   const port = Number(server.address.split(':').pop());
 
   // A stop in the background has no record until it ends: its start is the log's.

@@ -1,7 +1,8 @@
 /**
  * 300 stalled 1 MB uploads to /admit against a real `evictd run` (issue 33): it stays up, its
  * peak RSS stays far under the DaemonSet's 256Mi limit, and /healthz and its passes go on
- * meanwhile. No runtime is needed: the agent runs (and passes) with its runtime down.
+ * meanwhile. No runtime is needed: the agent runs (and passes) with its runtime down, and says
+ * so apart: /livez ok, /readyz not.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -82,4 +83,15 @@ test(`${UPLOADS} stalled 1 MB uploads to /admit: evictd stays up, its RSS bounde
   assert.ok(hwm / 1024 < 160, `peak RSS ${(hwm / 1024).toFixed(1)} MiB`);
   assert.ok(slowest < 1000, `/healthz took ${slowest.toFixed(1)} ms`);
   assert.ok(passes1 - passes0 >= 3, `passes went on: ${passes0} -> ${passes1}`);
+  // The runtime was never there: evictd is live (its passes go on) but not ready, once the
+  // outage outlasts 3 housekeeping intervals + 5 s.
+  const until = Date.now() + 20_000;
+  let ready = await get(`http://${metrics}/readyz`);
+  while (ready.status === 200 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 500));
+    ready = await get(`http://${metrics}/readyz`);
+  }
+  assert.equal(ready.status, 503, ready.body);
+  assert.match(ready.body, /unhealthy: .*ms\)/);
+  assert.equal((await get(`http://${metrics}/livez`)).status, 200, 'live: a runtime outage is no reason to restart evictd');
 });

@@ -70,6 +70,9 @@ describe('deploy/', () => {
     assert.equal(env.valueFrom.fieldRef.fieldPath, 'spec.nodeName');
     const metrics = c.args.find((a: string) => a.startsWith('--metrics-address='))!.split('=')[1];
     assert.equal(`${c.livenessProbe.httpGet.host}:${c.livenessProbe.httpGet.port}`, metrics, 'probes reach the metrics server');
+    // Two questions: a runtime outage makes evictd not ready, it does not get it restarted.
+    assert.equal(c.livenessProbe.httpGet.path, '/livez');
+    assert.equal(c.readinessProbe.httpGet.path, '/readyz');
   });
 
   test("the DaemonSet's flags and the ConfigMap's config parse with evictd's own CLI", () => {

@@ -132,11 +132,12 @@ test('metrics address parsing', () => {
   assert.equal(bindsAllInterfaces(parseListenAddress('[::1]:9741')!.host), false);
 });
 
-test('/metrics and /healthz on a real socket', async () => {
+test('/metrics, /livez, /readyz and /healthz on a real socket: live and ready are two questions', async () => {
   const m = new AgentMetrics();
   m.evictions.inc({ signal: 'memory.available' });
   let healthy = false;
-  const server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, m.registry, () => ({ ok: healthy, reason: 'no pass yet' }));
+  let live = false;
+  const server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, m.registry, { live: () => ({ ok: live, reason: 'no pass for 35000 ms' }), ready: () => ({ ok: healthy, reason: 'no pass yet' }) });
   const get = (p: string) =>
     new Promise<{ status: number; body: string }>((resolve, reject) => {
       http.get(`http://${server.address}${p}`, (res) => {
@@ -151,8 +152,15 @@ test('/metrics and /healthz on a real socket', async () => {
     assert.match(metrics.body, /evictd_evictions_total\{signal="memory.available"\} 1/);
     assert.match(metrics.body, /evictd_node_condition\{condition="MemoryPressure"\} 0/);
     assert.deepEqual(await get('/healthz'), { status: 503, body: 'unhealthy: no pass yet\n' });
+    assert.deepEqual(await get('/readyz'), { status: 503, body: 'unhealthy: no pass yet\n' });
+    assert.deepEqual(await get('/livez'), { status: 503, body: 'unhealthy: no pass for 35000 ms\n' });
+    // A runtime outage: passes go on (live), the view is not whole (not ready).
+    live = true;
+    assert.equal((await get('/livez')).status, 200);
+    assert.equal((await get('/readyz')).status, 503);
     healthy = true;
     assert.equal((await get('/healthz')).status, 200);
+    assert.equal((await get('/readyz')).status, 200);
     assert.equal((await get('/nope')).status, 404);
   } finally {
     await server.close();
