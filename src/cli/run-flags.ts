@@ -115,7 +115,10 @@ export function parseFlags(argv: string[]): ParsedFlags {
     const m = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(a);
     if (!m) throw new UsageError(`run: unexpected argument ${JSON.stringify(a)} (flags start with --)`);
     const def = FLAGS.find((f) => f.name === m[1]);
-    if (!def) throw new UsageError(`run: unknown flag --${m[1]} (see evictd run --help)`);
+    if (!def) {
+      const near = closest(m[1]!, FLAGS.map((f) => f.name));
+      throw new UsageError(`run: unknown flag --${m[1]}${near ? ` (did you mean --${near}?)` : ''} (see evictd run --help)`);
+    }
     if (def.bool) {
       const v = m[2];
       if (v === undefined || v === 'true') out[def.name] = true;
@@ -132,4 +135,34 @@ export function parseFlags(argv: string[]): ParsedFlags {
     out[def.name] = MAP_FLAGS.has(def.name) && typeof before === 'string' ? `${before},${v}` : v;
   }
   return out;
+}
+
+/**
+ * The known name nearest to a mistyped one, when it is near enough to be the one meant: at most
+ * a third of its letters apart (edits: insert, delete, replace, swap two neighbours), or the
+ * only name it is a prefix of. null otherwise: a suggestion that is a guess helps nobody.
+ */
+export function closest(typed: string, names: readonly string[]): string | null {
+  const prefixed = names.filter((n) => n.startsWith(typed));
+  if (typed.length >= 3 && prefixed.length === 1) return prefixed[0]!;
+  let best: string | null = null;
+  let bestD = Infinity;
+  for (const n of names) {
+    const d = editDistance(typed, n);
+    if (d < bestD) [best, bestD] = [n, d];
+  }
+  return best !== null && bestD <= Math.max(1, Math.floor(typed.length / 3)) ? best : null;
+}
+
+/** Optimal string alignment distance (Damerau-Levenshtein without repeated edits of a substring). */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
 }

@@ -179,3 +179,19 @@ test('a key given twice in the config file is refused naming the key, as the kub
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('an unknown flag names the one meant when it is near enough, and no guess otherwise', () => {
+  const refused = (argv: string[]) => {
+    try {
+      settingsFromFlags(parseFlags(argv));
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return '';
+  };
+  assert.equal(refused(['--eviction-hrad=memory.available<1Gi']), 'run: unknown flag --eviction-hrad (did you mean --eviction-hard?) (see evictd run --help)');
+  assert.match(refused(['--dryrun']), /did you mean --dry-run\?/);
+  assert.match(refused(['--kubeconfg', 'x']), /did you mean --kubeconfig\?/);
+  assert.match(refused(['--realtime', '1']), /did you mean --realtime-priority\?/, 'the only flag it begins');
+  assert.equal(refused(['--frobnicate']), 'run: unknown flag --frobnicate (see evictd run --help)', 'no guess when nothing is near');
+});
