@@ -7,6 +7,7 @@ import { CriClient, evictPod, reclaimContainers, reclaimImages } from '../../cri
 import type { PodSandbox } from '../../cri';
 import fs from 'node:fs';
 import type { ContainerUsage, NodeReclaimFunction } from '../../policy/types';
+import { killPodBoundMs } from '../../policy/kill-bound';
 import type { ImageFsInfo, RuntimePod, RuntimePort, StopTimings } from '../ports';
 
 export function sandboxToPod(s: PodSandbox): RuntimePod {
@@ -37,10 +38,9 @@ export class CriRuntime implements RuntimePort {
   }
 
   async stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<StopTimings> {
-    // The kubelet's bound on killing a pod (killPodNow): max(10 s, 1.5 x the grace period). A
-    // shorter one (the client's 2 s default) fails a stop that is only slow, and a failed stop
-    // moves the eviction on to the next candidate.
-    const killTimeoutMs = Math.max(10, gracePeriodSeconds + Math.floor(gracePeriodSeconds / 2)) * 1000;
+    // The kubelet's bound on killing a pod (killPodNow). A shorter one (the client's 2 s default)
+    // fails a stop that is only slow, and a failed stop moves the eviction on to the next candidate.
+    const killTimeoutMs = killPodBoundMs(gracePeriodSeconds);
     const r = await evictPod(this.client, pod.sandboxId, gracePeriodSeconds, { remove: false, stopDeadlineMs: killTimeoutMs, sandboxDeadlineMs: killTimeoutMs });
     if (!r.ok) {
       const err = r.error ?? new Error(`${r.failedStep} failed`);

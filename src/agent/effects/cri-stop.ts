@@ -13,11 +13,8 @@ import type { Signal } from '../../policy/types';
 import { msBetween, msSince } from '../clock';
 import { EvictionEffect, podLog, type EvictInput, type EvictionDeps, type EvictionRecord } from './eviction';
 import { waitMemoryReleased } from './memory-release';
+import { killPodBoundMs } from '../../policy/kill-bound';
 
-/** killPodNow's bound on a pod's kill: 1.5 x its grace period, at least 10 s. */
-export function stopBoundMs(graceSeconds: number): number {
-  return Math.max(10_000, graceSeconds * 1500);
-}
 
 /** A graceful stop that ends this soon is the pass's own outcome (see inBackground). */
 const QUICK_MS = 250;
@@ -81,7 +78,7 @@ export class CriStop extends EvictionEffect {
    */
   private async inBackground(input: EvictInput, rec: EvictionRecord): Promise<EvictionRecord> {
     const uid = input.pod.runtime.uid;
-    const boundMs = stopBoundMs(input.eviction.gracePeriodSeconds);
+    const boundMs = killPodBoundMs(input.eviction.gracePeriodSeconds);
     let detached = false;
     const finished = this.stop(input, rec).catch((err: unknown) => this.failed(input, rec, err));
     const done = finished
