@@ -2,10 +2,10 @@
 // (native/bpf/memcg_tripwire.bpf.c). One object per environment, beside its watchers: it loads
 // the program for the first line and unloads it after the last, polls the program's ring buffer
 // with its one uv_poll_t, and hands each record to the line it belongs to (a TripwireLine,
-// tripwire_line.h) in that same callback: no relay and no handle per line. Built only when
-// binding.gyp found clang, bpftool and libbpf (EVICTD_TRIPWIRE); otherwise Init exports a status
-// that says "not built" and the TS layer falls back. Everything here runs on the environment's
-// loop thread.
+// tripwire_line.h) in that same callback: no relay and no handle per line. Built on Linux from
+// the committed CO-RE object (EVICTD_TRIPWIRE, binding.gyp; no BPF toolchain needed), with
+// libbpf.so.1 opened at run time; where it is left out or cannot load, Init's status says why
+// and the TS layer falls back. Everything here runs on the environment's loop thread.
 #pragma once
 
 #include <napi.h>

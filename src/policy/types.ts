@@ -1,6 +1,6 @@
 /**
  * The policy core's data model. Everything here is plain data: observers (src/node, src/cri,
- * src/kube) fill it in, `decide()` reads it. Byte and count values are JS numbers (exact for
+ * src/kube) fill it in, `assess()` and `evaluate()` (evaluate.ts) read it. Byte and count values are JS numbers (exact for
  * integers up to 2^53, far beyond any node); Quantity objects are kept only where the kubelet
  * prints the user's own quantity back (requests, limits, thresholds).
  */
