@@ -154,25 +154,30 @@ test('bench protect --pods: a count out of range, an empty list and an unknown f
   refused(evictd('bench', 'protect', '--pods', '10', '--bogus'), /^evictd: bench protect --pods: unknown flag "--bogus"$/);
 });
 
+/** `evictd run` on the runtime's pods with no notifications, to its exit (killed after 15 s: status null). */
+function runUntilExit(args: string[]): Promise<{ status: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--notifications=none', '--metrics-address=127.0.0.1:0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.on('exit', (status) => {
+      clearTimeout(kill);
+      resolve({ status, stderr });
+    });
+  });
+}
+
 test('run: a start that fails half-way (the admission port in use, after the metrics server is up) exits at once', async () => {
   const held = net.createServer();
   await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
   const port = (held.address() as net.AddressInfo).port;
   try {
     const t0 = Date.now();
-    const r = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
-      // A state dir of its own: on a machine where evictd once ran, /run/evictd is root's, and an
-      // unprivileged run would be refused there before it reached the port this test is about.
-      const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-halfway-'));
-      const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--notifications=none', '--metrics-address=127.0.0.1:0', `--admission-address=127.0.0.1:${port}`, `--state-dir=${stateDir}`], { stdio: ['ignore', 'ignore', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      child.on('exit', (status) => {
-        clearTimeout(kill);
-        resolve({ status, stderr });
-      });
-    });
+    // A state dir of its own: on a machine where evictd once ran, /run/evictd is root's, and an
+    // unprivileged run would be refused there before it reached the port this test is about.
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-halfway-'));
+    const r = await runUntilExit([`--admission-address=127.0.0.1:${port}`, `--state-dir=${stateDir}`]);
     assert.equal(r.status, 2, `exit status (null: still running after 15 s, killed); stderr: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`^evictd: --admission-address: "127.0.0.1:${port}": EADDRINUSE`, 'm'));
     assert.ok(Date.now() - t0 < 15_000);
@@ -245,17 +250,7 @@ test('run: /admit TLS files that cannot serve (missing, or a key not the certifi
   try {
     const f = (n: string) => path.join(dir, n);
     for (const n of ['a', 'b']) execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', f(`${n}.key`), '-out', f(`${n}.crt`), '-days', '1', '-subj', `/CN=${n}`], { stdio: 'pipe' });
-    const start = (tls: string[]) =>
-      new Promise<{ status: number | null; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--notifications=none', '--metrics-address=127.0.0.1:0', '--admission-address=127.0.0.1:0', ...tls, `--state-dir=${f('state')}`], { stdio: ['ignore', 'ignore', 'pipe'] });
-        let stderr = '';
-        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-        const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        child.on('exit', (status) => {
-          clearTimeout(kill);
-          resolve({ status, stderr });
-        });
-      });
+    const start = (tls: string[]) => runUntilExit(['--admission-address=127.0.0.1:0', ...tls, `--state-dir=${f('state')}`]);
     const mismatched = await start(['--admission-tls-cert-file', f('a.crt'), '--admission-tls-private-key-file', f('b.key'), '--admission-client-ca-file', f('a.crt')]);
     assert.equal(mismatched.status, 2, mismatched.stderr);
     assert.match(mismatched.stderr, new RegExp(`^evictd: --admission-tls-private-key-file: "${f('b.key')}": with --admission-tls-cert-file `, 'm'));
