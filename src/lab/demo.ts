@@ -97,17 +97,13 @@ export async function demo(argv: string[]): Promise<number> {
       annotations: { 'evictd.io/requests': 'memory=32Mi', 'evictd.io/limits': 'memory=128Mi' },
     });
     out({ event: 'pods', pods: [guaranteed.name, burstable.name] }, `demo: pods ${guaranteed.name} (Guaranteed) and ${burstable.name} (Burstable) running`);
-    // As the DaemonSet and the systemd unit run it: the kill thread in SCHED_FIFO, so the hog
-    // saturating a CPU cannot hold it back. Plus a pass every 2 s rather than 10: the what-if at
-    // the end needs each ramp's rate, which takes two recorded passes that saw it growing, and with
-    // the main thread at normal priority the kill thread can end a lab ramp before a second
-    // event-driven pass.
+    // As the DaemonSet and the systemd unit run it: the thread that wakes on the kernel's events
+    // (and runs the pass) in SCHED_FIFO, so the hog saturating a CPU cannot hold it back.
     const deployed = ['--realtime-priority', String(DEPLOYED_RT_PRIORITY)];
-    const recording = ['--housekeeping-interval', '2s', '--record', o.record];
-    agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: `memory.available<${o.threshold}`, extraArgs: [...deployed, ...recording] });
+    agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: `memory.available<${o.threshold}`, extraArgs: [...deployed, '--record', o.record] });
     out(
       { event: 'agent', pid: agent.child.pid, metricsAddress: agent.metricsAddress, evictionHard: `memory.available<${o.threshold}`, realtimePriority: DEPLOYED_RT_PRIORITY },
-      `demo: evictd run --cgroup-root ${lab.root} --eviction-hard memory.available<${o.threshold} ${[...deployed, ...recording].join(' ')} (pid ${agent.child.pid}, metrics http://${agent.metricsAddress}/metrics)`,
+      `demo: evictd run --cgroup-root ${lab.root} --eviction-hard memory.available<${o.threshold} ${deployed.join(' ')} (pid ${agent.child.pid}, metrics http://${agent.metricsAddress}/metrics)`,
     );
     const oomBefore = NodeLab.oomKills();
     const lineMiB = Quantity.parse(o.threshold).value() / MiB;
