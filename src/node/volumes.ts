@@ -4,8 +4,9 @@
  *
  * The kubelet measures a volume with du (bytes in allocated blocks, inodes, one filesystem:
  * pkg/volume/util/fs DiskUsage), in the background, at most every --volume-stats-agg-period.
- * This walks the tree the same way, asynchronously, so a volume with many files never holds up
- * the JS thread a pass runs on, and within bounds, since the tenant decides what is in it.
+ * This walks the tree the same way, in slices that yield to the event loop between them, so a
+ * volume with many files never holds up the JS thread a pass runs on for more than a slice, and
+ * within bounds, since the tenant decides what is in it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
