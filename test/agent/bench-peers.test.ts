@@ -11,7 +11,7 @@ const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 
 /**
  * The short version of `evictd bench protect --peers` (--quick: one rate, one trial, one
- * calibration ramp per set (no agent, with evictd --dry-run), no warm-up ramp, two contenders,
+ * calibration ramp (no agent, then in the cell with evictd armed at a floor line), no warm-up ramp, two contenders,
  * each started once and frozen while the other's trial runs), so the bench cannot rot: evictd as shipped (the tripwire in
  * the VM) and earlyoom, each kill timed from the kernel's trace and each crossing by the hog.
  * evictd-poll is left to the full bench: each contender adds a minute under TCG, and its mode
@@ -38,12 +38,17 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (me
   const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   type Cell = { contender: string; trials: number; stopped: number; oomKills: number; protectedLost: number; via: string; notRun?: string; reachedRateMiBs: number | null; realRateMiBs: number | null; senders: string; ownLine: string; own: { median: number | string } | null; headline: { median: number | string } | null; worstStall: { median: number } | null; minAvailable: { lowest: number } | null };
   type CalSet = { kubeletMiB: number[]; freeMiB: number[] };
-  const summary = lines[lines.length - 1] as { bench: string; evictdLineMiB: number; scheduling: string; seed: number; warmUp: boolean; calibrationSets: { noAgent?: CalSet; withEvictd?: CalSet }; cells: Cell[]; configs: Record<string, string>; ran: Record<string, string>; ratios: { text: string }[] };
+  const summary = lines[lines.length - 1] as { bench: string; evictdLineMiB: number; scheduling: string; seed: number; warmUp: boolean; calibrationSets: { noAgent?: CalSet }; cellLines: Record<string, { evictdLineMiB: number; withEvictd?: CalSet }>; cells: Cell[]; configs: Record<string, string>; ran: Record<string, string>; ratios: { text: string }[] };
   assert.equal(summary.bench, 'protect-peers');
   assert.equal(summary.scheduling, 'tight', 'the default variant, recorded');
   assert.equal(summary.seed, 11);
   assert.equal(summary.warmUp, false, '--quick skips the warm-up, and says so');
-  assert.ok(summary.calibrationSets.noAgent && summary.calibrationSets.withEvictd, 'both calibration sets recorded');
+  // The no-agent reference, and the cell's own calibration (evictd armed at a floor line) that gave its line.
+  assert.ok(summary.calibrationSets.noAgent, 'the no-agent reference recorded');
+  const cell = summary.cellLines['200'];
+  assert.ok(cell?.withEvictd && cell.withEvictd.kubeletMiB.length > 0, `the cell's calibration recorded: ${JSON.stringify(summary.cellLines)}`);
+  assert.ok(lines.some((l) => 'cellLines' in l), "the cell's lines written when it calibrated");
+  assert.match(err, /Calibration check: /);
   assert.match(err, /headline: what the node's other pods felt/);
   assert.match(err, /evictd against the best peer .*\n {2}.*common line -> memory back, evictd/);
   assert.ok(fs.readdirSync(logs).some((f) => /^evictd-200MiBs\.log$/.test(f)), "evictd's log kept beside the run");
@@ -75,7 +80,7 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (me
   assert.equal(evictd.stopped, 1, 'evictd stopped the hog');
   assert.equal(evictd.oomKills, 0, 'no kernel OOM kill in evictd\'s trial');
   assert.equal(evictd.via, 'CRI', 'evictd stops through the runtime');
-  assert.equal(evictd.ownLine, `memory.available < ${summary.evictdLineMiB} MiB`, "evictd's own line is the kubelet's signal, calibrated");
+  assert.equal(evictd.ownLine, `memory.available < ${cell!.evictdLineMiB} MiB`, "evictd's own line is the kubelet's signal, calibrated in its cell");
   assert.equal(summary.ratios.length, 1);
   // On the v2 root the node's line is on the tripwire (the lab's kernel takes the program).
   assert.match(summary.ran.evictd ?? '', /memory line node:[^;]*: bpf-tripwire/);
