@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { kubeletOomScoreAdj } from '../../src/lab/bench/peers/pods';
-import { cellOf, formatMs, formatSummary, notRunCell, ratios, renderConditions, renderHeadline, renderTable, svg, toJson } from '../../src/lab/bench/peers/report';
+import { cellOf, formatMs, formatSummary, notRunCell, ratios, renderConditions, renderHeadline, renderTable, svg, toJson, withMovedLine } from '../../src/lab/bench/peers/report';
 import { parse } from '../../src/lab/bench/peers/bench';
 import { printReport, readSummary, type Summary } from '../../src/lab/bench/peers/summary';
 import { nodeMeminfo } from '../../src/lab/bench/peers/trial';
@@ -224,6 +224,28 @@ test("calibrationCheck: evictd's line against the kubelet's number where each tr
   assert.match(line, /evictd's line 176 MiB against a median of 164\.0 MiB \(152\.0-170\.0, 4 trials\): 12\.0 MiB high \(it acts early\)/);
   assert.equal(calibrationCheck([peer]), null, 'no evictd cell, no check');
   assert.ok(whatFavoursWhom([evictd, peer]).includes(line));
+});
+
+test("calibrationCheck and the cell's own line: a line that moved with the cell is read from its trials' lines", () => {
+  const at = (c: string, kub: number | null, line?: number): Trial => ({ ...trial(c, 'stopped', 1, 2, 'CRI'), kubeletAtCommonMiB: kub, ...(line === undefined ? {} : { ownLineMiB: line }) });
+  const evictd = withMovedLine({ ...cellOf('evictd', 100, [at('evictd', null, 160), at('evictd', 166, 165), at('evictd', null, 165)], 3.125), ownLine: 'memory.available < 160 MiB' });
+  assert.deepEqual(evictd.ownLinesMiB, [160, 165, 165]);
+  assert.equal(evictd.ownLine, 'memory.available < 160-165 MiB', 'the range its trials ran with');
+  const peer = { ...cellOf('nohang', 100, [at('nohang', 162), at('nohang', 168), at('nohang', 164)], 3.125), ownLine: 'MemAvailable < 32 MiB' };
+  assert.equal(peer.ownLinesMiB, undefined, 'a peer has no line on the kubelet\'s signal');
+  assert.equal(withMovedLine(peer).ownLine, 'MemAvailable < 32 MiB');
+  assert.match(calibrationCheck([evictd, peer])!, /evictd's lines 160-165 MiB \(median over its trials 165\) against a median of 165\.0 MiB \(162\.0-168\.0, 4 trials\): on it/);
+  const still = withMovedLine({ ...cellOf('evictd', 100, [at('evictd', null, 170), at('evictd', null, 170)], 3.125), ownLine: 'memory.available < 170 MiB' });
+  assert.equal(still.ownLine, 'memory.available < 170 MiB', 'a line that never moved is left as it was');
+  assert.match(calibrationCheck([still, peer])!, /evictd's line 170 MiB against a median of 164\.0 MiB .*: 6\.0 MiB high/);
+});
+
+test('--from: the line moves a run recorded come back with it', () => {
+  const header = { environment: 'lab', lineMiB: 32, evictdLineMiB: 151, oomdFreeLineMiB: 63, calibration: 'no agent', realMarginMiB: 100, rates: [200], trials: 10, contenders: ['evictd'], configs: {}, ownLines: { evictd: 'memory.available < 151 MiB' } };
+  const moves = { rateMiBs: 200, moves: [{ contender: 'evictd', beforeTrial: 3, fromMiB: 151, toMiB: 156, readings: 12 }] };
+  const back = readSummary([toJson({ run: header }), toJson({ trial: { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200, ownLineMiB: 151 } }), toJson({ trial: { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200, ownLineMiB: 156 } }), toJson({ lineMoves: moves })].join('\n'));
+  assert.deepEqual(back.lineMoves, { '200': moves.moves });
+  assert.equal(back.cells[0]!.ownLine, 'memory.available < 151-156 MiB');
 });
 
 test('bench protect --peers --from: a missing file is one line naming the flag and the value, exit 2', () => {

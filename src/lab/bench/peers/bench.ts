@@ -45,8 +45,9 @@ import { nohang } from './nohang';
 import { oomd } from './oomd';
 import { replaceLostPods, startProtectedPods, type ProtectedPods } from './pods';
 import { calibrateCell, calibrateEmpty, FLOOR_LINE_MIB } from './calibrate';
+import { LineTracker } from './line-tracker';
 import { describeLine, type Line } from './reaction';
-import { cellOf, formatMs, notRunCell, toJson, type Cell } from './report';
+import { cellOf, formatMs, notRunCell, toJson, withMovedLine, type Cell } from './report';
 import { whatFavoursWhom } from './fairness';
 import { printReport, readSummary, type RunHeader, type Summary } from './summary';
 import { SignalTrace, tracefsMissing } from './signal-trace';
@@ -213,7 +214,13 @@ export async function run(argv: string[]): Promise<number> {
   const errors: string[] = [];
   const orders: Record<string, string[][]> = {};
   const cellLines: NonNullable<Summary['cellLines']> = {};
+  const lineMoves: NonNullable<Summary['lineMoves']> = {};
   const live = new Map<string, RunningContender>();
+  /** the line each running contender on the kubelet's signal was started with, MiB (it moves through a cell: line-tracker.ts) */
+  const lineOf = new Map<string, number>();
+  /** the cell's readings of the kubelet's number at the common line */
+  let tracker: LineTracker | null = null;
+  const onKubeletSignal = (c: Contender) => c.ownLine(ctx).signal === 'memory.available';
   try {
     const m = meminfo();
     const bigMiB = Math.max(64, Math.floor((m.available / MiB) * 0.4));
@@ -241,6 +248,7 @@ export async function run(argv: string[]): Promise<number> {
       }
       startFailures.delete(c.name);
       live.set(c.name, running);
+      if (onKubeletSignal(c)) lineOf.set(c.name, ctx.evictdLineMiB);
       if (running.pid) {
         groups.place(c.name, running.pid);
         const how = schedulingOf(running.pid);
@@ -254,6 +262,7 @@ export async function run(argv: string[]): Promise<number> {
       const running = live.get(name);
       if (!running) return;
       live.delete(name);
+      lineOf.delete(name);
       // A frozen process cannot act on SIGTERM: thaw it first.
       if (running.pid) await groups.freeze(name, false).catch(() => undefined);
       if (running.ran) ran[name] = running.ran;
@@ -287,6 +296,7 @@ export async function run(argv: string[]): Promise<number> {
       calibration: ref.note,
       calibrationSets: { ...(ref.noAgent ? { noAgent: ref.noAgent } : {}) },
       cellLines,
+      lineMoves,
       realMarginMiB: o.realMarginMiB,
       rates: o.rates,
       trials: o.trials,
@@ -304,6 +314,22 @@ export async function run(argv: string[]): Promise<number> {
     /** One ramp against the contender, thawed for it and frozen again after; counted or a warm-up. */
     const oneTrial = async (c: Contender, rate: number, index: number | string, counted: boolean): Promise<void> => {
       const label = `${c.name} ${rate} MiB/s ${counted ? `#${Number(index) + 1}` : 'warm-up'}`;
+      const from = lineOf.get(c.name);
+      const to = counted && from !== undefined && live.get(c.name)?.alive?.() !== false ? (tracker?.moveFrom(from) ?? null) : null;
+      if (to !== null && from !== undefined) {
+        // The cell's own readings put the line elsewhere: restarted on it, and warmed again.
+        const readings = tracker!.readings();
+        log(`    ${c.name}: line moved from memory.available < ${from} to < ${to} MiB (the median of ${readings.length} readings where MemAvailable crossed the common line); restarted and warmed again`);
+        lineMoves[String(rate)]!.push({ contender: c.name, beforeTrial: Number(index) + 1, fromMiB: from, toMiB: to, readings: readings.length });
+        await stopOne(c.name);
+        ctx.evictdLineMiB = to;
+        if (!(await startOne(c, rate, `${rate}MiBs-line${to}`))) return;
+        configs[c.name] = c.config(ctx);
+        await oneTrial(c, rate, 'warm', false);
+      }
+      // Each contender on the kubelet's signal is timed against the line it runs with.
+      const line = lineOf.get(c.name);
+      if (line !== undefined) ctx.evictdLineMiB = line;
       let running = live.get(c.name);
       if (running?.alive && !running.alive()) {
         log(`    ${label}: it had exited: started again`);
@@ -318,7 +344,10 @@ export async function run(argv: string[]): Promise<number> {
       if (running.pid) await groups.freeze(c.name, false);
       await sleep(SETTLE_AFTER_THAW_MS);
       try {
-        const { raw: _raw, ...t } = await runTrial(lab, c, pods, rate, index, { own: c.ownLine(ctx), common }, trace, { contenderPid: running.pid });
+        const { raw: _raw, ...measured } = await runTrial(lab, c, pods, rate, index, { own: c.ownLine(ctx), common }, trace, { contenderPid: running.pid });
+        const t: Trial = line === undefined ? measured : { ...measured, ownLineMiB: line };
+        // The trials of the peers on MemAvailable read the kubelet's number at the common line, uncensored (they never act before it).
+        if (c.ownLine(ctx).signal === 'MemAvailable') tracker?.add(t.kubeletAtCommonMiB);
         if (counted) trials.push(t);
         // Each trial as it ends: a run cut short still renders (--from). Warm-ups are recorded apart, with the probe's events but not the hog's readings.
         if (o.json) stdoutLine(toJson(counted ? { trial: t } : { warmUp: { ...t, readings: undefined } }));
@@ -348,6 +377,8 @@ export async function run(argv: string[]): Promise<number> {
         pods = await replaceLostPods(lab, pods);
         ctx.evictdLineMiB = cal.evictdLineMiB;
         ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;
+        tracker = new LineTracker(cal.withEvictd?.kubeletMiB ?? []);
+        lineMoves[String(rate)] = [];
         cellLines[String(rate)] = { evictdLineMiB: cal.evictdLineMiB, oomdFreeLineMiB: cal.oomdFreeLineMiB, note: cal.note, ...(cal.withEvictd ? { withEvictd: cal.withEvictd } : {}) };
         ownLinesAt[String(rate)] = Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))]));
         if (o.json) stdoutLine(toJson({ cellLines: { rateMiBs: rate, ...cellLines[String(rate)]!, ownLines: ownLinesAt[String(rate)] } }));
@@ -367,6 +398,9 @@ export async function run(argv: string[]): Promise<number> {
         }
       } finally {
         for (const name of [...live.keys()]) await stopOne(name);
+        tracker = null;
+        // The moves, recorded as the cell ends (--from reads them with the cell's lines).
+        if (o.json && lineMoves[String(rate)]?.length) stdoutLine(toJson({ lineMoves: { rateMiBs: rate, moves: lineMoves[String(rate)] } }));
       }
     }
     for (const [name, how] of sched) ran[name] = ran[name] ? `${ran[name]}; scheduling as read: ${how}` : `scheduling as read: ${how}`;
@@ -376,7 +410,7 @@ export async function run(argv: string[]): Promise<number> {
         const why = notRun.get(c.name);
         const cell = why !== undefined && !ts.length ? notRunCell(c.name, rate, why) : cellOf(c.name, rate, ts, scale);
         cell.ownLine = ownLinesAt[String(rate)]?.[c.name] ?? describeLine(c.ownLine(ctx));
-        return cell;
+        return withMovedLine(cell);
       }),
     );
     if (o.json) for (const cell of cells) stdoutLine(toJson({ cell, config: configs[cell.contender] }));

@@ -19,19 +19,23 @@ function list(m: Map<string, number | null>, unit: string, names?: string[]): st
 }
 
 /**
- * Where evictd's line sat against where it had to: per rate, its line and the kubelet's number in
- * each trial (every contender's) where MemAvailable first fell below the common line. The line is
- * fixed per cell and the kernel's memory outside anon and file moves, so even a true median
- * leaves half the trials early and half late: the spread says by how much.
+ * Where evictd's line sat against where it had to: per rate, its line (or the range of lines its
+ * trials ran with, when the line moved with the cell: line-tracker.ts) and the kubelet's number
+ * in each trial (every contender's) where MemAvailable first fell below the common line. The
+ * kernel's memory outside anon and file moves from ramp to ramp, so even a line on the true
+ * median leaves half the trials early and half late: the spread says by how much.
  */
 export function calibrationCheck(cells: Cell[]): string | null {
   const parts = [...new Set(cells.map((c) => c.rateMiBs))].flatMap((rate) => {
-    const evictdLine = Number(/memory\.available < (\d+(?:\.\d+)?) MiB/.exec(cells.find((c) => c.contender === 'evictd' && c.rateMiBs === rate)?.ownLine ?? '')?.[1] ?? NaN);
+    const e = cells.find((c) => c.contender === 'evictd' && c.rateMiBs === rate);
+    const lines = e?.ownLinesMiB?.length ? e.ownLinesMiB : [Number(/memory\.available < (\d+(?:\.\d+)?) MiB/.exec(e?.ownLine ?? '')?.[1] ?? NaN)].filter(Number.isFinite);
     const xs = cells.filter((c) => c.rateMiBs === rate).flatMap((c) => c.kubeletAtCommonMiB ?? []);
     const s = summarize(xs);
-    if (!s || !Number.isFinite(evictdLine)) return [];
-    const off = evictdLine - s.median;
-    return [`at ${rate} MiB/s asked, evictd's line ${evictdLine} MiB against a median of ${s.median.toFixed(1)} MiB (${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)}, ${xs.length} trials): ${Math.abs(off) < 1 ? 'on it' : `${Math.abs(off).toFixed(1)} MiB ${off > 0 ? 'high (it acts early)' : 'low (it acts late)'}`}`];
+    const at = summarize(lines);
+    if (!s || !at) return [];
+    const off = at.median - s.median;
+    const line = new Set(lines).size > 1 ? `lines ${Math.min(...lines)}-${Math.max(...lines)} MiB (median over its trials ${at.median})` : `line ${at.median} MiB`;
+    return [`at ${rate} MiB/s asked, evictd's ${line} against a median of ${s.median.toFixed(1)} MiB (${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)}, ${xs.length} trials): ${Math.abs(off) < 1 ? 'on it' : `${Math.abs(off).toFixed(1)} MiB ${off > 0 ? 'high (it acts early)' : 'low (it acts late)'}`}`];
   });
   return parts.length ? `Calibration check: where MemAvailable first fell below the common line, the kubelet's memory.available read, ${parts.join('; ')}.` : null;
 }

@@ -38,6 +38,8 @@ export interface Cell {
   kubeletAtKillMiB: number | null;
   /** the trials' kubeletAtCommonMiB (see Trial), those that crossed the common line; absent in runs before 2026-11-28 */
   kubeletAtCommonMiB?: number[];
+  /** for a contender on the kubelet's signal, the line of each trial, MiB (see Trial ownLineMiB) */
+  ownLinesMiB?: number[];
   rssMiB: number | null;
   /** the contender's major page faults during a ramp, median and most (see Trial); absent in runs before they were counted */
   majorFaults?: { median: number; max: number } | null;
@@ -97,6 +99,7 @@ export function cellOf(contender: string, rate: number, ts: Trial[], scale: numb
     availableAtKillMiB: round(med(killed.map((t) => t.availableAtKillMiB)), 1),
     kubeletAtKillMiB: round(med(killed.map((t) => t.kubeletAtKillMiB)), 1),
     kubeletAtCommonMiB: finite(ts.map((t) => t.kubeletAtCommonMiB ?? null)),
+    ...(ts.some((t) => t.ownLineMiB !== undefined) ? { ownLinesMiB: finite(ts.map((t) => t.ownLineMiB ?? null)) } : {}),
     rssMiB: round(med(ts.map((t) => t.contenderRssMiB)), 0),
     majorFaults: faultsOf(ts),
     senders: [...new Set(ts.flatMap((t) => (t.kill ? [`${t.kill.by} (${t.kill.sig === 9 ? 'KILL' : 'TERM'})`] : [])))].join(', ') || '-',
@@ -109,6 +112,18 @@ export function cellOf(contender: string, rate: number, ts: Trial[], scale: numb
     worstStallMaxMs: finite(ts.map((t) => t.worstStallMs ?? null)).reduce<number | null>((m, x) => (m === null || x > m ? x : m), null),
     minAvailable: mins.length ? { median: round(med(mins), 1)!, lowest: Math.min(...mins) } : null,
   };
+}
+
+/**
+ * The cell's own line as its trials ran it: a line on the kubelet's signal that moved through
+ * the cell (line-tracker.ts) is described by its range, "memory.available < 160-166 MiB".
+ */
+export function withMovedLine(cell: Cell): Cell {
+  const xs = cell.ownLinesMiB ?? [];
+  if (new Set(xs).size < 2) return cell;
+  const range = `${Math.min(...xs)}-${Math.max(...xs)}`;
+  cell.ownLine = /\d+(?:\.\d+)? MiB/.test(cell.ownLine) ? cell.ownLine.replace(/\d+(?:\.\d+)? MiB/, `${range} MiB`) : `memory.available < ${range} MiB`;
+  return cell;
 }
 
 export function notRunCell(contender: string, rate: number, reason: string): Cell {

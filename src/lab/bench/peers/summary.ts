@@ -5,9 +5,10 @@
  */
 import fs from 'node:fs';
 import type { CalibrationSet } from './calibrate';
+import type { LineMove } from './line-tracker';
 import type { Scheduling } from './contender';
 import { whatFavoursWhom } from './fairness';
-import { cellOf, ratios, renderConditions, renderHeadline, renderTable, svg, type Cell, type Ratio } from './report';
+import { cellOf, ratios, renderConditions, renderHeadline, renderTable, svg, withMovedLine, type Cell, type Ratio } from './report';
 import type { Trial } from './trial';
 
 /** What a run leaves (the last line of --json): enough to print its tables and picture again. */
@@ -27,6 +28,8 @@ export interface Summary {
   calibrationSets?: { noAgent?: CalibrationSet; withEvictd?: CalibrationSet };
   /** per rate asked: the lines taken as that cell's evictd trials find the node (calibrate.ts calibrateCell) */
   cellLines?: Record<string, { evictdLineMiB: number; oomdFreeLineMiB: number; note: string; withEvictd?: CalibrationSet }>;
+  /** per rate asked: each restart of a contender on the kubelet's signal on a line the cell's readings moved (line-tracker.ts); absent before 2026-11-28b */
+  lineMoves?: Record<string, LineMove[]>;
   realMarginMiB: number;
   rates: number[];
   trials: number;
@@ -98,10 +101,12 @@ export function readSummary(text: string): Summary {
     header.contenders.map((name) => {
       const cell = cellOf(name, rate, trials.filter((t) => t.contender === name && t.rateMiBs === rate), scale);
       cell.ownLine = cellLines.get(rate)?.ownLines[name] ?? header.ownLines[name] ?? '';
-      return cell;
+      return withMovedLine(cell);
     }),
   );
   const { ownLines: _o, ...rest } = header;
+  const moves = lines.flatMap((l) => (l && 'lineMoves' in l ? [l.lineMoves as { rateMiBs: number; moves: LineMove[] }] : []));
+  if (moves.length) rest.lineMoves = Object.fromEntries(moves.map((m) => [String(m.rateMiBs), m.moves]));
   if (cellLines.size) rest.cellLines = Object.fromEntries([...cellLines].map(([rate, { rateMiBs: _r, ownLines: _l, ...c }]) => [String(rate), c]));
   return { bench: 'protect-peers', ...rest, environment: `${header.environment}; cut short: ${trials.length} of ${header.rates.length * header.trials * header.contenders.length} trials`, cells, ran: {}, errors: [], seconds: 0 };
 }

@@ -70,6 +70,12 @@ export interface Trial {
    * kubelet's signal had to sit to cross with the common one: a check of the calibration.
    */
   kubeletAtCommonMiB?: number | null;
+  /**
+   * for a contender on the kubelet's signal (evictd, the kubelet row), the memory.available line
+   * it ran this trial with, MiB: it moves through a cell with the cell's readings (line-tracker.ts).
+   * Absent for the peers and in runs before 2026-11-28b.
+   */
+  ownLineMiB?: number;
   /** how the pod ended: 'CRI' (sandbox NOTREADY), 'bare kill' (container dead, sandbox up), 'kernel' */
   via: 'CRI' | 'bare kill' | 'kernel' | 'none';
   protectedLost: string[];
