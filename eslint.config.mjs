@@ -32,4 +32,12 @@ export default tseslint.config(
       ],
     },
   })),
+  // The agent's time is the Clock's (src/agent/clock.ts): a test's clock steps every timer.
+  {
+    files: ['src/agent/**/*.ts'],
+    ignores: ['src/agent/clock.ts'],
+    rules: {
+      'no-restricted-globals': ['error', ...['setTimeout', 'setInterval', 'clearTimeout', 'clearInterval'].map((name) => ({ name, message: 'src/agent sets its timers through the Clock (clock.after), so that tests can step them.' }))],
+    },
+  },
 );

@@ -20,7 +20,7 @@ import { DEFAULT_ORDER_TTL_MS, nearHardMemoryLine } from '../policy/standing-ord
 import type { NodeCondition, NodeStats } from '../policy/types';
 import { Actuator } from './actuator';
 import { Arming } from './arming';
-import { msSince, systemClock } from './clock';
+import { cancel, msSince, systemClock } from './clock';
 import { Controller, type PassTrigger } from './controller';
 import { CriStop } from './effects/cri-stop';
 import { reportAndEnd, type EvictionDeps, type EvictionRecord } from './effects/eviction';
@@ -38,7 +38,7 @@ import { PassRunner } from './pass';
 import type { Recorder } from './recorder';
 import { LastKnownPriorities } from './last-known-priorities';
 import { PodListing } from './pod-listing';
-import type { Clock, EvictionReporter, NotificationPort, OrderFired, PodSpecSource, RuntimePort, Wakeup } from './ports';
+import type { Clock, EvictionReporter, NotificationPort, OrderFired, PodSpecSource, RuntimePort, Timer, Wakeup } from './ports';
 import { StandingOrders } from './standing-orders';
 import { VolumeUsageCache } from './volume-usage';
 
@@ -116,11 +116,11 @@ export class Agent extends EventEmitter {
   private readonly volumes: VolumeUsageCache | undefined;
   private arming: Arming | null = null;
   /** the earliest soft grace period's end or brake's bound: a pass then, whatever else wakes it */
-  private deadlineTimer: NodeJS.Timeout | null = null;
+  private deadlineTimer: Timer | null = null;
   private readonly brakes: MemoryBrakes | null;
   private readonly lastKnown: LastKnownPriorities | null;
   private readonly journal: EvictionJournal | null;
-  private driftTimer: NodeJS.Timeout | null = null;
+  private driftTimer: Timer | null = null;
   private readonly clock: Clock;
   /** monotonic ns of the last pass that ended without an error; null before the first */
   private lastPassOkAt: bigint | null = null;
@@ -130,18 +130,18 @@ export class Agent extends EventEmitter {
    * A previous run's brakes are released once this run can see and act (after its first pass
    * has armed the lines), not at start: until then the brake is all that holds a ramping pod.
    */
-  private brakeRecovery: NodeJS.Timeout | null = null;
+  private brakeRecovery: Timer | null = null;
   /** retries of evictions a crashed run began, whose stop failed (finishEviction) */
-  private readonly finishRetries = new Set<NodeJS.Timeout>();
+  private readonly finishRetries = new Set<Timer>();
   private recordedBrakes: BrakeEntry[] | null = null;
   private lastProblem = 'no pass yet';
   /** null when standing orders are off */
   private readonly orders: StandingOrders | null;
   private readonly orderTtlMs: number;
   /** a pass before the orders in force lapse (half their TTL after they were placed) */
-  private orderRefreshTimer: NodeJS.Timeout | null = null;
+  private orderRefreshTimer: Timer | null = null;
   /** a pass to retry the stop of a pod a used order killed */
-  private orderRetryTimer: NodeJS.Timeout | null = null;
+  private orderRetryTimer: Timer | null = null;
   private readonly orderJournal: OrderJournal | null;
   private readonly confirmOrder: ConfirmOrder | null;
 
@@ -168,7 +168,7 @@ export class Agent extends EventEmitter {
     this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics, podRootDir: o.observer.podRootMemoryDir, ...(o.observer.memAvailableBytes ? { nodeAvailableBytes: () => o.observer.memAvailableBytes!() } : {}) });
     const braking = o.policy.memoryBrake ? this.brakes : null;
     // With a pod source, what it last said of priorities outlives a restart (in the state dir).
-    this.lastKnown = o.pods && stateDir !== undefined ? new LastKnownPriorities({ stateDir, logger: o.logger }) : null;
+    this.lastKnown = o.pods && stateDir !== undefined ? new LastKnownPriorities({ stateDir, logger: o.logger, clock }) : null;
     // Evictions in progress are kept until reported, so that a crash loses none (a dry run has none).
     this.journal = stateDir !== undefined && !o.dryRun ? new EvictionJournal({ stateDir, logger: o.logger }) : null;
     // And the standing orders, whose kills native threads write: each order before it is placed,
@@ -253,7 +253,7 @@ export class Agent extends EventEmitter {
     const recorded = this.brakes?.readRecord({ dryRun: o.dryRun }) ?? null;
     if (recorded) {
       this.recordedBrakes = recorded;
-      this.brakeRecovery = setTimeout(() => this.recoverBrakes(), BRAKE_RECOVERY_MAX_MS);
+      this.brakeRecovery = this.clock.after(BRAKE_RECOVERY_MAX_MS, () => this.recoverBrakes());
     }
     // Before the first pass too: a source that does not answer yet leaves these priorities.
     this.lastKnown?.load();
@@ -307,14 +307,12 @@ export class Agent extends EventEmitter {
     this.stopping = true;
     // First: no kill may come from an order once the agent is going away.
     this.orders?.close();
-    for (const t of [this.orderRefreshTimer, this.orderRetryTimer]) if (t) clearTimeout(t);
-    this.orderRefreshTimer = this.orderRetryTimer = null;
-    for (const t of this.finishRetries) clearTimeout(t);
+    this.orderRefreshTimer = cancel(this.orderRefreshTimer);
+    this.orderRetryTimer = cancel(this.orderRetryTimer);
+    for (const t of this.finishRetries) t.cancel();
     this.finishRetries.clear();
-    if (this.driftTimer) clearTimeout(this.driftTimer);
-    this.driftTimer = null;
-    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = null;
+    this.driftTimer = cancel(this.driftTimer);
+    this.deadlineTimer = cancel(this.deadlineTimer);
     await this.controller.stop();
     // No agent, no eviction to end a brake: a braked pod must not stay throttled behind us.
     this.recoverBrakes(false);
@@ -350,10 +348,10 @@ export class Agent extends EventEmitter {
       }
       const retryInMs = doublingMs(attempt + 1, 250, Math.max(250, o.housekeepingIntervalMs));
       o.logger.warn({ pod, uid: e.pod.uid, err, attempt: attempt + 1, retryInMs }, 'eviction from a previous run: its sandbox stop failed; trying again');
-      const t = setTimeout(() => {
+      const t = this.clock.after(retryInMs, () => {
         this.finishRetries.delete(t);
         void this.finishEviction(e, attempt + 1);
-      }, retryInMs);
+      });
       this.finishRetries.add(t);
       return;
     }
@@ -366,8 +364,7 @@ export class Agent extends EventEmitter {
    */
   private recoverBrakes(wakeAfter = true): void {
     if (!this.brakeRecovery) return;
-    clearTimeout(this.brakeRecovery);
-    this.brakeRecovery = null;
+    this.brakeRecovery = cancel(this.brakeRecovery);
     this.brakes!.restoreRecord(this.recordedBrakes, { dryRun: this.o.dryRun });
     this.recordedBrakes = null;
     if (wakeAfter && !this.stopping) this.wake({ source: 'brake-recovered' });
@@ -484,29 +481,27 @@ export class Agent extends EventEmitter {
    * whose pod set moved under it runs again at once; a failed confirmation's stop is retried.
    */
   private scheduleOrders(after: { placed: boolean; stale: boolean }): void {
-    if (this.orderRefreshTimer) clearTimeout(this.orderRefreshTimer);
-    this.orderRefreshTimer = null;
+    this.orderRefreshTimer = cancel(this.orderRefreshTimer);
     if (this.stopping) return;
     if (after.stale) this.wake({ source: 'standing-order' });
     else if (after.placed) {
-      this.orderRefreshTimer = setTimeout(() => {
+      this.orderRefreshTimer = this.clock.after(Math.max(1, Math.floor(this.orderTtlMs / 2)), () => {
         this.orderRefreshTimer = null;
         this.wake({ source: 'standing-order' });
-      }, Math.max(1, Math.floor(this.orderTtlMs / 2)));
+      });
     }
     this.scheduleOrderRetry();
   }
 
   /** A pass to try a failed confirmation again, with the backoff (see StandingOrders.retryInMs). */
   private scheduleOrderRetry(): void {
-    if (this.orderRetryTimer) clearTimeout(this.orderRetryTimer);
-    this.orderRetryTimer = null;
+    this.orderRetryTimer = cancel(this.orderRetryTimer);
     const retry = this.stopping ? null : (this.orders?.retryInMs(this.o.housekeepingIntervalMs) ?? null);
     if (retry === null) return;
-    this.orderRetryTimer = setTimeout(() => {
+    this.orderRetryTimer = this.clock.after(retry, () => {
       this.orderRetryTimer = null;
       this.wake({ source: 'standing-order-retry' });
-    }, retry);
+    });
   }
 
   /**
@@ -547,9 +542,9 @@ export class Agent extends EventEmitter {
   }
 
   private scheduleDrift(ms: number): void {
-    if (this.driftTimer) clearTimeout(this.driftTimer);
-    this.driftTimer = setTimeout(() => this.driftTick(), ms);
-    this.driftTimer.unref();
+    this.driftTimer?.cancel();
+    // In the background: the drift tick alone never keeps the process alive.
+    this.driftTimer = this.clock.after(ms, () => this.driftTick(), true);
   }
 
   /**
@@ -557,13 +552,12 @@ export class Agent extends EventEmitter {
    * ends or the earliest brake reaches its bound, even when nothing else wakes the loop.
    */
   private scheduleDeadline(ev: Evaluation): void {
-    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = null;
+    this.deadlineTimer = cancel(this.deadlineTimer);
     if (this.stopping) return;
     const now = Number(this.clock.now());
     const next = nextDeadline(this.o.policy, ev, this.o.policy.memoryBrake ? (this.brakes?.active ?? []) : [], now);
     if (next === null) return;
     const source = next.source;
-    this.deadlineTimer = setTimeout(() => this.wake({ source }), Math.max(0, Math.ceil((next.atNs - now) / 1e6)) + 1);
+    this.deadlineTimer = this.clock.after(Math.max(0, Math.ceil((next.atNs - now) / 1e6)) + 1, () => this.wake({ source }));
   }
 }

@@ -12,8 +12,8 @@
  *   is back) by returning `{ again: true }`;
  * - a pass that throws is counted and reported, and the loop goes on.
  */
-import { systemClock } from './clock';
-import type { Clock } from './ports';
+import { cancel, systemClock } from './clock';
+import type { Clock, Timer } from './ports';
 
 export interface PassTrigger {
   /** notifications merged into this pass, by source ("housekeeping" and "again" included) */
@@ -29,7 +29,7 @@ export type PassFn = (trigger: PassTrigger) => Promise<PassResult>;
 
 export interface ControllerOptions {
   housekeepingIntervalMs: number;
-  /** stamps firstNotifiedNs (default: the process's monotonic clock) */
+  /** stamps firstNotifiedNs and sets the housekeeping timer (default: the process's monotonic clock) */
   clock?: Clock;
   onError?: (err: unknown) => void;
 }
@@ -44,7 +44,7 @@ export class Controller {
   private running = false;
   private scheduled = false;
   private stopped = true;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   private idleWaiters: (() => void)[] = [];
 
   constructor(
@@ -67,8 +67,7 @@ export class Controller {
   async stop(): Promise<void> {
     this.stopped = true;
     this.pending = null;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.timer = cancel(this.timer);
     await this.idle();
   }
 
@@ -104,8 +103,7 @@ export class Controller {
   private async loop(): Promise<void> {
     this.scheduled = false;
     this.running = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.timer = cancel(this.timer);
     try {
       while (this.pending && !this.stopped) {
         const p = this.pending;
@@ -128,7 +126,7 @@ export class Controller {
     } finally {
       this.running = false;
       if (!this.stopped) {
-        this.timer = setTimeout(() => this.notify('housekeeping'), this.opts.housekeepingIntervalMs);
+        this.timer = (this.opts.clock ?? systemClock).after(this.opts.housekeepingIntervalMs, () => this.notify('housekeeping'));
       }
       const waiters = this.idleWaiters;
       this.idleWaiters = [];

@@ -12,6 +12,8 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { readStateFile, writeStateFile } from '../node/state-file';
+import { cancel, systemClock } from './clock';
+import type { Clock, Timer } from './ports';
 
 export const LAST_KNOWN_FILE = 'pod-priorities.json';
 
@@ -33,10 +35,10 @@ export class LastKnownPriorities {
   private readonly file: string;
   private pods = new Map<string, Entry>();
   private dirty = false;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
 
   constructor(
-    private readonly o: { stateDir: string; logger: Logger; saveDelayMs?: number },
+    private readonly o: { stateDir: string; logger: Logger; saveDelayMs?: number; clock?: Clock },
   ) {
     this.file = path.join(o.stateDir, LAST_KNOWN_FILE);
   }
@@ -84,16 +86,12 @@ export class LastKnownPriorities {
         this.dirty = true;
       }
     }
-    if (this.dirty && !this.timer) {
-      this.timer = setTimeout(() => this.save(), this.o.saveDelayMs ?? 1000);
-      this.timer.unref();
-    }
+    if (this.dirty && !this.timer) this.timer = (this.o.clock ?? systemClock).after(this.o.saveDelayMs ?? 1000, () => this.save(), true);
   }
 
   /** Writes the file now if anything changed (and at close). */
   save(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.timer = cancel(this.timer);
     if (!this.dirty) return;
     this.dirty = false;
     try {

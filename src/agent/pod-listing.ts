@@ -14,8 +14,8 @@ import type { Observation } from '../node/observer';
 import { listPodCgroups, podUidFromDirName } from '../node/pod-cgroups';
 import type { PassTrigger } from './controller';
 import type { AgentMetrics } from './metrics';
-import { msSince, systemClock } from './clock';
-import type { Clock, RuntimePod, RuntimePort } from './ports';
+import { cancel, msSince, systemClock } from './clock';
+import type { Clock, RuntimePod, RuntimePort, Timer } from './ports';
 
 /** a pod listing older than this is never used in place of a fresh one */
 const POD_LIST_MAX_AGE_MS = 30_000;
@@ -44,7 +44,7 @@ export class PodListing {
   private listedAt: bigint | null = null;
   private refreshing: Promise<void> | null = null;
   private watchers: fs.FSWatcher[] = [];
-  private learnTimer: NodeJS.Timeout | null = null;
+  private learnTimer: Timer | null = null;
   private closed = false;
   private errorLoggedAt: bigint | null = null;
   /** the runtime answered the last listing */
@@ -173,8 +173,10 @@ export class PodListing {
    */
   private learn(delayMs = 100, until = this.clock.now() + BigInt(LEARN_FOR_MS) * 1_000_000n): void {
     if (this.learnTimer || this.closed) return;
-    this.learnTimer = setTimeout(() => {
-      this.learnTimer = null;
+    this.learnTimer = this.clock.after(
+      delayMs,
+      () => {
+        this.learnTimer = null;
       void this.list()
         .then(() => {
           const cgroups = listPodCgroups(this.o.memoryMount, this.o.podCgroupRoot);
@@ -184,8 +186,9 @@ export class PodListing {
         })
         // Best effort (a pass lists fresh without it); a rejection here would end the process.
         .catch((err: unknown) => this.o.logger.warn({ err }, 'pod listing refresh after a new pod cgroup failed'));
-    }, delayMs);
-    this.learnTimer.unref();
+      },
+      true,
+    );
   }
 
   /** Forgets pods whose cgroup is gone and that the last listing does not name: the set stays as small as the node. */
@@ -199,8 +202,7 @@ export class PodListing {
     this.closed = true;
     for (const w of this.watchers) w.close();
     this.watchers = [];
-    if (this.learnTimer) clearTimeout(this.learnTimer);
-    this.learnTimer = null;
+    this.learnTimer = cancel(this.learnTimer);
     await this.refreshing;
   }
 }

@@ -192,9 +192,20 @@ export interface EvictionReporter {
 // Time: the one clock the agent reads, injected so its passes and actions run on a fake one in
 // unit tests.
 
+/** A timer the clock set; `cancel` may be called more than once, and after it fired. */
+export interface Timer {
+  cancel(): void;
+}
+
 export interface Clock {
   /** CLOCK_MONOTONIC, ns (the clock the kernel stamps its events with) */
   now(): bigint;
   /** resolves after `ms` milliseconds */
   sleep(ms: number): Promise<void>;
+  /**
+   * Calls `fn` once, `ms` milliseconds from now. Every timer of the agent is set here, so that a
+   * test's clock steps them as the kubelet's tests step a fake clock. `background`: the timer
+   * alone does not keep the process alive.
+   */
+  after(ms: number, fn: () => void, background?: boolean): Timer;
 }

@@ -8,7 +8,7 @@
  * a runtime. The real parts are proven in test/agent/.
  */
 import pino, { type Logger } from 'pino';
-import type { Clock, PodSpecSource, RuntimePod, RuntimePort, StopTimings } from '../../src/agent/ports';
+import type { Clock, PodSpecSource, RuntimePod, RuntimePort, StopTimings, Timer } from '../../src/agent/ports';
 import type { CgroupPort, KillResult } from '../../src/node/cgroup-port';
 import type { MemoryReading } from '../../src/node/memory';
 import type { Observation, ObservedPodCgroup } from '../../src/node/observer';
@@ -46,8 +46,19 @@ interface FakePod {
   processes: boolean;
 }
 
+/** What settles after a timer fires: the promise jobs it started, and the immediates they queued. */
+const aTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * A clock that moves only when the test moves it, as the kubelet's tests step a fake clock.
+ * `sleep(ms)` moves it at once (what a pass waits on is never what such a test asks); a timer
+ * set with `after` fires only when `step` reaches its time, in time order (then in the order
+ * set), each followed by a turn of the event loop so that what it started runs before the next.
+ */
 export class FakeClock implements Clock {
   ns = 1_000_000_000n;
+  private timers: { at: bigint; seq: number; fn: () => void; live: boolean }[] = [];
+  private seq = 0;
   now(): bigint {
     return this.ns;
   }
@@ -55,8 +66,36 @@ export class FakeClock implements Clock {
     this.advance(ms);
     return Promise.resolve();
   }
+  /** Moves the clock without firing anything (a timer passed over fires at the next step). */
   advance(ms: number): void {
     this.ns += BigInt(Math.round(ms * 1e6));
+  }
+  after(ms: number, fn: () => void): Timer {
+    const t = { at: this.ns + BigInt(Math.round(Math.max(0, ms) * 1e6)), seq: this.seq++, fn, live: true };
+    this.timers.push(t);
+    return { cancel: () => void (t.live = false) };
+  }
+  /** The timers set and not yet fired or cancelled: ms from now, soonest first. */
+  pending(): number[] {
+    return this.timers
+      .filter((t) => t.live)
+      .map((t) => Number(t.at - this.ns) / 1e6)
+      .sort((a, b) => a - b);
+  }
+  /** Moves the clock `ms` on, firing every timer due on the way at its own time. */
+  async step(ms: number): Promise<void> {
+    const end = this.ns + BigInt(Math.round(ms * 1e6));
+    for (;;) {
+      const due = this.timers.filter((t) => t.live && t.at <= end).sort((a, b) => (a.at === b.at ? a.seq - b.seq : a.at < b.at ? -1 : 1))[0];
+      if (!due) break;
+      due.live = false;
+      if (due.at > this.ns) this.ns = due.at;
+      due.fn();
+      await aTurn();
+    }
+    this.timers = this.timers.filter((t) => t.live);
+    if (end > this.ns) this.ns = end;
+    await aTurn();
   }
 }
 

@@ -18,7 +18,7 @@ import { AgentMetrics } from '../../src/agent/metrics';
 import type { EvictionReporter, PodSpecSource } from '../../src/agent/ports';
 import { compileConfig, type EvictionConfig } from '../../src/policy/config';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
-import { waitFor } from '../support/wait';
+import { stepUntil, waitFor } from '../support/wait';
 
 function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean; fastKill?: boolean; stateDir?: string; reporter?: EvictionReporter; specs?: PodSpecSource } = {}) {
   const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
@@ -113,11 +113,12 @@ test('pass: an eviction a crashed run began whose stop fails at the next start i
   node.stops.length = 0;
   const again: Parameters<EvictionReporter['report']>[0][] = [];
   const next = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir: first.stateDir, reporter: { report: (e) => (again.push(e), Promise.resolve()) } });
-  await waitFor('two failed stops', () => node.stops.length >= 2, 5000);
+  // The retries' backoff (250 ms, doubling) runs on the node's clock: stepped, not waited for.
+  await stepUntil(node.clock, 'two failed stops', () => node.stops.length >= 2, 5000);
   assert.equal(again.length, 0, 'no report before the stop');
   assert.ok(fs.existsSync(journal), 'kept in the journal meanwhile');
   grower.stop = 'ok';
-  await waitFor('the report', () => again.length === 1, 5000);
+  await stepUntil(node.clock, 'the report', () => again.length === 1, 5000);
   await waitFor('the journal emptied', () => !fs.existsSync(journal), 2000);
   assert.ok(node.logged('eviction from a previous run: its sandbox stop failed; trying again').length >= 2);
   await next.agent.stop();
@@ -149,7 +150,9 @@ test("pass: a soft eviction's graceful stop runs in the background: the loop sta
   const a = start(node, { evictionHard: { 'memory.available': '10Mi' }, evictionSoft: { 'memory.available': '100Mi' }, evictionSoftGracePeriod: { 'memory.available': '1s' }, evictionMaxPodGracePeriod: 30 });
   await a.agent.controller.idle();
   node.clock.advance(1000);
-  await a.pass();
+  // The pass waits a moment (cri-stop.ts QUICK_MS, on the clock) for a stop that might end at once.
+  a.agent.wake({ source: 'test' });
+  await stepUntil(node.clock, 'the pass to leave the stop in the background', () => a.agent.health().ok && !a.agent.controller.busy && node.stops.length === 1, 5000);
   assert.deepEqual(node.stops, [['slow', 30]], 'the soft eviction began');
   assert.equal(a.records.length, 0, 'its record comes when the stop ends');
   assert.ok(node.logged('evicting pod: graceful stop running in the background').length === 1);

@@ -136,15 +136,25 @@ test('standing orders: far from the line, none; a pass that finds the node moved
 test('standing orders: refreshed at half their TTL while near; once the node moves away, withdrawn and never refreshed again', async () => {
   const t = start({ ttlMs: 60 });
   await t.idle();
-  // The refresh timer (30 ms) keeps placing it while the node stays near.
-  await waitFor('two refreshes', () => t.orders().length >= 3, 2000);
-  assert.ok(t.orders().every((o) => o === 'grower'));
+  assert.deepEqual(t.orders(), ['grower']);
+  // The refresh timer, at half the TTL on the agent's clock, keeps placing it while the node stays near.
+  const step = async (ms: number) => {
+    await t.node.clock.step(ms);
+    await t.idle();
+  };
+  await step(29);
+  assert.deepEqual(t.orders(), ['grower'], 'not before half the TTL');
+  await step(1);
+  assert.deepEqual(t.orders(), ['grower', 'grower'], 'refreshed at half the TTL');
+  await step(30);
+  assert.deepEqual(t.orders(), ['grower', 'grower', 'grower']);
   t.node.pod('steady').workingSetBytes = 0; // 450 MiB available: far from the line
   t.sync();
-  await waitFor('the withdrawal', () => t.orders().at(-1) === null, 2000);
+  await step(30);
+  assert.equal(t.orders().at(-1), null, 'the refresh pass finds the node far: withdrawn');
   const calls = t.orders().length;
   const passes = t.agent.controller.stats.passes;
-  await new Promise((r) => setTimeout(r, 200));
+  await step(10_000);
   assert.equal(t.orders().length, calls, 'no order placed again');
   assert.equal(t.agent.controller.stats.passes, passes, 'no refresh pass once no order stands');
   await t.agent.stop();

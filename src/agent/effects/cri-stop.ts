@@ -11,6 +11,7 @@
 import { isMemorySignal } from '../../policy/signals';
 import type { Signal } from '../../policy/types';
 import { msBetween, msSince } from '../clock';
+import type { Timer } from '../ports';
 import { EvictionEffect, podLog, type EvictInput, type EvictionDeps, type EvictionRecord } from './eviction';
 import { waitMemoryReleased } from './memory-release';
 import { killPodBoundMs } from '../../policy/kill-bound';
@@ -53,10 +54,10 @@ export class CriStop extends EvictionEffect {
   /** Waits for the graceful stops in flight, a few seconds at most: their pods' grace runs on without us. */
   async settle(): Promise<void> {
     if (this.inFlight.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const cap = new Promise<void>((resolve) => (timer = setTimeout(resolve, SETTLE_CAP_MS)));
+    let timer: Timer | undefined;
+    const cap = new Promise<void>((resolve) => (timer = this.d.clock.after(SETTLE_CAP_MS, resolve)));
     await Promise.race([Promise.allSettled([...this.inFlight.values()].map((f) => f.done)), cap]);
-    clearTimeout(timer);
+    timer?.cancel();
   }
 
   async run(input: EvictInput): Promise<EvictionRecord> {
@@ -87,9 +88,9 @@ export class CriStop extends EvictionEffect {
       })
       .finally(() => this.inFlight.delete(uid));
     this.inFlight.set(uid, { startedNs: this.d.clock.now(), boundMs, done });
-    let timer: NodeJS.Timeout | undefined;
-    const quick = await Promise.race([finished, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), QUICK_MS)))]);
-    clearTimeout(timer);
+    let timer: Timer | undefined;
+    const quick = await Promise.race([finished, new Promise<null>((resolve) => (timer = this.d.clock.after(QUICK_MS, () => resolve(null))))]);
+    timer?.cancel();
     if (quick !== null) {
       await done;
       return quick;
