@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 // The house rule of src/: production rooms never import the lab (demo, benches) or the CLI.
 // scripts/check-imports.mjs checks the same on the resolved graph, with lazy require()s and
 // type-only imports, and refuses import cycles.
-const PRODUCTION_ROOMS = ['policy', 'kernel', 'node', 'cri', 'kube', 'agent', 'sim'];
+const PRODUCTION_ROOMS = ['policy', 'kernel', 'net', 'node', 'cri', 'kube', 'agent', 'sim'];
 
 export default tseslint.config(
   { ignores: ['dist/', 'build/', 'node_modules/', 'bin/', '**/*.js', '**/*.mjs'] },

@@ -9,7 +9,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { doublingMs } from '../kube/backoff';
+import { doublingMs } from '../policy/backoff';
 import { hostCgroups, type CgroupPort } from '../node/cgroup-port';
 import type { CgroupLayout } from '../node/cgroups';
 import type { NodeObserver } from '../node/observer';

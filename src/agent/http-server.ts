@@ -6,7 +6,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { boundedServer } from '../kube/http-bounds';
+import { boundedServer } from '../net/http-bounds';
 
 export interface Health {
   ok: boolean;

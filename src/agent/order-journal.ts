@@ -17,7 +17,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { eventNameAt } from '../kube/eviction-reporter';
+import { eventNameAt } from '../policy/messages';
 import { currentBootId } from '../node/boot-id';
 import { readStateFile, writeStateFile } from '../node/state-file';
 import type { OrderChoice } from '../policy/standing-order';

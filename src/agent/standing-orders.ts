@@ -15,7 +15,7 @@
  * call fired (the mechanism delivers on the loop).
  */
 import type { Logger } from 'pino';
-import { doublingMs } from '../kube/backoff';
+import { doublingMs } from '../policy/backoff';
 import type { PolicyConfig } from '../policy/config';
 import { availableAtCrossing, confirmedEviction, reportedUnder, type LineSignal, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
 import type { JoinedPod } from './active-pods';

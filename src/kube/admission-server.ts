@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { boundedServer, HTTP_BOUNDS, type HttpBounds, type ServerTls } from './http-bounds';
+import { boundedServer, HTTP_BOUNDS, type HttpBounds, type ServerTls } from '../net/http-bounds';
 import { fromV1Pod, type V1Pod } from './pod-spec';
 import type { Logger } from './pod-source';
 import { silentLogger } from './pod-source';

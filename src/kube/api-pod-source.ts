@@ -15,7 +15,7 @@
  */
 import { ApiError, type KubeClient, type WatchEvent } from './client';
 import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
-import { backoffMs } from './backoff';
+import { backoffMs } from '../policy/backoff';
 import { CachedPodSource, type Logger, sleep } from './pod-source';
 
 export interface ApiPodSourceOptions {

@@ -19,10 +19,11 @@
  * report() never rejects: failures are logged and counted; the agent's pass never waits on it.
  */
 import { ApiError, type KubeClient } from './client';
-import { backoffMs } from './backoff';
+import { backoffMs } from '../policy/backoff';
 import { type Logger, silentLogger, sleep } from './pod-source';
 import type { Eviction as PolicyEviction } from '../policy/evaluate';
 import { SIGNAL_TABLE, isSignal } from '../policy/signals';
+import { eventNameAt } from '../policy/messages';
 
 /**
  * An eviction as the policy reports it (the ranking reasons are for logs, not the API), with
@@ -32,10 +33,6 @@ export type Eviction = Omit<PolicyEviction, 'reasons'> & { at?: Date; podEventNa
 
 export const EVICTED_REASON = 'Evicted';
 
-/** The kubelet's event naming: <object>.<hex UnixNano>. */
-export function eventNameAt(object: string, unixNanos: bigint): string {
-  return `${object}.${unixNanos.toString(16)}`;
-}
 export const THRESHOLD_MET_REASON = 'EvictionThresholdMet';
 export const DISRUPTION_TARGET = 'DisruptionTarget';
 export const TERMINATION_BY_KUBELET = 'TerminationByKubelet';

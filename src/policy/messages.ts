@@ -11,6 +11,14 @@ export const OFFENDING_CONTAINERS_KEY = 'offending_containers';
 export const OFFENDING_CONTAINERS_USAGE_KEY = 'offending_containers_usage';
 export const STARVED_RESOURCE_KEY = 'starved_resource';
 
+/**
+ * The kubelet's event naming (client-go's recorder): <object>.<hex UnixNano>. The agent names an
+ * eviction's event when it journals it, so that a report retried later writes the same event.
+ */
+export function eventNameAt(object: string, unixNanos: bigint): string {
+  return `${object}.${unixNanos.toString(16)}`;
+}
+
 /** Go's %q for a plain string. */
 const goQuote = (s: string) => JSON.stringify(s);
 

@@ -1,4 +1,4 @@
-/** The endpoints' bounds (src/kube/http-bounds.ts) on the admission server: a client cannot hold evictd's memory or sockets. */
+/** The endpoints' bounds (src/net/http-bounds.ts) on the admission server: a client cannot hold evictd's memory or sockets. */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';

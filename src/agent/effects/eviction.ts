@@ -13,7 +13,7 @@ import { msBetween } from '../clock';
 import type { PassTrigger } from '../controller';
 import type { AgentMetrics } from '../metrics';
 import type { Clock, EvictionReporter, RuntimePort } from '../ports';
-import { eventNameAt } from '../../kube/eviction-reporter';
+import { eventNameAt } from '../../policy/messages';
 import { crashPoint } from '../crash-point';
 import type { EvictionJournal } from '../eviction-journal';
 import type { OrderJournal } from '../order-journal';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { backoffMs, doublingMs } from '../../src/kube/backoff';
+import { backoffMs, doublingMs } from '../../src/policy/backoff';
 
 test('doublingMs: the first delay, doubling per attempt, held at the cap', () => {
   assert.deepEqual([1, 2, 3, 4, 5].map((a) => doublingMs(a, 250, 1000)), [250, 500, 1000, 1000, 1000]);
