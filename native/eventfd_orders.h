@@ -1,4 +1,4 @@
-// Standing orders on memcg v1 threshold lines (issue 20), the eventfd twin of
+// Standing orders on memcg v1 threshold lines, the eventfd twin of
 // tripwire_orders.h: on a cgroup v1 or hybrid host a memory line is a cgroup.event_control
 // eventfd, and its crossing wakes whoever polls it. A thread of the addon, not the JS loop,
 // waits on the eventfds of the lines that hold an order; woken, it reads the line's usage file

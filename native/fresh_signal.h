@@ -1,4 +1,4 @@
-// The kubelet's memory signal of one line, read fresh at the kill (issue 31). A standing order's
+// The kubelet's memory signal of one line, read fresh at the kill. A standing order's
 // mechanism only says a line may be crossed: the v1 threshold compares usage alone, and the BPF
 // program's working set uses memcg statistics as the kernel last folded them (up to 2 s old),
 // so page cache read since counts as working set there. Before an order thread writes

@@ -1,4 +1,4 @@
-// Standing orders (issue 20): a pass near a hard memory line leaves, on that line, the pod the
+// Standing orders: a pass near a hard memory line leaves, on that line, the pod the
 // kubelet's ranking would evict if the line were crossed now. The BPF program reports the first
 // crossing of a line that holds an unexpired order through its own `orders` ring buffer; a thread
 // of the addon, not the JS loop, consumes it, reads the kubelet's numbers of the line's cgroup

@@ -1,4 +1,4 @@
-// The standing orders' use log (issue 31): a kill written by an order thread must survive a crash
+// The standing orders' use log: a kill written by an order thread must survive a crash
 // of evictd before the JS loop hears of it. The agent opens a file in its state dir
 // (setOrderUseLog); before an order thread writes a pod's cgroup.kill it appends one line,
 //   "use <tag> <CLOCK_MONOTONIC ns>\n"

@@ -74,26 +74,21 @@ export { tripwireStatus, tripwireUnavailable } from './kernel/tripwire';
 export { detectCgroups, type CgroupLayout, type CgroupMode } from './node/cgroups';
 export { NodeObserver, type NodeObserverOptions, type Observation } from './node/observer';
 
-// The container runtime (CRI). Its pod and container specs (what to create) are named Cri* here,
-// beside the policy's PodSpec (what the kubelet's rules rank).
+// The container runtime (CRI): the client, a pod's eviction through it, node-level reclaim.
 export {
   CriClient,
   CriError,
-  containerConfig,
   evictPod,
   parseEndpoint,
   podStatsFromContainers,
   reclaimContainers,
   reclaimImages,
-  sandboxConfig,
   type CallOptions,
   type CriClientOptions,
-  type ContainerSpec as CriContainerSpec,
   type EvictOptions,
   type EvictResult,
   type EvictStep,
   type EvictTimings,
-  type PodSpec as CriPodSpec,
   type ReclaimContainersResult,
   type ReclaimImagesOptions,
   type ReclaimImagesResult,

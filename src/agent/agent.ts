@@ -85,7 +85,7 @@ export interface AgentOptions {
   /** the monotonic clock (default: the process's) */
   clock?: Clock;
   /**
-   * Standing orders on the hard memory lines (issue 20; default: as fastKill): near a line, each pass
+   * Standing orders on the hard memory lines (default: as fastKill): near a line, each pass
    * names the pod the kubelet's ranking would evict, and a line whose mechanism can hold the
    * order kills it as the line is crossed; the next pass stops and reports it. `ttlMs`: how long
    * an order stands unless a pass refreshes it (default 1 s).

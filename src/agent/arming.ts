@@ -19,9 +19,9 @@
  * grace period in the kernel (measured here: 15-30 ms, blocking the JS thread), so they move
  * only when off by more than max(1 MiB, capacity/512) — at 2 GB/s under a millisecond of ramp.
  *
- * Standing orders (issue 20) ride on the lines: `placeOrders` hands each hard line's order to its
+ * Standing orders ride on the lines: `placeOrders` hands each hard line's order to its
  * handle (ThresholdHandle.setOrder) with the line in working-set terms, which the mechanism's
- * thread confirms each kill against on the kubelet's numbers read fresh (issue 31: a usage line
+ * thread confirms each kill against on the kubelet's numbers read fresh (a usage line
  * that page cache pushed past, or a working set from stale statistics, is a candidate, not a
  * kill), and a used order comes back through `onOrderFired` with the line it was on. A handle
  * whose mechanism cannot hold one (no setOrder, or it says false) has no order, and the caller is

@@ -1,5 +1,5 @@
 /**
- * Standing orders on disk (issue 31): a kill an order thread writes must outlive a crash of
+ * Standing orders on disk: a kill an order thread writes must outlive a crash of
  * evictd before the JS loop hears of it, or the kubelet restarts the pod in place with no Evicted
  * event and the pressure comes back with it.
  *

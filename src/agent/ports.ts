@@ -22,7 +22,7 @@ export interface WatchHandle {
 
 /**
  * A standing order on a hard memory line: the kernel-side mechanism kills this pod the moment
- * the line is crossed, from its own thread, before any pass runs (issue 20). Left by a pass near
+ * the line is crossed, from its own thread, before any pass runs. Left by a pass near
  * the line; the pass that follows the kill confirms it (CRI stop, report).
  */
 export interface StandingOrder {

@@ -1,5 +1,5 @@
 /**
- * Standing orders, the agent's half (issue 20). The rule that picks them is pure
+ * Standing orders, the agent's half. The rule that picks them is pure
  * (src/policy/standing-order.ts); the mechanism that keeps and uses them sits behind the line
  * handles (ThresholdHandle.setOrder, WatchCallbacks.onOrderFired in ports.ts). Here: after each
  * pass, place the orders it decided on their lines (Arming.placeOrders) or withdraw them; keep

@@ -87,7 +87,7 @@ export interface RunSettings {
   dryRun: boolean;
   trustSandboxAnnotations: boolean;
   fastKill: boolean;
-  /** standing orders on the hard memory lines (issue 20) */
+  /** standing orders on the hard memory lines */
   standingOrders: boolean;
   psi: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
   /** kernel: the best line mechanism; poll: memory lines on the adaptive poller; none: housekeeping only */

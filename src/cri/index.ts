@@ -6,6 +6,4 @@ export { evictPod } from './evict';
 export type { EvictOptions, EvictResult, EvictStep, EvictTimings } from './evict';
 export { reclaimContainers, reclaimImages } from './reclaim';
 export type { FsSample, ReclaimContainersResult, ReclaimImagesOptions, ReclaimImagesResult, ReclaimOptions } from './reclaim';
-export { containerConfig, sandboxConfig } from './pod-spec';
-export type { ContainerSpec, PodSpec } from './pod-spec';
 export type * from './types';

@@ -143,8 +143,6 @@ export interface TripwireStatus {
 /** The package root (dist/src/kernel/ -> ../../..), where node-gyp leaves build/Release. */
 export const packageRoot = path.resolve(__dirname, '..', '..', '..');
 export const addonPath = path.join(packageRoot, 'build', 'Release', 'evictd_kernel.node');
-/** The workload program of the kernel tests and `evictd bench notify` (native/tools/memhog.c). */
-export const memhogPath = path.join(packageRoot, 'build', 'Release', 'evictd-memhog');
 
 let loaded: { addon: NativeAddon } | { error: Error } | undefined;
 

@@ -6,7 +6,7 @@
  * `evictd run --realtime-priority` gives it to the threads that kill at the line only (the
  * standing orders' threads: setKillThreadPriority). Node's main thread keeps normal scheduling:
  * after a kill, on a node of two CPUs, a real-time JS thread would compete with the dying pod's
- * exit (the race of issue 32 measured it), and no kill waits for it.
+ * exit (the race in docs/benchmarks.md measured it), and no kill waits for it.
  */
 import fs from 'node:fs';
 import { addon } from './addon';

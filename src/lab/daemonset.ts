@@ -10,7 +10,7 @@
  * the DaemonSet later must be carried here (and so tested) or the test fails, instead of the
  * lab quietly running something other than what is shipped.
  */
-import type { ContainerSpec, PodSpec } from '../cri';
+import type { ContainerSpec, PodSpec } from './sandbox-config';
 import type { Mount } from '../cri/types';
 import { Quantity } from '../policy/quantity';
 

@@ -1,5 +1,5 @@
 /**
- * The demo's page-cache ramp (issue 31): page cache pushes the node's usage far past the line
+ * The demo's page-cache ramp: page cache pushes the node's usage far past the line
  * while the kubelet's signal (capacity - (usage - inactive_file)) stays above it, and nobody is
  * evicted, though a standing order stands on the line the whole time.
  *

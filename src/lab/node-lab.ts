@@ -9,8 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { containerConfig, sandboxConfig, type CriClient } from '../cri';
-import type { ContainerSpec, PodSpec as CriPodSpec } from '../cri';
+import type { CriClient } from '../cri';
+import { containerConfig, sandboxConfig, type ContainerSpec, type PodSpec as CriPodSpec } from './sandbox-config';
 import { allCgroupMounts, cgroupPids, detectCgroups, parseKeyValues, type CgroupLayout } from '../node/cgroups';
 import type { QosClass } from '../node/pod-cgroups';
 

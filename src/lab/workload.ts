@@ -1,10 +1,13 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { memhogPath } from '../kernel/addon';
+import { packageRoot } from '../kernel/addon';
 
 // Real workloads in real cgroups for the kernel tests and `evictd bench notify`: scratch cgroups
 // that are always removed, and a client for native/tools/memhog.c.
+
+/** The workload program of the kernel tests and `evictd bench notify` (native/tools/memhog.c, built beside the addon). */
+export const memhogPath = path.join(packageRoot, 'build', 'Release', 'evictd-memhog');
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 let scratchSeq = 0;

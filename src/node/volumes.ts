@@ -26,7 +26,7 @@ export interface DiskUsage {
 /**
  * What one volume's walk may cost. A pod writes its emptyDir, so what the walk meets is the
  * tenant's choice: the old walk read each directory whole and kept every hard-linked inode as a
- * string, and 200,000 files with 200,000 hard links took the agent from 39 to 147 MiB (issue 33).
+ * string, and 200,000 files with 200,000 hard links took the agent from 39 to 147 MiB.
  * Now one directory is read 64 entries at a time, one open directory per level of depth, and
  * hard-linked inodes are kept as numbers, at most `linkedInodes` of them.
  */

@@ -1,5 +1,5 @@
 /**
- * Standing orders (issue 20): near a hard memory line, the pod the kubelet's ranking would evict
+ * Standing orders: near a hard memory line, the pod the kubelet's ranking would evict
  * if the line were crossed now, named ahead of the crossing so that the kernel-side mechanism can
  * kill it the moment the line is crossed, without waiting for a pass. The pass that follows
  * confirms the kill: it stops the sandbox and reports the eviction as the kubelet would have.
@@ -20,7 +20,7 @@ import type { ActivePod, FilesystemLayout, NodeStats, PodRef } from './types';
 export type LineSignal = 'memory.available' | 'allocatableMemory.available';
 export const LINE_SIGNALS: readonly LineSignal[] = ['memory.available', 'allocatableMemory.available'];
 
-/** How long an order stands unless refreshed (issue 20: "say 1 s"). */
+/** How long an order stands unless refreshed (a second: the victim a pass chose is never older than that when it is used). */
 export const DEFAULT_ORDER_TTL_MS = 1000;
 
 /**

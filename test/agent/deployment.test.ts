@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { containerConfig, sandboxConfig } from '../../src/cri';
+import { containerConfig, sandboxConfig } from '../../src/lab/sandbox-config';
 import { daemonSetToCri, type DaemonSetDoc } from '../../src/lab/daemonset';
 import type { LabPod, NodeLab } from '../../src/lab/node-lab';
 import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';

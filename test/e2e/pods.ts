@@ -5,8 +5,8 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { containerConfig, CriClient, sandboxConfig } from '../../src/cri';
-import type { ContainerSpec, PodSpec } from '../../src/cri';
+import { CriClient } from '../../src/cri';
+import { containerConfig, sandboxConfig, type ContainerSpec, type PodSpec } from '../../src/lab/sandbox-config';
 import { ensureHarness, HARNESS_CGROUP, HARNESS_DIR, harnessMissing, type Harness } from '../../src/lab/harness';
 
 export const RUN_LABEL = 'evictd.test/run';

@@ -5,7 +5,7 @@ import { addon } from '../../src/kernel/addon';
 import { watchCgroupEvents } from '../../src/kernel/cgroup-events';
 import { hasCapSysResource, psiWindowInForce, watchPsi } from '../../src/kernel/psi';
 import type { KernelError } from '../../src/kernel/types';
-import { memhogPath } from '../../src/kernel/addon';
+import { memhogPath } from '../../src/lab/workload';
 import { onRamFilesystem, ScratchCgroup, spawnInCgroups, thrashFile } from '../../src/lab/workload';
 import { skipped, slow } from '../support/environment';
 import { memory, MiB, missingKernel, Recorder, v2Root } from './support';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { containerConfig, sandboxConfig } from '../../src/cri';
+import { containerConfig, sandboxConfig } from '../../src/lab/sandbox-config';
 import { daemonSetToCri, type DaemonSetLabMapping } from '../../src/lab/daemonset';
 import { docs, type Doc } from './manifests';
 

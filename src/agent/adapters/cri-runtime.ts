@@ -1,5 +1,5 @@
 /**
- * The agent's RuntimePort over src/cri (issue 4's CRI client). Stopping follows the kubelet:
+ * The agent's RuntimePort over src/cri. Stopping follows the kubelet:
  * stop the containers with the grace period, then the sandbox; the sandbox is not removed
  * (the kubelet leaves that to its garbage collection, and so do we).
  */

@@ -1,5 +1,5 @@
 /**
- * The agent's NotificationPort over src/kernel (issue 3's addon and its polling fallback).
+ * The agent's NotificationPort over src/kernel (the addon and its polling fallback).
  * Watchers are unref'd: the agent's own server and timers decide the process lifetime.
  */
 import type { Logger } from 'pino';

@@ -6,7 +6,8 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { containerConfig, CriClient, evictPod, sandboxConfig, type PodSpec } from '../../cri';
+import { CriClient, evictPod } from '../../cri';
+import { containerConfig, sandboxConfig, type PodSpec } from '../sandbox-config';
 import { ensureHarness, HARNESS_CGROUP, IMAGES, type Harness } from '../harness';
 import { badValue, UsageError } from '../../errors';
 

@@ -1,7 +1,7 @@
 /** The PSI and cgroup.events rows of `evictd bench notify`. */
 import os from 'node:os';
 import type { CgroupLayout } from '../../../node/cgroups';
-import { memhogPath } from '../../../kernel/addon';
+import { memhogPath } from '../../workload';
 import { watchCgroupEvents } from '../../../kernel/cgroup-events';
 import { watchPsi } from '../../../kernel/psi';
 import type { Watcher } from '../../../kernel/types';

@@ -1,4 +1,9 @@
-import type { ContainerConfig, Labels, LinuxContainerSecurityContext, Mount, PodSandboxConfig } from './types';
+/**
+ * What the lab asks the runtime to create: a pod sandbox and its containers, as CRI configs.
+ * On a node the kubelet builds these; the lab, the e2e tests and the benches have no kubelet,
+ * so they build their own (no CNI: the pod shares the node's network namespace).
+ */
+import type { ContainerConfig, Labels, LinuxContainerSecurityContext, Mount, PodSandboxConfig } from '../cri/types';
 
 export interface PodSpec {
   name: string;
