@@ -37,7 +37,13 @@ export default tseslint.config(
     files: ['src/agent/**/*.ts'],
     ignores: ['src/agent/clock.ts'],
     rules: {
-      'no-restricted-globals': ['error', ...['setTimeout', 'setInterval', 'clearTimeout', 'clearInterval'].map((name) => ({ name, message: 'src/agent sets its timers through the Clock (clock.after), so that tests can step them.' }))],
+      'no-restricted-globals': [
+        'error',
+        ...['setTimeout', 'setInterval', 'clearTimeout', 'clearInterval'].map((name) => ({
+          name,
+          message: 'src/agent sets its timers through the Clock (clock.after), so that tests can step them.',
+        })),
+      ],
     },
   },
 );

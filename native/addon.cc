@@ -157,9 +157,7 @@ Napi::Value OpenKernfsFile(const Napi::CallbackInfo& info) {
 }
 
 // monotonicNs(): CLOCK_MONOTONIC now, the clock of event timestamps.
-Napi::Value JsMonotonicNs(const Napi::CallbackInfo& info) {
-  return Napi::BigInt::New(info.Env(), MonotonicNs());
-}
+Napi::Value JsMonotonicNs(const Napi::CallbackInfo& info) { return Napi::BigInt::New(info.Env(), MonotonicNs()); }
 
 // liveSources(): sources not yet fully closed in this environment (for leak tests).
 Napi::Value LiveSources(const Napi::CallbackInfo& info) {
@@ -241,7 +239,8 @@ Napi::Value SetOrderUseLog(const Napi::CallbackInfo& info) {
     data->use_log.Close();
     return env.Undefined();
   }
-  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "setOrderUseLog(path) or setOrderUseLog(null)");
+  if (info.Length() < 1 || !info[0].IsString())
+    throw Napi::TypeError::New(env, "setOrderUseLog(path) or setOrderUseLog(null)");
   std::string path = info[0].As<Napi::String>().Utf8Value();
   int err = data->use_log.Open(path);
   if (err != 0) throw SystemError(env, err, "open", path);

@@ -12,7 +12,8 @@ void AddonData::OnEnvCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
   auto* data = static_cast<AddonData*>(arg);
   data->cleanup_hook = handle;
   data->tearing_down = true;
-  if (data->sources.empty() && data->eventfd_orders == nullptr && (data->tripwire == nullptr || !data->tripwire->Busy())) {
+  if (data->sources.empty() && data->eventfd_orders == nullptr &&
+      (data->tripwire == nullptr || !data->tripwire->Busy())) {
     napi_remove_async_cleanup_hook(handle);
     data->cleanup_hook = nullptr;
     return;

@@ -59,15 +59,15 @@ class EventfdOrders {
   static EventfdOrders* Start(AddonData* data, int* err);
 
   struct Order {
-    int event_fd;      // the line's eventfd (duplicated here; the caller keeps its own)
-    int usage_fd;      // the line's usage file (duplicated here)
+    int event_fd;         // the line's eventfd (duplicated here; the caller keeps its own)
+    int usage_fd;         // the line's usage file (duplicated here)
     uint64_t line_bytes;  // the usage line (the threshold's)
     int kill_fd;          // the pod's cgroup.kill, owned from now on
     std::string path;     // the file kill_fd was opened from
     uint64_t expires_ns;
-    std::string memory_dir;       // the line's memory cgroup, whose numbers are read at the kill
-    uint64_t working_set_line;    // the kubelet's line: a kill needs the working set at or past it
-    std::string tag;              // the order's name in the use log (use_log.h); empty: not logged
+    std::string memory_dir;     // the line's memory cgroup, whose numbers are read at the kill
+    uint64_t working_set_line;  // the kubelet's line: a kill needs the working set at or past it
+    std::string tag;            // the order's name in the use log (use_log.h); empty: not logged
   };
 
   // Loop thread. Places an order; returns its id (> 0), or 0 with errno set (kill_fd closed).
@@ -97,7 +97,7 @@ class EventfdOrders {
     uint64_t placed_ns = 0;
     std::string path;
     bool fired = false;
-    bool below_seen = false;   // a read saw the usage below the line: the next one past it is a crossing
+    bool below_seen = false;    // a read saw the usage below the line: the next one past it is a crossing
     uint64_t next_read_ns = 0;  // when the thread reads the usage again (0: at once)
     uint64_t window_ns = 0;     // the usage's rise rate: the current window's start,
     int64_t window_usage = 0;   // the usage then,

@@ -43,7 +43,8 @@ void Open(Opened* o) {
   void* lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* err = dlerror();
-    o->why = std::string(file) + " not found (Debian: apt-get install libbpf1): " + (err != nullptr ? err : "dlopen failed");
+    o->why =
+        std::string(file) + " not found (Debian: apt-get install libbpf1): " + (err != nullptr ? err : "dlopen failed");
     return;
   }
   std::string missing;

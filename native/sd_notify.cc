@@ -31,7 +31,8 @@ Napi::Value SdNotify(const Napi::CallbackInfo& info) {
   socklen_t addr_len = static_cast<socklen_t>(offsetof(struct sockaddr_un, sun_path) + len);
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw SystemError(env, errno, "socket", socket_path);
-  ssize_t sent = sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<struct sockaddr*>(&addr), addr_len);
+  ssize_t sent =
+      sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<struct sockaddr*>(&addr), addr_len);
   int err = errno;
   close(fd);
   if (sent < 0) throw SystemError(env, err, "sendto", socket_path);

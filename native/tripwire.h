@@ -86,7 +86,7 @@ class Tripwire {
   int error_ = 0;
   std::string error_stage_;
   std::string error_detail_;  // for stage "libbpf": what is missing, in one line
-  int orders_error_ = 0;  // why the last load has no order thread (errno), 0 when it has one
+  int orders_error_ = 0;      // why the last load has no order thread (errno), 0 when it has one
   double load_ms_ = 0;
   double attach_ms_ = 0;
 };

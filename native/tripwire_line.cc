@@ -248,7 +248,8 @@ Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
   }
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsFunction() || !info[3].IsString() ||
       !info[4].IsNumber()) {
-    throw Napi::TypeError::New(env, "setOrder(killPath, ttlMs, onFired, memoryDir, workingSetLineBytes) or setOrder(null)");
+    throw Napi::TypeError::New(env,
+                               "setOrder(killPath, ttlMs, onFired, memoryDir, workingSetLineBytes) or setOrder(null)");
   }
   std::string path = info[0].As<Napi::String>().Utf8Value();
   double ttl_ms = info[1].As<Napi::Number>().DoubleValue();
@@ -260,11 +261,13 @@ Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
   }
   // Optional: the order's name in the use log (use_log.h).
   std::string tag = info.Length() >= 6 && info[5].IsString() ? info[5].As<Napi::String>().Utf8Value() : "";
-  if (!UseLog::ValidTag(tag)) throw Napi::RangeError::New(env, "setOrder: tag must be up to 160 of A-Z a-z 0-9 . _ : / -");
+  if (!UseLog::ValidTag(tag))
+    throw Napi::RangeError::New(env, "setOrder: tag must be up to 160 of A-Z a-z 0-9 . _ : / -");
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw SystemError(env, errno, "open", path);
   int err = 0;
-  int64_t generation = tripwire_->SetOrder(slot_, fd, path, ttl_ms, memory_dir, static_cast<uint64_t>(ws_line), tag, &err);
+  int64_t generation =
+      tripwire_->SetOrder(slot_, fd, path, ttl_ms, memory_dir, static_cast<uint64_t>(ws_line), tag, &err);
   if (generation == -2) throw SystemError(env, err, "open", memory_dir + "/memory.stat");
   if (generation < 0) {
     ::close(fd);
@@ -288,15 +291,15 @@ void TripwireLine::OrderFired(const OrderOutcome& outcome) {
                      "usage_bytes %llu\nline_bytes %llu\ncharge_began_ns %llu\nfired_ns %llu\nkilled_ns %llu\n"
                      "placed_ns %llu\nerrno %d\ntrigger_bytes %llu\ncheck_ns %llu\nlog_errno %d\n",
                      static_cast<unsigned long long>(outcome.working_set_bytes),
-                     static_cast<unsigned long long>(outcome.line_bytes),
-                     static_cast<unsigned long long>(e.began_ns), static_cast<unsigned long long>(e.ktime_ns),
-                     static_cast<unsigned long long>(outcome.killed_ns),
+                     static_cast<unsigned long long>(outcome.line_bytes), static_cast<unsigned long long>(e.began_ns),
+                     static_cast<unsigned long long>(e.ktime_ns), static_cast<unsigned long long>(outcome.killed_ns),
                      static_cast<unsigned long long>(outcome.placed_ns), outcome.error,
                      static_cast<unsigned long long>(e.usage_pages * kPageSize),
                      static_cast<unsigned long long>(outcome.check_ns), outcome.log_error);
   Napi::HandleScope scope(env);
-  napi_value args[] = {Napi::String::New(env, text, static_cast<size_t>(std::clamp(len, 0, static_cast<int>(kTextSize) - 1))),
-                       Napi::String::New(env, outcome.path)};
+  napi_value args[] = {
+      Napi::String::New(env, text, static_cast<size_t>(std::clamp(len, 0, static_cast<int>(kTextSize) - 1))),
+      Napi::String::New(env, outcome.path)};
   CallJs(env, *async_context_, Value(), order_callback_.Value(), 2, args);
 }
 

@@ -1,8 +1,7 @@
 // One memcg tripwire line as JS sees it: a watcher's face (start, stop, close, ref, unref,
-// hasRef, read, closed) plus rearm() and setOrder() (tripwire_orders.h). It has no fd and no uv handle of its own: the environment's
-// Tripwire polls the ring buffer and calls Crossed() for this line's records, holds the loop
-// for it, and runs what must wait for the next loop turn. Only built with EVICTD_TRIPWIRE; loop
-// thread only.
+// hasRef, read, closed) plus rearm() and setOrder() (tripwire_orders.h). It has no fd and no uv handle of its own: the
+// environment's Tripwire polls the ring buffer and calls Crossed() for this line's records, holds the loop for it, and
+// runs what must wait for the next loop turn. Only built with EVICTD_TRIPWIRE; loop thread only.
 #pragma once
 
 #ifdef EVICTD_TRIPWIRE

@@ -16,7 +16,6 @@
 #pragma once
 
 #ifdef EVICTD_TRIPWIRE
-#include "libbpf_api.h"
 #include <linux/types.h>
 #include <uv.h>
 
@@ -29,6 +28,7 @@
 
 #include "bpf/memcg_tripwire.h"
 #include "fresh_signal.h"
+#include "libbpf_api.h"
 #include "use_log.h"
 
 struct memcg_tripwire;
@@ -42,14 +42,14 @@ struct OrderOutcome {
   int slot = -1;
   uint32_t generation = 0;
   tripwire_order_event event = {};
-  uint64_t placed_ns = 0;  // when the order was placed
-  uint64_t killed_ns = 0;  // right after the kill was written
-  int error = 0;           // errno of the write; 0: the pod was killed
+  uint64_t placed_ns = 0;          // when the order was placed
+  uint64_t killed_ns = 0;          // right after the kill was written
+  int error = 0;                   // errno of the write; 0: the pod was killed
   uint64_t working_set_bytes = 0;  // the kubelet's working set read at the kill
   uint64_t line_bytes = 0;         // the order's working-set line
   uint64_t check_ns = 0;           // the fresh read that confirmed the kill
   int log_error = 0;               // errno of the use log's append (0: noted, or no log)
-  std::string path;        // the kill file written
+  std::string path;                // the kill file written
 };
 
 class TripwireOrders {

@@ -27,8 +27,8 @@ void UseLog::Close() {
 bool UseLog::ValidTag(const std::string& tag) {
   if (tag.size() > 160) return false;
   for (char c : tag) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
-              c == '/' || c == '-';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == ':' || c == '/' || c == '-';
     if (!ok) return false;
   }
   return true;

@@ -90,7 +90,8 @@ void Watcher::BeginClose(Source* source) {
   if (source->closing) return;
   source->closing = true;
   // Its fds go: an order on them goes first (a use already written is still delivered).
-  if (source->order_id != 0 && source->data->eventfd_orders != nullptr) source->data->eventfd_orders->Withdraw(source->order_id);
+  if (source->order_id != 0 && source->data->eventfd_orders != nullptr)
+    source->data->eventfd_orders->Withdraw(source->order_id);
   source->order_id = 0;
   if (source->polling) uv_poll_stop(&source->poll);
   source->polling = false;

@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "addon_data.h"
 #include "clock.h"
 #include "errors.h"
-#include "addon_data.h"
 #include "eventfd_orders.h"
 #include "watcher.h"
 
@@ -88,22 +88,26 @@ Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
   if (info.Length() >= 1 && info[0].IsNull()) return Napi::Boolean::New(env, true);
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsFunction() ||
       !info[4].IsNumber()) {
-    throw Napi::TypeError::New(env, "setOrder(killPath, ttlMs, lineBytes, onFired, workingSetLineBytes) or setOrder(null)");
+    throw Napi::TypeError::New(env,
+                               "setOrder(killPath, ttlMs, lineBytes, onFired, workingSetLineBytes) or setOrder(null)");
   }
   // Only a threshold in force: its usage file says which way a wake-up went.
-  if (source_->kind != SourceKind::kEventfd || source_->arming || !source_->probe_fd.valid()) return Napi::Boolean::New(env, false);
+  if (source_->kind != SourceKind::kEventfd || source_->arming || !source_->probe_fd.valid())
+    return Napi::Boolean::New(env, false);
   std::string path = info[0].As<Napi::String>().Utf8Value();
   double ttl_ms = info[1].As<Napi::Number>().DoubleValue();
   double line = info[2].As<Napi::Number>().DoubleValue();
   if (!(ttl_ms > 0 && ttl_ms <= 60000)) throw Napi::RangeError::New(env, "setOrder: ttlMs must be in (0, 60000]");
   double ws_line = info[4].As<Napi::Number>().DoubleValue();
-  if (!(line > 0 && line < 9007199254740992.0)) throw Napi::RangeError::New(env, "setOrder: lineBytes must be a positive number of bytes");
+  if (!(line > 0 && line < 9007199254740992.0))
+    throw Napi::RangeError::New(env, "setOrder: lineBytes must be a positive number of bytes");
   if (!(ws_line > 0 && ws_line < 9007199254740992.0)) {
     throw Napi::RangeError::New(env, "setOrder: workingSetLineBytes must be a positive number of bytes");
   }
   // Optional: the order's name in the use log (use_log.h), letters, digits and . _ : / - only.
   std::string tag = info.Length() >= 6 && info[5].IsString() ? info[5].As<Napi::String>().Utf8Value() : "";
-  if (!UseLog::ValidTag(tag)) throw Napi::RangeError::New(env, "setOrder: tag must be up to 160 of A-Z a-z 0-9 . _ : / -");
+  if (!UseLog::ValidTag(tag))
+    throw Napi::RangeError::New(env, "setOrder: tag must be up to 160 of A-Z a-z 0-9 . _ : / -");
   // The line's cgroup: the directory of its usage file.
   std::string memory_dir = source_->probe_path.substr(0, source_->probe_path.rfind('/'));
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);

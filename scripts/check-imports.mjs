@@ -65,11 +65,14 @@ for (const [from, tos] of graph) {
   }
   for (const to of tos) {
     const b = room(to);
-    if (PRODUCTION.includes(a) && (b === 'lab' || b === 'cli')) problems.push(`${rel(from)} imports ${rel(to)}: src/${a} is production and never imports src/${b}/`);
+    if (PRODUCTION.includes(a) && (b === 'lab' || b === 'cli'))
+      problems.push(`${rel(from)} imports ${rel(to)}: src/${a} is production and never imports src/${b}/`);
     else if (b === 'cli' && a !== 'cli') problems.push(`${rel(from)} imports ${rel(to)}: only src/cli/ imports src/cli/`);
     else if (a !== b && floorOf.has(a) && floorOf.has(b) && floorOf.get(b) >= floorOf.get(a) && !SIDEWAYS.has(`${a} -> ${b}`)) {
       const fa = floorOf.get(a);
-      problems.push(`${rel(from)} imports ${rel(to)}: ${where(a)} may import only the floors below it (${floorText(fa)}); ${where(b)} is ${floorOf.get(b) === fa ? 'on its own floor' : 'above it'}`);
+      problems.push(
+        `${rel(from)} imports ${rel(to)}: ${where(a)} may import only the floors below it (${floorText(fa)}); ${where(b)} is ${floorOf.get(b) === fa ? 'on its own floor' : 'above it'}`,
+      );
     }
   }
 }

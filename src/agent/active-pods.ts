@@ -122,7 +122,12 @@ export interface JoinOptions {
   lastKnownPriority?: (uid: string) => number | undefined;
 }
 
-export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMap<string, ObservedPodCgroup>, source?: PodSpecSource, opts: JoinOptions = {}): JoinedPod[] {
+export function joinPods(
+  runtimePods: readonly RuntimePod[],
+  cgroups: ReadonlyMap<string, ObservedPodCgroup>,
+  source?: PodSpecSource,
+  opts: JoinOptions = {},
+): JoinedPod[] {
   const out: JoinedPod[] = [];
   for (const rp of runtimePods) {
     if (!rp.ready) continue;
@@ -145,7 +150,11 @@ export function joinPods(runtimePods: readonly RuntimePod[], cgroups: ReadonlyMa
       distrusted = `an API pod claims to mirror it (${CONFIG_MIRROR_ANNOTATION}), but the kubelet runs it with config.source ${configSource ?? '(none)'}`;
       fromSource = undefined;
     }
-    let spec = fromSource ? (isStaticSource(configSource) ? staticSpec(fromSource, configSource!) : fromSource) : specFromSandbox(rp, cgroup, opts.trustAnnotations);
+    let spec = fromSource
+      ? isStaticSource(configSource)
+        ? staticSpec(fromSource, configSource!)
+        : fromSource
+      : specFromSandbox(rp, cgroup, opts.trustAnnotations);
     // No spec from the source: the priority it last gave this pod beats a guess of 0.
     const lastKnown = fromSource ? undefined : opts.lastKnownPriority?.(rp.uid);
     if (lastKnown !== undefined) spec = { ...spec, priority: lastKnown };

@@ -59,12 +59,22 @@ export interface ActuatorOptions {
 }
 
 export class Actuator {
-  private readonly fx: Required<Omit<Effects, 'fastKill' | 'confirm'>> & { fastKill: Effect<EvictInput, EvictionRecord>; confirm?: Effect<ConfirmInput, EvictionRecord | null> };
+  private readonly fx: Required<Omit<Effects, 'fastKill' | 'confirm'>> & {
+    fastKill: Effect<EvictInput, EvictionRecord>;
+    confirm?: Effect<ConfirmInput, EvictionRecord | null>;
+  };
 
   constructor(private readonly o: ActuatorOptions) {
     const e = o.effects;
     const none: Effect<unknown, void> = { run: () => Promise.resolve(), rehearse: () => ({ message: null, fields: {}, outcome: undefined }) };
-    const all = { fastKill: e.fastKill as Effect<EvictInput, EvictionRecord>, stop: e.stop, reclaim: e.reclaim, brake: e.brake ?? none, releaseBrake: e.releaseBrake ?? none, easeBrake: e.easeBrake ?? none };
+    const all = {
+      fastKill: e.fastKill as Effect<EvictInput, EvictionRecord>,
+      stop: e.stop,
+      reclaim: e.reclaim,
+      brake: e.brake ?? none,
+      releaseBrake: e.releaseBrake ?? none,
+      easeBrake: e.easeBrake ?? none,
+    };
     const fx = o.dryRun
       ? {
           fastKill: dryRun(all.fastKill, o.logger),
@@ -104,7 +114,10 @@ export class Actuator {
         case 'confirm-order': {
           const j = byUid.get(a.eviction.pod.uid);
           if (!j || !this.fx.confirm) {
-            this.o.logger.error({ pod: `${a.eviction.pod.namespace}/${a.eviction.pod.name}`, uid: a.eviction.pod.uid }, 'a used standing order cannot be confirmed (no pod or no effect for it)');
+            this.o.logger.error(
+              { pod: `${a.eviction.pod.namespace}/${a.eviction.pod.name}`, uid: a.eviction.pod.uid },
+              'a used standing order cannot be confirmed (no pod or no effect for it)',
+            );
             break;
           }
           // null: the report is out and only the sandbox stop was started again.

@@ -162,10 +162,25 @@ export class Agent extends EventEmitter {
       },
     });
     const node = new NodeView(o.observer, o.runtime, o.logger, o.metrics);
-    this.volumes = o.volumes ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger, clock }) : undefined;
+    this.volumes = o.volumes
+      ? new VolumeUsageCache({ kubeletRootDir: o.volumes.kubeletRootDir, periodMs: o.volumes.periodMs ?? 60_000, logger: o.logger, clock })
+      : undefined;
     const stateDir = o.stateDir ?? (o.policy.memoryBrake ? DEFAULT_STATE_DIR : undefined);
-    if (o.policy.memoryBrake && o.layout.memoryVersion !== 2) throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
-    this.brakes = stateDir === undefined ? null : new MemoryBrakes({ stateDir, cgroups, clock, marginBytes: o.policy.memoryBrake?.marginBytes ?? 0, logger: o.logger, metrics: o.metrics, podRootDir: o.observer.podRootMemoryDir, ...(o.observer.memAvailableBytes ? { nodeAvailableBytes: () => o.observer.memAvailableBytes!() } : {}) });
+    if (o.policy.memoryBrake && o.layout.memoryVersion !== 2)
+      throw new Error('the memory brake needs cgroup v2 (memory.high); the memory controller here is on cgroup v1');
+    this.brakes =
+      stateDir === undefined
+        ? null
+        : new MemoryBrakes({
+            stateDir,
+            cgroups,
+            clock,
+            marginBytes: o.policy.memoryBrake?.marginBytes ?? 0,
+            logger: o.logger,
+            metrics: o.metrics,
+            podRootDir: o.observer.podRootMemoryDir,
+            ...(o.observer.memAvailableBytes ? { nodeAvailableBytes: () => o.observer.memAvailableBytes!() } : {}),
+          });
     const braking = o.policy.memoryBrake ? this.brakes : null;
     // With a pod source, what it last said of priorities outlives a restart (in the state dir).
     this.lastKnown = o.pods && stateDir !== undefined ? new LastKnownPriorities({ stateDir, logger: o.logger, clock }) : null;
@@ -188,7 +203,19 @@ export class Agent extends EventEmitter {
     // An order kills through the pod's cgroup, as a fast kill does: off with it unless asked for.
     const so = o.standingOrders ?? o.fastKill;
     this.orderTtlMs = (typeof so === 'object' ? so.ttlMs : undefined) ?? DEFAULT_ORDER_TTL_MS;
-    this.orders = so === false ? null : new StandingOrders({ arming: () => this.arming, logger: o.logger, metrics: o.metrics, clock, dryRun: o.dryRun, ttlMs: this.orderTtlMs, journal: this.orderJournal, policy: o.policy });
+    this.orders =
+      so === false
+        ? null
+        : new StandingOrders({
+            arming: () => this.arming,
+            logger: o.logger,
+            metrics: o.metrics,
+            clock,
+            dryRun: o.dryRun,
+            ttlMs: this.orderTtlMs,
+            journal: this.orderJournal,
+            policy: o.policy,
+          });
     this.confirmOrder = this.orders
       ? new ConfirmOrder(deps, (uid, error) => {
           this.orders?.stopped(uid, error);
@@ -227,7 +254,16 @@ export class Agent extends EventEmitter {
       clock,
       volumes: this.volumes,
       ...(braking ? { brakes: braking } : {}),
-      ...(this.orders ? { orders: { pending: () => this.orders!.pendingConfirmations(), ttlMs: this.orderTtlMs, cgroupDir: (podPath: string) => cgroups.killDir(podPath), flushUses: () => o.notifications?.flushOrderUses?.() } } : {}),
+      ...(this.orders
+        ? {
+            orders: {
+              pending: () => this.orders!.pendingConfirmations(),
+              ttlMs: this.orderTtlMs,
+              cgroupDir: (podPath: string) => cgroups.killDir(podPath),
+              flushUses: () => o.notifications?.flushOrderUses?.(),
+            },
+          }
+        : {}),
     });
     this.controller = new Controller((t) => this.pass(t), {
       housekeepingIntervalMs: o.housekeepingIntervalMs,
@@ -336,11 +372,17 @@ export class Agent extends EventEmitter {
     const pod = `${e.pod.namespace}/${e.pod.name}`;
     if (attempt === 0) {
       this.journal!.begin(e);
-      o.logger.warn({ pod, uid: e.pod.uid, signal: e.signal, began: new Date(e.atMs).toISOString() }, 'eviction from a previous run: finishing it (stop, then report)');
+      o.logger.warn(
+        { pod, uid: e.pod.uid, signal: e.signal, began: new Date(e.atMs).toISOString() },
+        'eviction from a previous run: finishing it (stop, then report)',
+      );
     }
     try {
       // Idempotent in the runtime: a sandbox already stopped, or gone, is a success.
-      await o.runtime.stopPod({ sandboxId: e.sandboxId, uid: e.pod.uid, name: e.pod.name, namespace: e.pod.namespace, labels: {}, annotations: {}, ready: true }, e.gracePeriodSeconds);
+      await o.runtime.stopPod(
+        { sandboxId: e.sandboxId, uid: e.pod.uid, name: e.pod.name, namespace: e.pod.namespace, labels: {}, annotations: {}, ready: true },
+        e.gracePeriodSeconds,
+      );
     } catch (err) {
       if (this.stopping) {
         o.logger.error({ pod, uid: e.pod.uid, err }, 'eviction from a previous run: its sandbox stop failed; kept for the next start');
@@ -355,7 +397,10 @@ export class Agent extends EventEmitter {
       this.finishRetries.add(t);
       return;
     }
-    reportAndEnd({ reporter: o.reporter, journal: this.journal!, logger: o.logger }, { pod: e.pod, signal: e.signal, gracePeriodSeconds: e.gracePeriodSeconds, message: e.message, annotations: e.annotations, recovered: true });
+    reportAndEnd(
+      { reporter: o.reporter, journal: this.journal!, logger: o.logger },
+      { pod: e.pod, signal: e.signal, gracePeriodSeconds: e.gracePeriodSeconds, message: e.message, annotations: e.annotations, recovered: true },
+    );
   }
 
   /**

@@ -225,7 +225,15 @@ export class Arming {
       );
       if (!this.o.nearLines) return;
       for (const [i, wsLine] of Arming.nearLines(this.o.policy, signal, m))
-        want.set(Arming.nearKey(signal, i), { dir, bytes: wsLine + m.inactiveFileBytes, wsLine, costlyTolerance, usage: m.usageBytes, ws: m.workingSetBytes, near: true });
+        want.set(Arming.nearKey(signal, i), {
+          dir,
+          bytes: wsLine + m.inactiveFileBytes,
+          wsLine,
+          costlyTolerance,
+          usage: m.usageBytes,
+          ws: m.workingSetBytes,
+          near: true,
+        });
     };
     // On a v2 root (no memory.current) usage is memory.stat anon + file and the working set that
     // minus inactive_file, as the reading is: the tripwire computes the latter in the kernel.

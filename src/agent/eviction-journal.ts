@@ -59,14 +59,17 @@ export class EvictionJournal {
       parsed = JSON.parse(readStateFile(this.file)) as FileShape;
       if (parsed.version !== 1 || !Array.isArray(parsed.evictions)) throw new Error('not a version 1 journal');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.o.logger.error({ file: this.file, err: err instanceof Error ? err.message : String(err) }, 'eviction journal unreadable; ignored');
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.o.logger.error({ file: this.file, err: err instanceof Error ? err.message : String(err) }, 'eviction journal unreadable; ignored');
       return [];
     }
     if (parsed.bootId !== this.bootId) {
       if (parsed.evictions.length) this.o.logger.warn({ file: this.file, evictions: parsed.evictions.length }, 'eviction journal from another boot: discarded');
       return [];
     }
-    return parsed.evictions.filter((e) => typeof e?.pod?.uid === 'string' && typeof e.sandboxId === 'string' && typeof e.podEventName === 'string' && typeof e.atMs === 'number');
+    return parsed.evictions.filter(
+      (e) => typeof e?.pod?.uid === 'string' && typeof e.sandboxId === 'string' && typeof e.podEventName === 'string' && typeof e.atMs === 'number',
+    );
   }
 
   /** An eviction about to kill or stop its pod. Synchronous: on the state dir's tmpfs, tens of µs. */

@@ -37,9 +37,7 @@ export class LastKnownPriorities {
   private dirty = false;
   private timer: Timer | null = null;
 
-  constructor(
-    private readonly o: { stateDir: string; logger: Logger; saveDelayMs?: number; clock?: Clock },
-  ) {
+  constructor(private readonly o: { stateDir: string; logger: Logger; saveDelayMs?: number; clock?: Clock }) {
     this.file = path.join(o.stateDir, LAST_KNOWN_FILE);
   }
 
@@ -56,7 +54,8 @@ export class LastKnownPriorities {
       const parsed = JSON.parse(text) as FileShape;
       if (parsed.version !== 1 || typeof parsed.pods !== 'object' || parsed.pods === null) throw new Error('not a version 1 record');
       for (const [uid, e] of Object.entries(parsed.pods)) {
-        if (typeof e?.priority === 'number' && Number.isInteger(e.priority)) this.pods.set(uid, { namespace: String(e.namespace), name: String(e.name), priority: e.priority });
+        if (typeof e?.priority === 'number' && Number.isInteger(e.priority))
+          this.pods.set(uid, { namespace: String(e.namespace), name: String(e.name), priority: e.priority });
       }
       this.o.logger.info({ file: this.file, pods: this.pods.size }, 'last known pod priorities loaded');
     } catch (err) {

@@ -73,24 +73,63 @@ export class AgentMetrics {
       buckets: LATENCY_BUCKETS,
       registers: r,
     });
-    this.passDuration = new Histogram({ name: 'evictd_pass_duration_seconds', help: 'Duration of one observe-decide-act pass', buckets: LATENCY_BUCKETS, registers: r });
+    this.passDuration = new Histogram({
+      name: 'evictd_pass_duration_seconds',
+      help: 'Duration of one observe-decide-act pass',
+      buckets: LATENCY_BUCKETS,
+      registers: r,
+    });
     this.passes = new Counter({ name: 'evictd_passes_total', help: 'Passes run', registers: r });
     this.passErrors = new Counter({ name: 'evictd_pass_errors_total', help: 'Passes that failed', registers: r });
-    this.nodeCondition = new Gauge({ name: 'evictd_node_condition', help: 'Node conditions evictd reports (1 = true)', labelNames: ['condition'], registers: r });
-    this.thresholdMet = new Gauge({ name: 'evictd_threshold_met', help: 'Eviction thresholds met in the last pass (1 = met)', labelNames: ['signal', 'kind'], registers: r });
-    this.observation = new Gauge({ name: 'evictd_signal_available', help: 'Observed available amount per eviction signal (bytes, inodes or pids)', labelNames: ['signal'], registers: r });
-    this.mechanism = new Gauge({ name: 'evictd_notification_mechanism', help: 'Notification mechanism in use (1 = in use)', labelNames: ['mechanism'], registers: r });
+    this.nodeCondition = new Gauge({
+      name: 'evictd_node_condition',
+      help: 'Node conditions evictd reports (1 = true)',
+      labelNames: ['condition'],
+      registers: r,
+    });
+    this.thresholdMet = new Gauge({
+      name: 'evictd_threshold_met',
+      help: 'Eviction thresholds met in the last pass (1 = met)',
+      labelNames: ['signal', 'kind'],
+      registers: r,
+    });
+    this.observation = new Gauge({
+      name: 'evictd_signal_available',
+      help: 'Observed available amount per eviction signal (bytes, inodes or pids)',
+      labelNames: ['signal'],
+      registers: r,
+    });
+    this.mechanism = new Gauge({
+      name: 'evictd_notification_mechanism',
+      help: 'Notification mechanism in use (1 = in use)',
+      labelNames: ['mechanism'],
+      registers: r,
+    });
     this.lineMechanism = new Gauge({
       name: 'evictd_notifier_mechanism',
       help: 'Mechanism watching each memory line (1 = in force): bpf-tripwire, memcg-threshold-eventfd, adaptive-poll',
       labelNames: ['line', 'mechanism'],
       registers: r,
     });
-    this.runtimeErrors = new Counter({ name: 'evictd_runtime_errors_total', help: 'Failed container runtime calls, by call', labelNames: ['call'], registers: r });
+    this.runtimeErrors = new Counter({
+      name: 'evictd_runtime_errors_total',
+      help: 'Failed container runtime calls, by call',
+      labelNames: ['call'],
+      registers: r,
+    });
     this.podSourceHealthy = new Gauge({ name: 'evictd_pod_source_healthy', help: '1 when the pod spec source follows its source', registers: r });
     this.brakesActive = new Gauge({ name: 'evictd_brakes_active', help: 'Pods held by the memory brake (memory.high on the pod cgroup) now', registers: r });
-    this.brakes = new Counter({ name: 'evictd_brakes_total', help: 'Memory brakes set, by the threshold signal that called for them', labelNames: ['signal'], registers: r });
-    this.brakeFailures = new Counter({ name: 'evictd_brake_failures_total', help: 'Memory brakes that could not be set (record or memory.high write failed)', registers: r });
+    this.brakes = new Counter({
+      name: 'evictd_brakes_total',
+      help: 'Memory brakes set, by the threshold signal that called for them',
+      labelNames: ['signal'],
+      registers: r,
+    });
+    this.brakeFailures = new Counter({
+      name: 'evictd_brake_failures_total',
+      help: 'Memory brakes that could not be set (record or memory.high write failed)',
+      registers: r,
+    });
     this.brakeDuration = new Histogram({
       name: 'evictd_brake_duration_seconds',
       help: 'How long a pod was braked, by how the brake ended: pod-gone, recovered, agent-stop, restart (found at start)',
@@ -98,7 +137,11 @@ export class AgentMetrics {
       buckets: [0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
       registers: r,
     });
-    this.brakeStops = new Counter({ name: 'evictd_brake_stops_total', help: 'Pods stopped because they stayed braked longer than memoryBrakeMaxDuration', registers: r });
+    this.brakeStops = new Counter({
+      name: 'evictd_brake_stops_total',
+      help: 'Pods stopped because they stayed braked longer than memoryBrakeMaxDuration',
+      registers: r,
+    });
     this.ordersPlaced = new Counter({
       name: 'evictd_standing_orders_placed_total',
       help: 'Standing orders placed on a hard memory line for a pod it did not already name (refreshes not counted), by signal',
@@ -117,7 +160,12 @@ export class AgentMetrics {
       labelNames: ['line', 'why'],
       registers: r,
     });
-    this.ordersStanding = new Gauge({ name: 'evictd_standing_orders', help: 'Standing orders in force per memory line (1 = an order stands)', labelNames: ['line'], registers: r });
+    this.ordersStanding = new Gauge({
+      name: 'evictd_standing_orders',
+      help: 'Standing orders in force per memory line (1 = an order stands)',
+      labelNames: ['line'],
+      registers: r,
+    });
     this.ordersUsed = new Counter({
       name: 'evictd_standing_orders_used_total',
       help: 'Standing orders the kernel side used (the pod killed as the line was crossed), by signal',
@@ -136,7 +184,7 @@ export class AgentMetrics {
     this.reapedTasks = nativeCounter(
       r,
       'evictd_killed_tasks_reaped_total',
-      "Tasks of pods evictd killed through their cgroup: memory freed by the kernel at once (process_mrelease, result=reaped), or not (result=not-reaped: the task had exited first, or a kernel before 5.15)",
+      'Tasks of pods evictd killed through their cgroup: memory freed by the kernel at once (process_mrelease, result=reaped), or not (result=not-reaped: the task had exited first, or a kernel before 5.15)',
       'result',
       opts.reaps,
     );
@@ -177,7 +225,13 @@ export class AgentMetrics {
  * each series exists from the first scrape, at 0 until it counts. A native count lower than the
  * last one seen started again from 0 (the addon's environment restarted): all of it is new.
  */
-function nativeCounter<L extends string>(registers: Registry[], name: string, help: string, label: L, read: (() => Record<string, number>) | undefined): Counter<L> {
+function nativeCounter<L extends string>(
+  registers: Registry[],
+  name: string,
+  help: string,
+  label: L,
+  read: (() => Record<string, number>) | undefined,
+): Counter<L> {
   const seen = new Map<string, number>();
   return new Counter<L>({
     name,

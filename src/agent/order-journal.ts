@@ -131,12 +131,20 @@ export class OrderJournal {
       parsed = JSON.parse(readStateFile(this.ordersFile)) as FileShape;
       if (parsed.version !== 1 || !Array.isArray(parsed.orders)) throw new Error('not a version 1 file');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.o.logger.error({ file: this.ordersFile, err: err instanceof Error ? err.message : String(err) }, 'standing orders file unreadable; ignored');
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.o.logger.error({ file: this.ordersFile, err: err instanceof Error ? err.message : String(err) }, 'standing orders file unreadable; ignored');
       return out;
     }
     if (parsed.bootId !== this.bootId) return out;
     for (const e of parsed.orders) {
-      if (typeof e?.tag === 'string' && typeof e.pod?.uid === 'string' && typeof e.pod.name === 'string' && typeof e.sandboxId === 'string' && typeof e.signal === 'string') out.set(e.tag, e);
+      if (
+        typeof e?.tag === 'string' &&
+        typeof e.pod?.uid === 'string' &&
+        typeof e.pod.name === 'string' &&
+        typeof e.sandboxId === 'string' &&
+        typeof e.signal === 'string'
+      )
+        out.set(e.tag, e);
     }
     return out;
   }

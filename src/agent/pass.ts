@@ -105,9 +105,21 @@ export class PassRunner {
     // listing says nothing about which pods run, so it must not make the agent forget any.
     const listed = o.listing.runtimeOk;
     const podsDoneNs = now();
-    const all = joinPods(runtimePods, obs.pods, o.pods, { trustAnnotations: o.trustSandboxAnnotations === true, ...(o.lastKnown ? { lastKnownPriority: o.lastKnown.priorityOf } : {}) });
+    const all = joinPods(runtimePods, obs.pods, o.pods, {
+      trustAnnotations: o.trustSandboxAnnotations === true,
+      ...(o.lastKnown ? { lastKnownPriority: o.lastKnown.priorityOf } : {}),
+    });
     this.logDistrusted(all);
-    if (listed) o.lastKnown?.learn(all.map((j) => ({ uid: j.runtime.uid, namespace: j.active.spec.namespace, name: j.active.spec.name, priority: j.active.spec.priority, fromSource: j.specSource === 'pod-source' })));
+    if (listed)
+      o.lastKnown?.learn(
+        all.map((j) => ({
+          uid: j.runtime.uid,
+          namespace: j.active.spec.namespace,
+          name: j.active.spec.name,
+          priority: j.active.spec.priority,
+          fromSource: j.specSource === 'pod-source',
+        })),
+      );
     // Pods killed by a used standing order are confirmed, never ranked again (a second eviction).
     // An order used an instant ago (the line's own wake-up may be what started this pass) is
     // told of now, not on a later turn.
@@ -129,7 +141,9 @@ export class PassRunner {
     if (diskMet || (routine && joined.some((j) => hasLocalStorageLimit(j)))) await this.addDiskUsage(joined);
     const active = joined.map((j) => j.active);
     const ev = planEvictions(o.policy, assessed, active, obs.layout);
-    const brakes = o.brakes ? { now: input.now, layout: obs.layout, pods: active, present: new Set(all.map((j) => j.runtime.uid)), active: o.brakes.active } : undefined;
+    const brakes = o.brakes
+      ? { now: input.now, layout: obs.layout, pods: active, present: new Set(all.map((j) => j.runtime.uid)), active: o.brakes.active }
+      : undefined;
     const actions = decideActions(
       o.policy,
       assessed,
@@ -138,7 +152,13 @@ export class PassRunner {
       confirming.map((c) => c.confirmation),
     );
     const orders = o.orders
-      ? decideOrders(o.policy, assessed.obs, joined.map((j) => ({ pod: j.active, ...(j.cgroup ? { cgroupDir: o.orders!.cgroupDir(j.cgroup.path) } : {}) })), obs.layout, o.orders.ttlMs)
+      ? decideOrders(
+          o.policy,
+          assessed.obs,
+          joined.map((j) => ({ pod: j.active, ...(j.cgroup ? { cgroupDir: o.orders!.cgroupDir(j.cgroup.path) } : {}) })),
+          obs.layout,
+          o.orders.ttlMs,
+        )
       : [];
     const decisionNs = now();
     if (o.logger.isLevelEnabled('debug')) {
@@ -175,7 +195,12 @@ export class PassRunner {
       ranked: joined,
       listedUids: new Set(runtimePods.filter((p) => p.ready).map((p) => p.uid)),
       // copies: acting marks a confirmation reported, and the recording needs it as this pass took it
-      given: { now: input.now, confirming: confirming.map((c) => ({ ...c.confirmation })), brakes: o.brakes ? [...o.brakes.active] : null, present: all.map((j) => j.runtime.uid) },
+      given: {
+        now: input.now,
+        confirming: confirming.map((c) => ({ ...c.confirmation })),
+        brakes: o.brakes ? [...o.brakes.active] : null,
+        present: all.map((j) => j.runtime.uid),
+      },
     };
   }
 
@@ -195,7 +220,10 @@ export class PassRunner {
       if (!j.distrusted || this.distrustLogged.has(j.runtime.uid)) continue;
       if (this.distrustLogged.size > 10_000) this.distrustLogged.clear();
       this.distrustLogged.add(j.runtime.uid);
-      this.o.logger.warn({ pod: `${j.runtime.namespace}/${j.runtime.name}`, uid: j.runtime.uid, reason: j.distrusted }, "pod source's spec not believed; the sandbox's own is used");
+      this.o.logger.warn(
+        { pod: `${j.runtime.namespace}/${j.runtime.name}`, uid: j.runtime.uid, reason: j.distrusted },
+        "pod source's spec not believed; the sandbox's own is used",
+      );
     }
   }
 

@@ -177,15 +177,15 @@ export class PodListing {
       delayMs,
       () => {
         this.learnTimer = null;
-      void this.list()
-        .then(() => {
-          const cgroups = listPodCgroups(this.o.memoryMount, this.o.podCgroupRoot);
-          this.forgetRemoved(new Set(cgroups.map((c) => c.uid)));
-          const missing = cgroups.some((c) => !this.everListed.has(c.uid));
-          if (missing && this.clock.now() < until) this.learn(Math.min(delayMs * 2, 1000), until);
-        })
-        // Best effort (a pass lists fresh without it); a rejection here would end the process.
-        .catch((err: unknown) => this.o.logger.warn({ err }, 'pod listing refresh after a new pod cgroup failed'));
+        void this.list()
+          .then(() => {
+            const cgroups = listPodCgroups(this.o.memoryMount, this.o.podCgroupRoot);
+            this.forgetRemoved(new Set(cgroups.map((c) => c.uid)));
+            const missing = cgroups.some((c) => !this.everListed.has(c.uid));
+            if (missing && this.clock.now() < until) this.learn(Math.min(delayMs * 2, 1000), until);
+          })
+          // Best effort (a pass lists fresh without it); a rejection here would end the process.
+          .catch((err: unknown) => this.o.logger.warn({ err }, 'pod listing refresh after a new pod cgroup failed'));
       },
       true,
     );

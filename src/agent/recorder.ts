@@ -160,7 +160,16 @@ export class Recorder {
       ...(trigger.firstEventNs !== null ? { wakeMs: msBetween(trigger.firstEventNs, d.startedNs) } : {}),
       decideMs: msBetween(d.startedNs, d.stamps.decisionNs),
     });
-    this.queue.push({ ends, pods: d.ranked.map((j) => j.active), made: 0, chunks: [], bytes: 0, layout, stateBefore: this.lastState, ms: performance.now() - t0 });
+    this.queue.push({
+      ends,
+      pods: d.ranked.map((j) => j.active),
+      made: 0,
+      chunks: [],
+      bytes: 0,
+      layout,
+      stateBefore: this.lastState,
+      ms: performance.now() - t0,
+    });
     this.pendingPasses++;
     this.lastState = d.evaluation.state;
     this.lastLayout = layout;
@@ -175,7 +184,11 @@ export class Recorder {
    */
   admission(pod: PodSpec, conditions: readonly NodeCondition[], decision: { admit: boolean; reason?: string }): void {
     const atNs = Number((this.o.clock ?? systemClock).now()) - this.o.startNs;
-    const line: PendingAdmission = { text: JSON.stringify(admissionLine(Math.max(0, atNs), pod, conditions, decision)) + '\n', layout: this.lastLayout, stateBefore: this.lastState };
+    const line: PendingAdmission = {
+      text: JSON.stringify(admissionLine(Math.max(0, atNs), pod, conditions, decision)) + '\n',
+      layout: this.lastLayout,
+      stateBefore: this.lastState,
+    };
     if (this.queue.length === 0 && this.layout !== null) return this.finishAdmission(line);
     // Before the first pass there is no header yet (the pass observes the layout): the answer
     // waits in the queue, which is made only once the header is out. The agent answers nothing
@@ -269,7 +282,8 @@ export class Recorder {
   /** The line's end, in the part it lands in (a new one when this one would pass the size bound), and its write. */
   private finish(line: PendingLine): void {
     const t0 = performance.now();
-    if (this.partBytes > 0 && this.partBytes + line.bytes + Buffer.byteLength(line.ends.tail(this.layout!)) + 1 > this.o.maxBytes) this.rotate(line.layout, line.stateBefore);
+    if (this.partBytes > 0 && this.partBytes + line.bytes + Buffer.byteLength(line.ends.tail(this.layout!)) + 1 > this.o.maxBytes)
+      this.rotate(line.layout, line.stateBefore);
     this.addChunk(line, line.ends.tail(this.layout!) + '\n');
     this.specs.endPass();
     // Not corked: a writev of the whole line was measured at 1 ms on the loop, where the stream
@@ -315,7 +329,16 @@ export class Recorder {
   private writeHeader(layout: FilesystemLayout, more: { part?: number; state?: RecordedState } = {}): void {
     const o = this.o;
     this.layout = layout;
-    this.write(JSON.stringify(recordingHeader(o.eviction, layout, { startedAt: new Date(), standingOrders: o.standingOrders, pressureTransitionNs: o.policy.pressureTransitionPeriodNs, ...more })) + '\n');
+    this.write(
+      JSON.stringify(
+        recordingHeader(o.eviction, layout, {
+          startedAt: new Date(),
+          standingOrders: o.standingOrders,
+          pressureTransitionNs: o.policy.pressureTransitionPeriodNs,
+          ...more,
+        }),
+      ) + '\n',
+    );
   }
 
   /**

@@ -17,7 +17,15 @@
 import type { Logger } from 'pino';
 import { doublingMs } from '../policy/backoff';
 import type { PolicyConfig } from '../policy/config';
-import { availableAtCrossing, confirmedEviction, reportedUnder, type LineSignal, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
+import {
+  availableAtCrossing,
+  confirmedEviction,
+  reportedUnder,
+  type LineSignal,
+  type OrderChoice,
+  type OrderConfirmation,
+  type OrderDecision,
+} from '../policy/standing-order';
 import type { JoinedPod } from './active-pods';
 import { Arming } from './arming';
 import { msBetween } from './clock';
@@ -151,7 +159,9 @@ export class StandingOrders {
     // On disk before the mechanism can use it: a kill its thread writes while this process dies
     // is found by the next start (order-journal.ts).
     for (const c of wanted) this.journal(c, byUid.get(c.pod.uid));
-    const placements = arming.placeOrders(wanted.map((c) => ({ signal: c.signal, thresholdIndex: c.thresholdIndex, order: { podCgroupDir: c.podCgroupDir, ttlMs: c.ttlMs, tag: tagOf(c) } })));
+    const placements = arming.placeOrders(
+      wanted.map((c) => ({ signal: c.signal, thresholdIndex: c.thresholdIndex, order: { podCgroupDir: c.podCgroupDir, ttlMs: c.ttlMs, tag: tagOf(c) } })),
+    );
     const placedLines = new Set<string>();
     placements.forEach((pl, i) => {
       const choice = wanted[i]!;
@@ -197,7 +207,15 @@ export class StandingOrders {
   private journal(c: OrderChoice, pod: JoinedPod | undefined): void {
     if (!this.o.journal || !pod) return;
     const { eviction } = confirmedEviction(this.o.policy, { order: c, availableBytes: Math.max(0, c.lineBytes - 1), crossedNs: 0n, killedNs: 0n });
-    this.o.journal.placed({ tag: tagOf(c), pod: eviction.pod, sandboxId: pod.runtime.sandboxId, signal: eviction.signal, message: eviction.message, gracePeriodSeconds: eviction.gracePeriodSeconds, annotations: eviction.annotations });
+    this.o.journal.placed({
+      tag: tagOf(c),
+      pod: eviction.pod,
+      sandboxId: pod.runtime.sandboxId,
+      signal: eviction.signal,
+      message: eviction.message,
+      gracePeriodSeconds: eviction.gracePeriodSeconds,
+      annotations: eviction.annotations,
+    });
   }
 
   /**
@@ -290,7 +308,10 @@ export class StandingOrders {
       const p = this.pending.get(rec.pod.uid);
       if (p && !p.confirmation.reported) {
         this.pending.delete(rec.pod.uid);
-        this.o.logger.info({ pod: `${rec.pod.namespace}/${rec.pod.name}`, uid: rec.pod.uid, line: p.line }, 'standing order used on a pod the pass evicted; reported once');
+        this.o.logger.info(
+          { pod: `${rec.pod.namespace}/${rec.pod.name}`, uid: rec.pod.uid, line: p.line },
+          'standing order used on a pod the pass evicted; reported once',
+        );
       }
       this.done.set(rec.pod.uid, { at: this.o.clock.now(), sandboxId: rec.sandboxId });
       return;
@@ -361,7 +382,21 @@ export class StandingOrders {
     if (key === this.wouldPlace) return;
     this.wouldPlace = key;
     for (const c of wanted) {
-      this.o.logger.info({ line: lineKeyOf(c.signal, c.thresholdIndex), signal: c.signal, pod: `${c.pod.namespace}/${c.pod.name}`, uid: c.pod.uid, podCgroupDir: c.podCgroupDir, availableBytes: c.availableBytes, lineBytes: c.lineBytes, ttlMs: c.ttlMs, reasons: c.reasons, dryRun: true }, 'would place standing order (dry run)');
+      this.o.logger.info(
+        {
+          line: lineKeyOf(c.signal, c.thresholdIndex),
+          signal: c.signal,
+          pod: `${c.pod.namespace}/${c.pod.name}`,
+          uid: c.pod.uid,
+          podCgroupDir: c.podCgroupDir,
+          availableBytes: c.availableBytes,
+          lineBytes: c.lineBytes,
+          ttlMs: c.ttlMs,
+          reasons: c.reasons,
+          dryRun: true,
+        },
+        'would place standing order (dry run)',
+      );
     }
   }
 
@@ -385,7 +420,17 @@ export class StandingOrders {
 
 function orderLog(p: Placed): Record<string, unknown> {
   const c = p.choice;
-  return { line: p.line, signal: c.signal, pod: `${c.pod.namespace}/${c.pod.name}`, uid: c.pod.uid, podCgroupDir: c.podCgroupDir, availableBytes: c.availableBytes, lineBytes: c.lineBytes, ttlMs: c.ttlMs, reasons: c.reasons };
+  return {
+    line: p.line,
+    signal: c.signal,
+    pod: `${c.pod.namespace}/${c.pod.name}`,
+    uid: c.pod.uid,
+    podCgroupDir: c.podCgroupDir,
+    availableBytes: c.availableBytes,
+    lineBytes: c.lineBytes,
+    ttlMs: c.ttlMs,
+    reasons: c.reasons,
+  };
 }
 
 const recentKey = (line: string, dir: string): string => `${line}\n${dir}`;

@@ -65,7 +65,12 @@ export class VolumeUsageCache {
         const used = await readEmptyDirUsage(this.o.kubeletRootDir, p.uid, p.names);
         next.set(p.uid, used);
         // The pod decides what its volume holds; a walk cut short is said each time, at warn.
-        for (const v of used) if (v.partial) this.o.logger.warn({ uid: p.uid, volume: v.name, stoppedAt: v.partial, usedBytes: v.usedBytes, inodesUsed: v.inodesUsed }, 'emptyDir walk stopped at its bound: usage is a lower bound');
+        for (const v of used)
+          if (v.partial)
+            this.o.logger.warn(
+              { uid: p.uid, volume: v.name, stoppedAt: v.partial, usedBytes: v.usedBytes, inodesUsed: v.inodesUsed },
+              'emptyDir walk stopped at its bound: usage is a lower bound',
+            );
       } catch (err) {
         this.o.logger.debug({ err, uid: p.uid }, 'emptyDir usage unreadable');
       }

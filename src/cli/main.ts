@@ -3,14 +3,19 @@ import { EnvironmentError, UsageError } from '../errors';
 import type { Command } from './command';
 import { needsSourceCheckout } from './source-checkout';
 
-
 // Subcommands load lazily so `evictd simulate` does not pay for grpc or the addon.
 const commands: Record<string, { summary: string; load: () => Command }> = {
   run: { summary: 'run the eviction agent on this node', load: () => require('./run').run },
   record: { summary: 'observe this node as run does, act on nothing, record each pass to FILE', load: () => require('./record').record },
-  simulate: { summary: 'run the eviction policy on a scenario or a recording (FILE or -); what if, with threshold flags', load: () => require('./simulate').simulate },
+  simulate: {
+    summary: 'run the eviction policy on a scenario or a recording (FILE or -); what if, with threshold flags',
+    load: () => require('./simulate').simulate,
+  },
   bench: { summary: 'benchmarks: policy | notify | cri | protect', load: () => needsSourceCheckout('evictd bench', () => require('./bench').bench) },
-  demo: { summary: 'real containerd, real cgroups, real eviction, end to end', load: () => needsSourceCheckout('evictd demo', () => require('../lab/demo').demo) },
+  demo: {
+    summary: 'real containerd, real cgroups, real eviction, end to end',
+    load: () => needsSourceCheckout('evictd demo', () => require('../lab/demo').demo),
+  },
 };
 
 export function usage(): string {

@@ -38,7 +38,12 @@ const FLAGS: FlagDef[] = [
   { name: 'pod-cgroup-root', arg: 'PATH', help: 'the pod cgroup root (kubepods) inside the hierarchy', def: '<cgroup-root>/kubepods' },
   { name: 'root-dir', arg: 'DIR', help: 'kubelet root dir: nodefs is the filesystem holding it', def: '/var/lib/kubelet (or / when absent)' },
   { name: 'housekeeping-interval', arg: 'DURATION', help: 'fallback pass interval when no notification arrives', def: '10s' },
-  { name: 'volume-stats-agg-period', arg: 'DURATION', help: "how often the pods' emptyDir volumes under the root dir are measured (emptyDir sizeLimit evictions)", def: '1m' },
+  {
+    name: 'volume-stats-agg-period',
+    arg: 'DURATION',
+    help: "how often the pods' emptyDir volumes under the root dir are measured (emptyDir sizeLimit evictions)",
+    def: '1m',
+  },
   { name: 'dry-run', bool: true, help: 'log decisions, act on nothing' },
   {
     name: 'memory-brake',
@@ -57,12 +62,22 @@ const FLAGS: FlagDef[] = [
   },
   { name: 'release-timeout', arg: 'DURATION', help: 'how long to wait for an evicted pod memory to come back', def: '5s' },
   { name: 'psi-trigger', arg: 'TRIGGER', help: 'PSI trigger on the pod cgroup root, "some|full <stall us> <window us>" or "none"', def: 'some 100000 2000000' },
-  { name: 'notifications', arg: 'MODE', help: 'kernel (memory lines on the eBPF tripwire or v1 eventfd, the adaptive poller where missing), poll (memory lines on the adaptive poller, no BPF; PSI and cgroup event files still notify) or none (housekeeping only)', def: 'kernel' },
-  { name: 'realtime-priority', arg: 'N', help: 'SCHED_FIFO priority (1-99) for the threads that kill at the line (the standing orders\'), so a busy pod cannot delay a kill; the main thread keeps normal scheduling; 0 = normal scheduling for all (needs CAP_SYS_NICE; where the node refuses it, evictd says so and runs at normal priority)', def: '0' },
+  {
+    name: 'notifications',
+    arg: 'MODE',
+    help: 'kernel (memory lines on the eBPF tripwire or v1 eventfd, the adaptive poller where missing), poll (memory lines on the adaptive poller, no BPF; PSI and cgroup event files still notify) or none (housekeeping only)',
+    def: 'kernel',
+  },
+  {
+    name: 'realtime-priority',
+    arg: 'N',
+    help: "SCHED_FIFO priority (1-99) for the threads that kill at the line (the standing orders'), so a busy pod cannot delay a kill; the main thread keeps normal scheduling; 0 = normal scheduling for all (needs CAP_SYS_NICE; where the node refuses it, evictd says so and runs at normal priority)",
+    def: '0',
+  },
   {
     name: 'lock-memory',
     bool: true,
-    help: "lock the files evictd maps at start (node, its libraries, the addon) in RAM once touched (mlock2, MLOCK_ONFAULT), so that near the end of memory its code is not paged out just as it must act (needs CAP_IPC_LOCK; where the node refuses it, evictd says so and runs)",
+    help: 'lock the files evictd maps at start (node, its libraries, the addon) in RAM once touched (mlock2, MLOCK_ONFAULT), so that near the end of memory its code is not paged out just as it must act (needs CAP_IPC_LOCK; where the node refuses it, evictd says so and runs)',
     def: 'true',
   },
   {
@@ -71,12 +86,25 @@ const FLAGS: FlagDef[] = [
     help: "after a pod is killed through its cgroup, have the kernel free its tasks' memory at once (process_mrelease, Linux 5.15+) instead of as each dying task gets the CPU to exit; a live task is never touched",
     def: 'true',
   },
-  { name: 'metrics-address', arg: 'HOST:PORT', help: 'Prometheus /metrics, and the probes /livez (the loop completes passes) and /readyz (and the runtime answers; /healthz is the same)', def: '127.0.0.1:9741' },
-  { name: 'admission-address', arg: 'HOST:PORT|unix:PATH', help: 'serve POST /admit (the admission decision under the current node conditions); off unless given. A unix socket is created mode 0600; beyond loopback the three TLS flags below are required' },
+  {
+    name: 'metrics-address',
+    arg: 'HOST:PORT',
+    help: 'Prometheus /metrics, and the probes /livez (the loop completes passes) and /readyz (and the runtime answers; /healthz is the same)',
+    def: '127.0.0.1:9741',
+  },
+  {
+    name: 'admission-address',
+    arg: 'HOST:PORT|unix:PATH',
+    help: 'serve POST /admit (the admission decision under the current node conditions); off unless given. A unix socket is created mode 0600; beyond loopback the three TLS flags below are required',
+  },
   { name: 'admission-tls-cert-file', arg: 'FILE', help: "/admit over HTTPS: the server's certificate (PEM)" },
   { name: 'admission-tls-private-key-file', arg: 'FILE', help: "/admit over HTTPS: the server's private key (PEM)" },
   { name: 'admission-client-ca-file', arg: 'FILE', help: '/admit over HTTPS: only clients with a certificate signed by this CA (PEM) are served' },
-  { name: 'record', arg: 'FILE', help: 'append what each pass saw and decided to FILE, one JSON line per pass and per admission answer (docs/scenarios.md#recordings); `evictd simulate FILE` replays it' },
+  {
+    name: 'record',
+    arg: 'FILE',
+    help: 'append what each pass saw and decided to FILE, one JSON line per pass and per admission answer (docs/scenarios.md#recordings); `evictd simulate FILE` replays it',
+  },
   { name: 'record-max-size', arg: 'QUANTITY', help: 'past this size the recording moves to FILE.1 and FILE starts again', def: '64Mi' },
   { name: 'log-level', arg: 'LEVEL', help: `one of ${LOG_LEVELS.join(', ')}`, def: 'info' },
   { name: 'pod-source', arg: 'SOURCE', help: 'api, kubelet or runtime (runtime: sandboxes only)', def: 'api with --kubeconfig or in a cluster, else runtime' },
@@ -116,7 +144,10 @@ export function parseFlags(argv: string[]): ParsedFlags {
     if (!m) throw new UsageError(`run: unexpected argument ${JSON.stringify(a)} (flags start with --)`);
     const def = FLAGS.find((f) => f.name === m[1]);
     if (!def) {
-      const near = closest(m[1]!, FLAGS.map((f) => f.name));
+      const near = closest(
+        m[1]!,
+        FLAGS.map((f) => f.name),
+      );
       throw new UsageError(`run: unknown flag --${m[1]}${near ? ` (did you mean --${near}?)` : ''} (see evictd run --help)`);
     }
     if (def.bool) {

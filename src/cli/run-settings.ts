@@ -8,7 +8,15 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { parseListenAddress } from '../agent/http-server';
 import type { CgroupLayout } from '../node/cgroups';
-import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionConfig, type EvictionFlags, type PolicyConfig } from '../policy/config';
+import {
+  ConfigError,
+  compileConfig,
+  configFromFlags,
+  configFromKubeletConfiguration,
+  type EvictionConfig,
+  type EvictionFlags,
+  type PolicyConfig,
+} from '../policy/config';
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { badValue, UsageError, yamlProblem } from '../errors';
 import { Quantity, QuantityError } from '../policy/quantity';
@@ -52,7 +60,10 @@ function isLoopback(host: string): boolean {
  * beyond the node's own processes may ask without a client certificate: a unix socket or a
  * loopback address as they are, any other address only with all three TLS files.
  */
-function admissionAddress(text: string | undefined, tls: { cert?: string | undefined; key?: string | undefined; clientCa?: string | undefined }): AdmissionAddress | null {
+function admissionAddress(
+  text: string | undefined,
+  tls: { cert?: string | undefined; key?: string | undefined; clientCa?: string | undefined },
+): AdmissionAddress | null {
   const given = (Object.keys(TLS_FLAGS) as (keyof typeof TLS_FLAGS)[]).filter((k) => tls[k] !== undefined);
   if (text === undefined) {
     if (given.length) throw badValue(`--${TLS_FLAGS[given[0]!]}`, tls[given[0]!]!, 'needs --admission-address');
@@ -69,7 +80,12 @@ function admissionAddress(text: string | undefined, tls: { cert?: string | undef
   const missing = (Object.keys(TLS_FLAGS) as (keyof typeof TLS_FLAGS)[]).filter((k) => tls[k] === undefined);
   if (given.length && missing.length) throw badValue('--admission-address', text, `TLS needs --${TLS_FLAGS[missing[0]!]} too`);
   if (!given.length) {
-    if (!isLoopback(addr.host)) throw badValue('--admission-address', text, `beyond loopback /admit needs TLS with client certificates: --${TLS_FLAGS.cert}, --${TLS_FLAGS.key} and --${TLS_FLAGS.clientCa} (or listen on 127.0.0.1:PORT or unix:PATH)`);
+    if (!isLoopback(addr.host))
+      throw badValue(
+        '--admission-address',
+        text,
+        `beyond loopback /admit needs TLS with client certificates: --${TLS_FLAGS.cert}, --${TLS_FLAGS.key} and --${TLS_FLAGS.clientCa} (or listen on 127.0.0.1:PORT or unix:PATH)`,
+      );
     return { ...addr, tls: null };
   }
   return { ...addr, tls: { certFile: tls.cert!, keyFile: tls.key!, clientCaFile: tls.clientCa! } };
@@ -132,7 +148,8 @@ export function configFromFile(configFile: string): EvictionConfig {
   if (typeof doc === 'object' && !Array.isArray(doc)) {
     const d = doc as Record<string, unknown>;
     if (d.kind !== 'KubeletConfiguration') throw new UsageError(`${configFile}: kind: ${JSON.stringify(d.kind ?? null)}: expected KubeletConfiguration`);
-    if (!KUBELET_CONFIG_VERSIONS.includes(String(d.apiVersion))) throw new UsageError(`${configFile}: apiVersion: ${JSON.stringify(d.apiVersion ?? null)}: expected one of ${KUBELET_CONFIG_VERSIONS.join(', ')}`);
+    if (!KUBELET_CONFIG_VERSIONS.includes(String(d.apiVersion)))
+      throw new UsageError(`${configFile}: apiVersion: ${JSON.stringify(d.apiVersion ?? null)}: expected one of ${KUBELET_CONFIG_VERSIONS.join(', ')}`);
   }
   try {
     return configFromKubeletConfiguration(doc, `${configFile}: `);
@@ -198,15 +215,21 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
       psi = { kind: m[1] as 'some' | 'full', stallUs: Number(m[2]), windowUs: Number(m[3]) };
       if (psi.stallUs <= 0 || psi.stallUs > psi.windowUs) throw badValue('--psi-trigger', psiText, 'stall must be positive and at most the window');
       // The kernel's bounds for a PSI trigger's window (kernel/sched/psi.c: 500 ms to 10 s).
-      if (psi.windowUs < 500_000 || psi.windowUs > 10_000_000) throw badValue('--psi-trigger', psiText, 'the window must be from 500000 to 10000000 us (the kernel refuses others)');
+      if (psi.windowUs < 500_000 || psi.windowUs > 10_000_000)
+        throw badValue('--psi-trigger', psiText, 'the window must be from 500000 to 10000000 us (the kernel refuses others)');
     }
   }
   const notifications = str('notifications') ?? 'kernel';
-  if (notifications !== 'kernel' && notifications !== 'poll' && notifications !== 'none') throw badValue('--notifications', notifications, 'must be kernel, poll or none');
+  if (notifications !== 'kernel' && notifications !== 'poll' && notifications !== 'none')
+    throw badValue('--notifications', notifications, 'must be kernel, poll or none');
   const metricsText = str('metrics-address') ?? '127.0.0.1:9741';
   const metrics = parseListenAddress(metricsText);
   if (!metrics) throw badValue('--metrics-address', metricsText, 'expected HOST:PORT, e.g. 127.0.0.1:9741');
-  const admission = admissionAddress(str('admission-address'), { cert: str('admission-tls-cert-file'), key: str('admission-tls-private-key-file'), clientCa: str('admission-client-ca-file') });
+  const admission = admissionAddress(str('admission-address'), {
+    cert: str('admission-tls-cert-file'),
+    key: str('admission-tls-private-key-file'),
+    clientCa: str('admission-client-ca-file'),
+  });
   const rtText = str('realtime-priority') ?? '0';
   const realtimePriority = Number(rtText);
   if (!/^\d+$/.test(rtText) || realtimePriority > 99) throw badValue('--realtime-priority', rtText, 'must be a whole number from 0 to 99');
@@ -217,7 +240,8 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
   // A standing order kills through the pod's cgroup, as a fast kill does: turning those off
   // turns orders off, and asking for both at once is a contradiction.
   const fastKill = f['fast-kill'] !== false;
-  if (f['standing-orders'] === true && !fastKill) throw badValue('--standing-orders', true, "needs --fast-kill: an order kills the pod through its cgroup, which --fast-kill=false turns off");
+  if (f['standing-orders'] === true && !fastKill)
+    throw badValue('--standing-orders', true, 'needs --fast-kill: an order kills the pod through its cgroup, which --fast-kill=false turns off');
   const inCluster = Boolean(process.env.KUBERNETES_SERVICE_HOST) || str('kubeconfig') !== undefined;
   const podSource = str('pod-source') ?? (inCluster ? 'api' : 'runtime');
   if (!['api', 'kubelet', 'runtime'].includes(podSource)) throw badValue('--pod-source', podSource, 'must be api, kubelet or runtime');

@@ -78,7 +78,17 @@ export async function run(argv: string[]): Promise<number> {
   // Settings the kubelet would ignore (a repeated flag key, a containerfs threshold): one line each.
   for (const w of s.policy.warnings) logger.warn(w);
   // Opened first: a path that cannot be written is refused before anything starts.
-  const recorder = s.record ? new Recorder({ path: s.record.path, maxBytes: s.record.maxBytes, eviction: s.eviction, policy: s.policy, standingOrders: s.standingOrders, logger, startNs: Number(systemClock.now()) }) : null;
+  const recorder = s.record
+    ? new Recorder({
+        path: s.record.path,
+        maxBytes: s.record.maxBytes,
+        eviction: s.eviction,
+        policy: s.policy,
+        standingOrders: s.standingOrders,
+        logger,
+        startNs: Number(systemClock.now()),
+      })
+    : null;
   const layout = detectCgroups();
   checkMemoryBrake(s.policy, layout);
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
@@ -88,7 +98,11 @@ export async function run(argv: string[]): Promise<number> {
   // Not refused: the kubelet creates it at its own start, which may come after evictd's. Said,
   // because until it exists no pod is seen and none can be evicted.
   const podRootDir = cgroupDir(layout.memoryMount, s.podCgroupRoot);
-  if (!fs.existsSync(podRootDir)) logger.warn({ podCgroupRoot: s.podCgroupRoot, dir: podRootDir }, 'the pod cgroup root does not exist (yet): no pod is seen, and none evicted, until the kubelet creates it (--pod-cgroup-root)');
+  if (!fs.existsSync(podRootDir))
+    logger.warn(
+      { podCgroupRoot: s.podCgroupRoot, dir: podRootDir },
+      'the pod cgroup root does not exist (yet): no pod is seen, and none evicted, until the kubelet creates it (--pod-cgroup-root)',
+    );
 
   if (s.realtimePriority > 0) {
     // Before anything is armed: the kill threads start in their class. This thread (passes,
@@ -118,7 +132,12 @@ export async function run(argv: string[]): Promise<number> {
       logger.info({ mappedFilesBytes: bytes }, 'code locked in memory (mlock2 MLOCK_ONFAULT on the mapped files)');
     } catch (err) {
       // As with the priority: the node refuses it, the agent still does its job.
-      logger.warn({ err: (err as Error).message }, nativeAvailable() ? 'running with pageable code: mlock refused (CAP_IPC_LOCK missing and RLIMIT_MEMLOCK too low)' : 'running with pageable code: the native addon did not load (see err)');
+      logger.warn(
+        { err: (err as Error).message },
+        nativeAvailable()
+          ? 'running with pageable code: mlock refused (CAP_IPC_LOCK missing and RLIMIT_MEMLOCK too low)'
+          : 'running with pageable code: the native addon did not load (see err)',
+      );
     }
   }
 
@@ -157,12 +176,18 @@ export async function run(argv: string[]): Promise<number> {
     stateDir: s.stateDir,
     ...(recorder ? { recorder } : {}),
   });
-  const server = await startMetricsServer(s.metrics, metrics.registry, { live: () => agent.liveness(), ready: () => agent.health() }).catch((err: NodeJS.ErrnoException) => {
-    throw badValue('--metrics-address', `${s.metrics.host}:${s.metrics.port}`, err.code ?? err.message);
-  });
+  const server = await startMetricsServer(s.metrics, metrics.registry, { live: () => agent.liveness(), ready: () => agent.health() }).catch(
+    (err: NodeJS.ErrnoException) => {
+      throw badValue('--metrics-address', `${s.metrics.host}:${s.metrics.port}`, err.code ?? err.message);
+    },
+  );
   // Metrics and health say what the node is under and why pods went: on a node's network, keep
   // them on loopback (the default) unless a scraper must reach them.
-  if (bindsAllInterfaces(s.metrics.host)) logger.warn({ flag: '--metrics-address', address: `${s.metrics.host}:${s.metrics.port}` }, '--metrics-address listens on every interface of the node, not only loopback');
+  if (bindsAllInterfaces(s.metrics.host))
+    logger.warn(
+      { flag: '--metrics-address', address: `${s.metrics.host}:${s.metrics.port}` },
+      '--metrics-address listens on every interface of the node, not only loopback',
+    );
   let closeAdmission = async (): Promise<void> => {};
   if (s.admission) {
     const { startAdmissionServer } = require('../kube/admission-server') as typeof import('../kube/admission-server');
@@ -170,8 +195,19 @@ export async function run(argv: string[]): Promise<number> {
     const listen = admissionListen(s.admission);
     // `--record`: each answer given goes in the recording, between the passes it came between.
     const onDecision = recorder ? recorder.admission.bind(recorder) : undefined;
-    const a = await startAdmissionServer({ decide: admit, conditions: () => agent.conditions(), stale: () => agent.conditionsStale(), ...(onDecision ? { onDecision } : {}), log: logger, listen }).catch((err: NodeJS.ErrnoException) => {
-      throw badValue('--admission-address', 'path' in s.admission! ? `unix:${s.admission!.path}` : `${s.admission!.host}:${s.admission!.port}`, err.code ?? err.message);
+    const a = await startAdmissionServer({
+      decide: admit,
+      conditions: () => agent.conditions(),
+      stale: () => agent.conditionsStale(),
+      ...(onDecision ? { onDecision } : {}),
+      log: logger,
+      listen,
+    }).catch((err: NodeJS.ErrnoException) => {
+      throw badValue(
+        '--admission-address',
+        'path' in s.admission! ? `unix:${s.admission!.path}` : `${s.admission!.host}:${s.admission!.port}`,
+        err.code ?? err.message,
+      );
     });
     logger.info({ address: a.address, tls: 'tls' in listen && listen.tls !== undefined }, 'admission endpoint: POST /admit');
     closeAdmission = () => a.close();
@@ -221,7 +257,9 @@ export async function run(argv: string[]): Promise<number> {
       podSource: s.podSource,
       realtimePriority: s.realtimePriority,
       reapKilled: s.reapKilled,
-      memoryBrake: s.policy.memoryBrake ? { maxDuration: formatDuration(s.policy.memoryBrake.maxDurationNs), marginBytes: s.policy.memoryBrake.marginBytes, stateDir: s.stateDir } : false,
+      memoryBrake: s.policy.memoryBrake
+        ? { maxDuration: formatDuration(s.policy.memoryBrake.maxDurationNs), marginBytes: s.policy.memoryBrake.marginBytes, stateDir: s.stateDir }
+        : false,
       thresholds: s.policy.thresholds.map((t) => `${t.signal}<${t.value.text} (${t.kind})`),
     },
     'evictd starting',
@@ -249,7 +287,15 @@ export async function run(argv: string[]): Promise<number> {
   if (recorder) {
     await recorder.close();
     const r = recorder.stats;
-    logger.info({ path: s.record!.path, ...r, bytesPerPass: r.passes ? Math.round(r.bytes / r.passes) : 0, serializeMsMean: r.passes ? r.serializeMsTotal / r.passes : 0 }, 'recording closed');
+    logger.info(
+      {
+        path: s.record!.path,
+        ...r,
+        bytesPerPass: r.passes ? Math.round(r.bytes / r.passes) : 0,
+        serializeMsMean: r.passes ? r.serializeMsTotal / r.passes : 0,
+      },
+      'recording closed',
+    );
     if (r.passes === 0) logger.warn({ path: s.record!.path }, 'recording: no pass completed, the file is empty (evictd simulate says so)');
   }
   logger.info({ passes: agent.controller.stats.passes, notifications: agent.controller.stats.notifications }, 'stopped');
@@ -269,7 +315,10 @@ function notifySystemd(state: string, logger: Logger): void {
   } catch (err) {
     if (notifyFailureLogged) return;
     notifyFailureLogged = true;
-    logger.error({ err: (err as Error).message, state: state.split('\n')[0] }, nativeAvailable() ? 'cannot notify systemd (sd_notify failed)' : 'cannot notify systemd: the native addon did not load (see err)');
+    logger.error(
+      { err: (err as Error).message, state: state.split('\n')[0] },
+      nativeAvailable() ? 'cannot notify systemd (sd_notify failed)' : 'cannot notify systemd: the native addon did not load (see err)',
+    );
   }
 }
 
@@ -284,7 +333,11 @@ function admissionListen(a: AdmissionAddress): AdmissionListen {
       throw badValue(flag, file, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
     }
   };
-  const tls = { cert: read('--admission-tls-cert-file', a.tls.certFile), key: read('--admission-tls-private-key-file', a.tls.keyFile), clientCa: read('--admission-client-ca-file', a.tls.clientCaFile) };
+  const tls = {
+    cert: read('--admission-tls-cert-file', a.tls.certFile),
+    key: read('--admission-tls-private-key-file', a.tls.keyFile),
+    clientCa: read('--admission-client-ca-file', a.tls.clientCaFile),
+  };
   // Not PEM, or a key that is not the certificate's: refused here, by name, not at the first client.
   try {
     createSecureContext({ cert: tls.cert, key: tls.key });

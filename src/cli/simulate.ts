@@ -54,7 +54,8 @@ function hypothetical(values: Record<string, unknown>, rec: Recording): PolicyCo
   // Map flags given twice add up, as evictd run's do.
   for (const [k, name] of given) (flags as Record<string, string>)[k] = (values[name] as string[]).join(',');
   // The recorded period, as a flag: through the config's reader a zero one would become 5m.
-  if (flags.evictionPressureTransitionPeriod === undefined && values.config === undefined && rec.header.pressureTransitionPeriod !== undefined) flags.evictionPressureTransitionPeriod = rec.header.pressureTransitionPeriod;
+  if (flags.evictionPressureTransitionPeriod === undefined && values.config === undefined && rec.header.pressureTransitionPeriod !== undefined)
+    flags.evictionPressureTransitionPeriod = rec.header.pressureTransitionPeriod;
   try {
     const base = typeof values.config === 'string' ? configFromFile(values.config) : configFromKubeletConfiguration(rec.header.config, 'recording config.');
     return compileConfig(configFromFlags(flags, base));
@@ -67,7 +68,10 @@ function hypothetical(values: Record<string, unknown>, rec: Recording): PolicyCo
 function recording(text: string, values: Record<string, unknown>): number {
   const rec = readRecording(text);
   for (const w of rec.scenario.config.warnings) process.stderr.write(`evictd: warning: ${w}\n`);
-  if (rec.cut) process.stderr.write(`evictd: warning: the recording's last line is cut (the writer stopped mid-line): replayed up to line ${rec.passes.length + rec.admissions.length + 1}\n`);
+  if (rec.cut)
+    process.stderr.write(
+      `evictd: warning: the recording's last line is cut (the writer stopped mid-line): replayed up to line ${rec.passes.length + rec.admissions.length + 1}\n`,
+    );
   const json = values.json === true;
   const hyp = hypothetical(values, rec);
   if (hyp) {
@@ -80,7 +84,9 @@ function recording(text: string, values: Record<string, unknown>): number {
   else {
     const ev = r.replayed.map((e) => `${e.pod} (pass ${e.pass}, ${e.at}, ${e.signal}, ${e.how})`);
     const answers = r.admissions ? ` and ${r.admissions} admission answers` : '';
-    process.stdout.write(`replayed ${r.passes} passes${answers}: ${r.differences.length === 0 ? 'every decision as recorded' : `${r.differences.length} differences`}; evictions: ${ev.length ? ev.join(', ') : 'none'}\n`);
+    process.stdout.write(
+      `replayed ${r.passes} passes${answers}: ${r.differences.length === 0 ? 'every decision as recorded' : `${r.differences.length} differences`}; evictions: ${ev.length ? ev.join(', ') : 'none'}\n`,
+    );
     for (const d of r.differences) process.stdout.write(differenceText(d) + '\n');
   }
   return r.differences.length === 0 ? 0 : 1;

@@ -129,7 +129,9 @@ export class CriClient {
       attempts++;
       try {
         return await new Promise<T>((resolve, reject) => {
-          method.call(client, req, new grpc.Metadata(), { deadline: new Date(Date.now() + Math.max(0, end - performance.now())) }, (err, res) => (err ? reject(err) : resolve(res as T)));
+          method.call(client, req, new grpc.Metadata(), { deadline: new Date(Date.now() + Math.max(0, end - performance.now())) }, (err, res) =>
+            err ? reject(err) : resolve(res as T),
+          );
         });
       } catch (e) {
         const err = e as grpc.ServiceError;
@@ -252,7 +254,12 @@ export class CriClient {
     // ContainerStats carries no sandbox id: join through ListContainers.
     const [sandboxes, containers, stats] = await Promise.all([this.listPodSandbox(pf, opts), this.listContainers({}, opts), this.listContainerStats({}, opts)]);
     const sandboxOf = new Map(containers.map((c) => [c.id, c.podSandboxId]));
-    return sandboxes.map((s) => podStatsFromContainers(s, stats.filter((c) => sandboxOf.get(c.attributes?.id ?? '') === s.id)));
+    return sandboxes.map((s) =>
+      podStatsFromContainers(
+        s,
+        stats.filter((c) => sandboxOf.get(c.attributes?.id ?? '') === s.id),
+      ),
+    );
   }
 
   /** Stops a container: SIGTERM, then SIGKILL after `timeoutSec` (0 = SIGKILL now). */

@@ -74,7 +74,8 @@ class AdaptivePoller extends TimerWatcher implements ThresholdWatcher {
   }
 
   rearm(thresholdBytes: number): Promise<void> {
-    if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
+    if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0)
+      throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
     this.bytes = thresholdBytes;
     this.above = this.read() >= thresholdBytes;
     // The distance changed: re-plan now rather than after a delay planned for the old line.
@@ -119,8 +120,10 @@ export function watchAdaptivePoll(
   bound: Partial<PollBound> = {},
   measure: LineMeasure = 'usage',
 ): ThresholdWatcher & { lastDelayMs: number; reads: number } {
-  if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
+  if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0)
+    throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
   const b = { ...DEFAULT_POLL_BOUND, ...bound };
-  if (!(b.minIntervalMs >= 1 && b.maxIntervalMs >= b.minIntervalMs && b.maxRampBytesPerSec > 0)) throw new RangeError(`poll bound: ${JSON.stringify(b)}: needs 1 <= minIntervalMs <= maxIntervalMs and maxRampBytesPerSec > 0`);
+  if (!(b.minIntervalMs >= 1 && b.maxIntervalMs >= b.minIntervalMs && b.maxRampBytesPerSec > 0))
+    throw new RangeError(`poll bound: ${JSON.stringify(b)}: needs 1 <= minIntervalMs <= maxIntervalMs and maxRampBytesPerSec > 0`);
   return new AdaptivePoller(measureReader(cgroupDir, measure), thresholdBytes, b, measure);
 }

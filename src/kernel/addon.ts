@@ -26,7 +26,14 @@ export interface NativeMemcgWatcher extends NativeWatcher {
    * (charge_began_ns and fired_ns: the wake-up). null withdraws it. False when this is not a
    * threshold in force; throws when killPath or the cgroup's memory.stat cannot be opened.
    */
-  setOrder(killPath: string | null, ttlMs?: number, lineBytes?: number, onFired?: (text: string, killPath: string) => void, workingSetLineBytes?: number, tag?: string): boolean;
+  setOrder(
+    killPath: string | null,
+    ttlMs?: number,
+    lineBytes?: number,
+    onFired?: (text: string, killPath: string) => void,
+    workingSetLineBytes?: number,
+    tag?: string,
+  ): boolean;
 }
 
 /**
@@ -47,7 +54,14 @@ export interface NativeTripwireLine extends NativeWatcher {
    * since. setOrder(null) withdraws it. False when this load has no order thread; throws when
    * killPath or the cgroup's memory.stat cannot be opened.
    */
-  setOrder(killPath: string | null, ttlMs?: number, onFired?: (text: string, killPath: string) => void, memoryDir?: string, workingSetLineBytes?: number, tag?: string): boolean;
+  setOrder(
+    killPath: string | null,
+    ttlMs?: number,
+    onFired?: (text: string, killPath: string) => void,
+    memoryDir?: string,
+    workingSetLineBytes?: number,
+    tag?: string,
+  ): boolean;
 }
 
 /** (err) on failure, after which the watcher is closed; else (null, count, ns, text). */

@@ -19,7 +19,10 @@ function counter(text: string): number | undefined {
 export function parseCounters(text: string, single = 'value'): Record<string, number> {
   const counters: Record<string, number> = {};
   for (const line of text.split('\n')) {
-    const fields = line.trim().split(/\s+/).filter((f) => f !== '');
+    const fields = line
+      .trim()
+      .split(/\s+/)
+      .filter((f) => f !== '');
     if (fields.length === 0) continue;
     if (fields.length === 1) {
       const v = counter(fields[0]);

@@ -6,11 +6,29 @@ export { watchMemcgThreshold, watchOom } from './memcg';
 export { watchPsi, hasCapSysResource, psiWindowInForce, type PsiTrigger } from './psi';
 export { watchCgroupEvents } from './cgroup-events';
 export { pollMemoryUsage, pollCounters, usageFile } from './polling';
-export { watchUsageThreshold, watchWorkingSetThreshold, watchEventsFile, chooseLineMechanism, type FallbackLog, type LineChoice, type LinePreference, type SelectOptions } from './select';
+export {
+  watchUsageThreshold,
+  watchWorkingSetThreshold,
+  watchEventsFile,
+  chooseLineMechanism,
+  type FallbackLog,
+  type LineChoice,
+  type LinePreference,
+  type SelectOptions,
+} from './select';
 export { watchTripwire, tripwireUnavailable, tripwireStatus, rootCounterBytes } from './tripwire';
 export { watchAdaptivePoll, nextPollDelayMs, pollMarginBytes, DEFAULT_POLL_BOUND, type PollBound } from './adaptive-poller';
 export { isCgroup2Root } from './cgroup2-root';
-export { kubeletMemory, memoryCgroupKind, readKubeletMemory, rootUsageBytes, rootWorkingSetBytes, statValue, type KubeletMemory, type MemoryCgroupKind } from './kubelet-memory';
+export {
+  kubeletMemory,
+  memoryCgroupKind,
+  readKubeletMemory,
+  rootUsageBytes,
+  rootWorkingSetBytes,
+  statValue,
+  type KubeletMemory,
+  type MemoryCgroupKind,
+} from './kubelet-memory';
 export { measureReader, type LineMeasure } from './working-set';
 export { parseCounters } from './counters';
 export { setRealtimePriority, setKillThreadPriority, schedulingPolicy, MAX_RT_PRIORITY } from './scheduling';

@@ -30,7 +30,12 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
     private readonly usageFile: string,
     thresholdBytes: number,
   ) {
-    super('memcg-threshold', path.join(cgroupDir, usageFile), (cb, onArmed) => openThreshold(cgroupDir, usageFile, thresholdBytes, cb, onArmed), usageFile.replace(/^memory\./, '').replace(/\./g, '_'));
+    super(
+      'memcg-threshold',
+      path.join(cgroupDir, usageFile),
+      (cb, onArmed) => openThreshold(cgroupDir, usageFile, thresholdBytes, cb, onArmed),
+      usageFile.replace(/^memory\./, '').replace(/\./g, '_'),
+    );
     this.bytes = thresholdBytes;
   }
 
@@ -78,7 +83,14 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
       this.order = null;
       return this.current().setOrder(null) && false;
     }
-    return this.current().setOrder(o.killPath, leftMs, this.bytes, (text: string, written: string) => this.emit('order', orderEventOf(text, written)), o.workingSetLineBytes, o.tag);
+    return this.current().setOrder(
+      o.killPath,
+      leftMs,
+      this.bytes,
+      (text: string, written: string) => this.emit('order', orderEventOf(text, written)),
+      o.workingSetLineBytes,
+      o.tag,
+    );
   }
 }
 
@@ -98,5 +110,7 @@ export function watchMemcgThreshold(cgroupDir: string, thresholdBytes: number, o
  */
 export function watchOom(cgroupDir: string): Watcher {
   const target = path.join(cgroupDir, 'memory.oom_control');
-  return new NativeBackedWatcher('memcg-oom', target, (cb, onArmed) => addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, '', target, cb, onArmed));
+  return new NativeBackedWatcher('memcg-oom', target, (cb, onArmed) =>
+    addon().openMemcgEvent(path.join(cgroupDir, 'cgroup.event_control'), target, '', target, cb, onArmed),
+  );
 }

@@ -62,7 +62,8 @@ class UsagePoller extends PollingWatcher implements ThresholdWatcher {
   }
 
   rearm(thresholdBytes: number): Promise<void> {
-    if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
+    if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0)
+      throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
     this.bytes = thresholdBytes;
     this.above = this.read() >= thresholdBytes;
     return Promise.resolve();
@@ -86,7 +87,8 @@ class UsagePoller extends PollingWatcher implements ThresholdWatcher {
  * the other side of `thresholdBytes` than at the last read (both directions, like the kernel's).
  */
 export function pollMemoryUsage(cgroupDir: string, thresholdBytes: number, intervalMs: number): ThresholdWatcher {
-  if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0) throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
+  if (!Number.isSafeInteger(thresholdBytes) || thresholdBytes <= 0)
+    throw new RangeError(`thresholdBytes: ${JSON.stringify(thresholdBytes)}: must be a positive integer number of bytes`);
   return new UsagePoller(usageFile(cgroupDir), thresholdBytes, intervalMs);
 }
 

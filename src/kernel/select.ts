@@ -101,7 +101,8 @@ function watchLine(cgroupDir: string, thresholdBytes: number, measure: LineMeasu
   else w = watchAdaptivePoll(cgroupDir, thresholdBytes, {}, measure);
   // The mechanism in force is the caller's to log, once per line (src/agent/arming.ts); the
   // reason for a fallback is known only here.
-  if (choice.fallbacks.length > 0) opts.log?.warn({ cgroupDir, thresholdBytes, measure, mechanism: w.lineMechanism, reason: choice.fallbacks.join('; ') }, 'memory line: fallback');
+  if (choice.fallbacks.length > 0)
+    opts.log?.warn({ cgroupDir, thresholdBytes, measure, mechanism: w.lineMechanism, reason: choice.fallbacks.join('; ') }, 'memory line: fallback');
   return w;
 }
 

@@ -149,7 +149,14 @@ class TripwireWatcher extends NativeBackedWatcher<NativeTripwireLine> implements
     // cgroup.kill (Linux 5.14): one write kills every process of the pod's cgroup tree.
     const killPath = path.join(podCgroupDir, 'cgroup.kill');
     if (!fs.existsSync(killPath)) return false;
-    return this.current().setOrder(killPath, ttlMs, (text: string, written: string) => this.emit('order', orderEventOf(text, written)), this.cgroupDir, wsLine, tag ?? '');
+    return this.current().setOrder(
+      killPath,
+      ttlMs,
+      (text: string, written: string) => this.emit('order', orderEventOf(text, written)),
+      this.cgroupDir,
+      wsLine,
+      tag ?? '',
+    );
   }
 
   override close(): Promise<void> {

@@ -72,7 +72,16 @@ export function podFromBody(body: unknown): { pod: PodSpec; reviewUid?: string }
     // a PodSpec from the policy model arrives with quantities as strings: go through fromV1Pod
     // so they are parsed exactly as an API pod's would be
     type Wire = { name?: string; requests?: Record<string, string>; limits?: Record<string, string> };
-    const s = b as unknown as { namespace?: string; name: string; uid?: string; priority?: number; annotations?: Record<string, string>; containers: Wire[]; initContainers?: Wire[]; tolerations?: unknown[] };
+    const s = b as unknown as {
+      namespace?: string;
+      name: string;
+      uid?: string;
+      priority?: number;
+      annotations?: Record<string, string>;
+      containers: Wire[];
+      initContainers?: Wire[];
+      tolerations?: unknown[];
+    };
     const container = (c: Wire) => ({ name: c.name, resources: { requests: c.requests, limits: c.limits } });
     const asV1: V1Pod = {
       metadata: { name: s.name, namespace: s.namespace, uid: s.uid || 'unknown', annotations: s.annotations },

@@ -39,7 +39,10 @@ class Gone extends Error {}
 
 export class ApiPodSource extends CachedPodSource {
   readonly kind = 'api' as const;
-  protected readonly healthLines = { current: 'kube: pod specs from the API server are current', stale: 'kube: API server unreachable; pod specs may be stale' };
+  protected readonly healthLines = {
+    current: 'kube: pod specs from the API server are current',
+    stale: 'kube: API server unreachable; pod specs may be stale',
+  };
   private resourceVersion: string | undefined;
   private consistentRelist = false;
   /** consecutive failures since the last list, opened watch or clean watch end */

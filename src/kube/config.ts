@@ -95,7 +95,8 @@ export function loadKubeconfig(file: string, contextName?: string, from = '--kub
     return undefined;
   };
   for (const plugin of ['exec', 'auth-provider']) {
-    if (user[plugin] !== undefined) throw badValue(`${file}: users[${ctx.user}].${plugin}`, plugin, 'credential plugins are not supported; use a token or client certificate');
+    if (user[plugin] !== undefined)
+      throw badValue(`${file}: users[${ctx.user}].${plugin}`, plugin, 'credential plugins are not supported; use a token or client certificate');
   }
   if (typeof user.username === 'string') throw badValue(`${file}: users[${ctx.user}].username`, user.username, 'basic auth is not supported');
   return {

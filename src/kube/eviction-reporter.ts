@@ -305,7 +305,9 @@ export class EvictionReporter {
 
   private async postEvent(namespace: string, event: object): Promise<Outcome> {
     try {
-      await this.opts.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body: { apiVersion: 'v1', kind: 'Event', ...event } });
+      await this.opts.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, {
+        body: { apiVersion: 'v1', kind: 'Event', ...event },
+      });
       this.stats.eventWrites++;
       return 'done';
     } catch (err) {

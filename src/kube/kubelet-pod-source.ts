@@ -19,7 +19,10 @@ export interface KubeletPodSourceOptions {
 
 export class KubeletPodSource extends CachedPodSource {
   readonly kind = 'kubelet' as const;
-  protected readonly healthLines = { current: 'kube: pod specs from the kubelet are current', stale: 'kube: kubelet /pods unreachable; pod specs may be stale' };
+  protected readonly healthLines = {
+    current: 'kube: pod specs from the kubelet are current',
+    stale: 'kube: kubelet /pods unreachable; pod specs may be stale',
+  };
 
   constructor(private readonly opts: KubeletPodSourceOptions) {
     super(opts.log);

@@ -175,7 +175,8 @@ export abstract class CachedPodSource extends EventEmitter implements PodSource 
     const mode = this.mode;
     if (mode === (this.announced ?? this.kind)) return;
     this.announced = mode;
-    if (mode === 'runtime') this.log.warn({ mode, reason }, `kube: ${this.kind} source unavailable; falling back to runtime-only pod specs (no priorities, no requests)`);
+    if (mode === 'runtime')
+      this.log.warn({ mode, reason }, `kube: ${this.kind} source unavailable; falling back to runtime-only pod specs (no priorities, no requests)`);
     else this.log.info({ mode, reason }, `kube: pod specs from the ${mode} source again`);
   }
 }

@@ -40,7 +40,8 @@ export interface KubeParts {
 
 export function resolveNodeName(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   // A bad value is named by where it came from: the flag, the environment, or the host.
-  const [from, raw] = flag !== undefined ? ['--node-name', flag] : env.NODE_NAME !== undefined ? ['$NODE_NAME', env.NODE_NAME] : ['the host name', os.hostname()];
+  const [from, raw] =
+    flag !== undefined ? ['--node-name', flag] : env.NODE_NAME !== undefined ? ['$NODE_NAME', env.NODE_NAME] : ['the host name', os.hostname()];
   const name = raw.trim().toLowerCase();
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)) throw badValue(from, raw, 'not a valid node name (RFC 1123 subdomain)');
   return name;

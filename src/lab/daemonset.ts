@@ -36,7 +36,15 @@ export interface DaemonSetLabMapping {
 }
 
 const CONTAINER_FIELDS = new Set(['name', 'image', 'args', 'env', 'resources', 'securityContext', 'livenessProbe', 'readinessProbe', 'volumeMounts']);
-const SECURITY_FIELDS = new Set(['runAsUser', 'runAsGroup', 'privileged', 'allowPrivilegeEscalation', 'readOnlyRootFilesystem', 'capabilities', 'seccompProfile']);
+const SECURITY_FIELDS = new Set([
+  'runAsUser',
+  'runAsGroup',
+  'privileged',
+  'allowPrivilegeEscalation',
+  'readOnlyRootFilesystem',
+  'capabilities',
+  'seccompProfile',
+]);
 const MOUNT_FIELDS = new Set(['name', 'mountPath', 'readOnly', 'mountPropagation']);
 
 function refuseUnknown(what: string, obj: Record<string, unknown>, known: Set<string>): void {
@@ -44,7 +52,11 @@ function refuseUnknown(what: string, obj: Record<string, unknown>, known: Set<st
 }
 
 /** The pod's and its one container's CRI specs, named `name` in `namespace` with `uid`. */
-export function daemonSetToCri(ds: DaemonSetDoc, m: DaemonSetLabMapping, pod: { name: string; namespace: string; uid: string }): { pod: PodSpec; container: ContainerSpec } {
+export function daemonSetToCri(
+  ds: DaemonSetDoc,
+  m: DaemonSetLabMapping,
+  pod: { name: string; namespace: string; uid: string },
+): { pod: PodSpec; container: ContainerSpec } {
   const spec = ds.spec.template.spec;
   if (spec.containers.length !== 1) throw new Error(`containers: ${spec.containers.length}: the lab runs a one-container DaemonSet`);
   if (spec.hostNetwork !== true) throw new Error('hostNetwork: the lab pods share the node network only');
@@ -59,7 +71,12 @@ export function daemonSetToCri(ds: DaemonSetDoc, m: DaemonSetLabMapping, pod: { 
     if (!volumes.has(name)) throw new Error(`volumeMounts[${name}]: no such volume`);
     const host = m.volumes[name];
     if (host === undefined) throw new Error(`volumes[${name}]: no host directory given for the lab`);
-    const propagation = vm.mountPropagation === undefined || vm.mountPropagation === 'None' ? 'PROPAGATION_PRIVATE' : vm.mountPropagation === 'HostToContainer' ? 'PROPAGATION_HOST_TO_CONTAINER' : 'PROPAGATION_BIDIRECTIONAL';
+    const propagation =
+      vm.mountPropagation === undefined || vm.mountPropagation === 'None'
+        ? 'PROPAGATION_PRIVATE'
+        : vm.mountPropagation === 'HostToContainer'
+          ? 'PROPAGATION_HOST_TO_CONTAINER'
+          : 'PROPAGATION_BIDIRECTIONAL';
     mounts.push({ containerPath: String(vm.mountPath), hostPath: host, readonly: vm.readOnly === true, propagation });
   }
 
@@ -68,7 +85,8 @@ export function daemonSetToCri(ds: DaemonSetDoc, m: DaemonSetLabMapping, pod: { 
   const caps = (sc.capabilities ?? {}) as { add?: string[]; drop?: string[] };
   // Unset, the kubelet asks for no profile (Unconfined) unless its SeccompDefault is on.
   const seccomp = (sc.seccompProfile ?? { type: 'Unconfined' }) as { type: string };
-  if (seccomp.type !== 'RuntimeDefault' && seccomp.type !== 'Unconfined') throw new Error(`securityContext.seccompProfile.type: ${seccomp.type}: not translated for the lab`);
+  if (seccomp.type !== 'RuntimeDefault' && seccomp.type !== 'Unconfined')
+    throw new Error(`securityContext.seccompProfile.type: ${seccomp.type}: not translated for the lab`);
 
   const env: Record<string, string> = {};
   for (const e of (c.env as { name: string; value?: string; valueFrom?: unknown }[] | undefined) ?? []) {
@@ -76,7 +94,7 @@ export function daemonSetToCri(ds: DaemonSetDoc, m: DaemonSetLabMapping, pod: { 
     else if (m.fieldRefs[e.name] !== undefined) env[e.name] = m.fieldRefs[e.name]!;
     else throw new Error(`env[${e.name}]: no value given for the lab`);
   }
-  const limit = ((c.resources as { limits?: { memory?: string } } | undefined)?.limits?.memory);
+  const limit = (c.resources as { limits?: { memory?: string } } | undefined)?.limits?.memory;
   const args = ((c.args as string[] | undefined) ?? []).map((a) => m.replaceArgs?.[a] ?? a);
 
   return {

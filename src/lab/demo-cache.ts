@@ -54,11 +54,13 @@ export interface CacheRampResult {
 async function metric(address: string | null, name: string): Promise<number | null> {
   if (!address) return null;
   const body = await new Promise<string>((resolve) => {
-    http.get(`http://${address}/metrics`, (res) => {
-      let b = '';
-      res.on('data', (d: Buffer) => (b += d.toString()));
-      res.on('end', () => resolve(b));
-    }).on('error', () => resolve(''));
+    http
+      .get(`http://${address}/metrics`, (res) => {
+        let b = '';
+        res.on('data', (d: Buffer) => (b += d.toString()));
+        res.on('end', () => resolve(b));
+      })
+      .on('error', () => resolve(''));
   });
   let sum = 0;
   let seen = false;
@@ -91,9 +93,15 @@ export async function cacheRamp(lab: NodeLab, agent: AgentProcess, o: { nodeMiB:
   const wsMiB = (start?.workingSetBytes ?? 0) / MiB;
   const ballastMiB = Math.max(0, Math.floor(o.nodeMiB - lineMiB - aboveLineMiB(lineMiB) - wsMiB));
   const fromLine = agent.lines.length;
-  const ballast = await lab.runPod({ name: 'ballast', namespace: o.namespace, qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: ['400', String(ballastMiB)] }] });
+  const ballast = await lab.runPod({
+    name: 'ballast',
+    namespace: o.namespace,
+    qos: 'BestEffort',
+    containers: [{ name: 'hog', image: IMAGES.hog, args: ['400', String(ballastMiB)] }],
+  });
   await until(() => lab.podLog(ballast, 'hog').some((l) => Number(l.split(' ')[1]) >= ballastMiB), 60_000);
-  const placed = (): boolean => agent.lines.slice(fromLine).some((l) => l.msg === 'standing order placed' && typeof l.pod === 'string' && l.pod.endsWith('/ballast'));
+  const placed = (): boolean =>
+    agent.lines.slice(fromLine).some((l) => l.msg === 'standing order placed' && typeof l.pod === 'string' && l.pod.endsWith('/ballast'));
   await until(placed, 10_000);
   const refusals0 = await metric(agent.metricsAddress, 'evictd_standing_order_refusals_total');
 
@@ -112,7 +120,8 @@ export async function cacheRamp(lab: NodeLab, agent: AgentProcess, o: { nodeMiB:
     await new Promise((r) => setTimeout(r, 2500));
     const end = node();
     const refusals1 = await metric(agent.metricsAddress, 'evictd_standing_order_refusals_total');
-    const spared = (await lab.sandboxReady(ballast)) && (await lab.sandboxReady(writer)) && lab.containerAlive(writer, 'writer') && lab.containerAlive(ballast, 'hog');
+    const spared =
+      (await lab.sandboxReady(ballast)) && (await lab.sandboxReady(writer)) && lab.containerAlive(writer, 'writer') && lab.containerAlive(ballast, 'hog');
     const evicted = agent.lines
       .slice(fromLine)
       .filter((l) => typeof l.msg === 'string' && (l.msg.startsWith('evicted pod') || l.msg.startsWith('standing order used')) && typeof l.pod === 'string')

@@ -29,7 +29,8 @@ export function demoReplay(file: string, agentLines: readonly LogLine[], higher:
   const r = replay(rec);
   const closed = agentLines.find((l) => l.msg === 'recording closed') as { serializeMsMean?: number; serializeMsMax?: number } | undefined;
   const bytes = fs.statSync(file).size;
-  const config = (line: string) => compileConfig(configFromFlags({ evictionHard: `memory.available<${line}` }, configFromKubeletConfiguration(rec.header.config, 'recording config.')));
+  const config = (line: string) =>
+    compileConfig(configFromFlags({ evictionHard: `memory.available<${line}` }, configFromKubeletConfiguration(rec.header.config, 'recording config.')));
   const hi = whatIf(rec, config(higher));
   const lo = whatIf(rec, config(lower));
   const round = (x: number | undefined) => Math.round((x ?? 0) * 1000) / 1000;
@@ -50,7 +51,10 @@ export function demoReplay(file: string, agentLines: readonly LogLine[], higher:
     lower: {
       line: lower,
       oomFirst: lo.ramps.filter((x) => x.oomFirst).map((x) => x.pod),
-      text: lo.ramps.map((x) => `${x.pod}: ${x.rateMiBs} MiB/s, line ${x.lineMiB} MiB leaves ${x.marginMs} ms, reaction ${x.reactionMs} ms by ${x.by}: ${x.oomFirst ? 'OOM killer first' : 'evicted in time'}`),
+      text: lo.ramps.map(
+        (x) =>
+          `${x.pod}: ${x.rateMiBs} MiB/s, line ${x.lineMiB} MiB leaves ${x.marginMs} ms, reaction ${x.reactionMs} ms by ${x.by}: ${x.oomFirst ? 'OOM killer first' : 'evicted in time'}`,
+      ),
     },
   };
 }

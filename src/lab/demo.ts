@@ -41,7 +41,13 @@ interface DemoOptions {
 }
 
 function parse(argv: string[]): DemoOptions | null {
-  const o: DemoOptions = { json: false, rates: [200, 500, 1000, 2000, 2000], nodeMiB: 512, threshold: '100Mi', record: path.join(os.tmpdir(), `evictd-demo-${process.pid}.jsonl`) };
+  const o: DemoOptions = {
+    json: false,
+    rates: [200, 500, 1000, 2000, 2000],
+    nodeMiB: 512,
+    threshold: '100Mi',
+    record: path.join(os.tmpdir(), `evictd-demo-${process.pid}.jsonl`),
+  };
   if (argv.includes('--help') || argv.includes('-h')) return null;
   eachFlag(argv, (flag, value, raw) => {
     if (flag === '--json') o.json = true;
@@ -49,7 +55,8 @@ function parse(argv: string[]): DemoOptions | null {
     else if (flag === '--node-memory') {
       const v = value();
       o.nodeMiB = Number(v);
-      if (!Number.isInteger(o.nodeMiB) || o.nodeMiB < 256 || o.nodeMiB > 8192) throw badValue('--node-memory', v, 'must be a whole number of MiB between 256 and 8192');
+      if (!Number.isInteger(o.nodeMiB) || o.nodeMiB < 256 || o.nodeMiB > 8192)
+        throw badValue('--node-memory', v, 'must be a whole number of MiB between 256 and 8192');
     } else if (flag === '--threshold') {
       o.threshold = value();
       if (!/^\d+(Mi|Gi|M|G|Ki)?$/.test(o.threshold)) throw badValue('--threshold', o.threshold, 'must be a quantity such as 100Mi');
@@ -81,28 +88,46 @@ export async function demo(argv: string[]): Promise<number> {
   };
   process.once('SIGINT', onSignal);
   try {
-    out({ event: 'node', cgroup: lab.root, memoryMiB: o.nodeMiB, cgroups: lab.layout.mode }, `demo: node cgroup ${lab.root} with ${o.nodeMiB} MiB (cgroups ${lab.layout.mode})`);
+    out(
+      { event: 'node', cgroup: lab.root, memoryMiB: o.nodeMiB, cgroups: lab.layout.mode },
+      `demo: node cgroup ${lab.root} with ${o.nodeMiB} MiB (cgroups ${lab.layout.mode})`,
+    );
     const guaranteed = await lab.runPod({
       name: 'web-guaranteed',
       namespace: 'demo',
       qos: 'Guaranteed',
-      containers: [{ name: 'app', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'while true; do sleep 1; done'], memoryLimitBytes: 64 * MiB }],
+      containers: [
+        { name: 'app', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'while true; do sleep 1; done'], memoryLimitBytes: 64 * MiB },
+      ],
       annotations: { 'evictd.io/requests': 'memory=64Mi,cpu=100m', 'evictd.io/limits': 'memory=64Mi,cpu=100m' },
     });
     const burstable = await lab.runPod({
       name: 'api-burstable',
       namespace: 'demo',
       qos: 'Burstable',
-      containers: [{ name: 'app', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'while true; do sleep 1; done'], memoryLimitBytes: 128 * MiB }],
+      containers: [
+        { name: 'app', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'while true; do sleep 1; done'], memoryLimitBytes: 128 * MiB },
+      ],
       annotations: { 'evictd.io/requests': 'memory=32Mi', 'evictd.io/limits': 'memory=128Mi' },
     });
     out({ event: 'pods', pods: [guaranteed.name, burstable.name] }, `demo: pods ${guaranteed.name} (Guaranteed) and ${burstable.name} (Burstable) running`);
     // As the DaemonSet and the systemd unit run it: the thread that wakes on the kernel's events
     // (and runs the pass) in SCHED_FIFO, so the hog saturating a CPU cannot hold it back.
     const deployed = ['--realtime-priority', String(DEPLOYED_RT_PRIORITY)];
-    agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: `memory.available<${o.threshold}`, extraArgs: [...deployed, '--record', o.record] });
+    agent = await AgentProcess.start({
+      lab,
+      endpoint: harness.endpoint,
+      evictionHard: `memory.available<${o.threshold}`,
+      extraArgs: [...deployed, '--record', o.record],
+    });
     out(
-      { event: 'agent', pid: agent.child.pid, metricsAddress: agent.metricsAddress, evictionHard: `memory.available<${o.threshold}`, realtimePriority: DEPLOYED_RT_PRIORITY },
+      {
+        event: 'agent',
+        pid: agent.child.pid,
+        metricsAddress: agent.metricsAddress,
+        evictionHard: `memory.available<${o.threshold}`,
+        realtimePriority: DEPLOYED_RT_PRIORITY,
+      },
       `demo: evictd run --cgroup-root ${lab.root} --eviction-hard memory.available<${o.threshold} ${deployed.join(' ')} (pid ${agent.child.pid}, metrics http://${agent.metricsAddress}/metrics)`,
     );
     const oomBefore = NodeLab.oomKills();
@@ -110,7 +135,10 @@ export async function demo(argv: string[]): Promise<number> {
     // Page cache first: usage far past the line, the kubelet's signal above it, an order standing.
     const caches: CacheRampResult[] = [];
     if (!interrupted) {
-      out({ event: 'cache-ramp-start' }, `\ncache ramp: a ballast pod brings memory.available near ${o.threshold}, then cache-writer fills the node with clean page cache (synced files on a disk mount)`);
+      out(
+        { event: 'cache-ramp-start' },
+        `\ncache ramp: a ballast pod brings memory.available near ${o.threshold}, then cache-writer fills the node with clean page cache (synced files on a disk mount)`,
+      );
       const c = await cacheRamp(lab, agent, { nodeMiB: o.nodeMiB, thresholdMiB: lineMiB, namespace: 'demo' });
       caches.push(c);
       out(
@@ -128,7 +156,10 @@ export async function demo(argv: string[]): Promise<number> {
     const targetMiB = o.nodeMiB + 128;
     for (let i = 0; i < o.rates.length && !interrupted; i++) {
       const rate = o.rates[i]!;
-      out({ event: 'ramp-start', ramp: i + 1, rateMiBs: rate }, `\nramp ${i + 1}: hog-${i + 1} (BestEffort) allocates ${rate} MiB/s toward ${targetMiB} MiB (node limit ${o.nodeMiB} MiB)`);
+      out(
+        { event: 'ramp-start', ramp: i + 1, rateMiBs: rate },
+        `\nramp ${i + 1}: hog-${i + 1} (BestEffort) allocates ${rate} MiB/s toward ${targetMiB} MiB (node limit ${o.nodeMiB} MiB)`,
+      );
       const r = await runRamp(lab, agent, { name: `hog-${i + 1}`, rateMiBs: rate, targetMiB, namespace: 'demo' });
       results.push(r);
       if (r.outcome === 'evicted' && r.reactionMs !== undefined) {
@@ -141,11 +172,19 @@ export async function demo(argv: string[]): Promise<number> {
             { ms: 0, text: `memory.available crossed ${o.threshold} (hog at ${r.crossingMiB} MiB)` },
             {
               ms: r.decisionMs,
-              text: r.action === 'standing-order' ? `confirmed: ${r.pod} evicted (${(r.reasons ?? []).join('; ')})` : `decision: evict ${r.pod} (${(r.reasons ?? []).join('; ')})`,
+              text:
+                r.action === 'standing-order'
+                  ? `confirmed: ${r.pod} evicted (${(r.reasons ?? []).join('; ')})`
+                  : `decision: evict ${r.pod} (${(r.reasons ?? []).join('; ')})`,
             },
             {
               ms: r.reactionMs,
-              text: r.action === 'fast-kill' ? 'kill sent (cgroup.kill), StopPodSandbox follows' : r.action === 'standing-order' ? 'killed by its standing order (cgroup.kill at the crossing), StopPodSandbox follows' : 'StopPodSandbox sent',
+              text:
+                r.action === 'fast-kill'
+                  ? 'kill sent (cgroup.kill), StopPodSandbox follows'
+                  : r.action === 'standing-order'
+                    ? 'killed by its standing order (cgroup.kill at the crossing), StopPodSandbox follows'
+                    : 'StopPodSandbox sent',
             },
             { ms: r.freedMs, text: 'memory freed' },
             ...(r.stoppedMs !== undefined ? [{ ms: r.stoppedMs, text: 'StopPodSandbox done' }] : []),
@@ -159,7 +198,8 @@ export async function demo(argv: string[]): Promise<number> {
       }
       await lab.removePod(r.labPod);
       // The two long-lived pods come back for the next ramp only if something evicted them.
-      if (!(await lab.sandboxReady(guaranteed)) || !(await lab.sandboxReady(burstable))) out({ event: 'warning', message: 'a protected pod was stopped' }, '  warning: a protected pod was stopped');
+      if (!(await lab.sandboxReady(guaranteed)) || !(await lab.sandboxReady(burstable)))
+        out({ event: 'warning', message: 'a protected pod was stopped' }, '  warning: a protected pod was stopped');
     }
     // Idle CPU of the agent: 2 s to settle (the last stop completes), then 10 s of nothing.
     await new Promise((r) => setTimeout(r, 2000));
@@ -205,7 +245,16 @@ export async function demo(argv: string[]): Promise<number> {
       protectedPodsSurvived: (await lab.sandboxReady(guaranteed)) && (await lab.sandboxReady(burstable)),
       idleCpuPercent: round(idleCpuPercent, 2),
       cacheRamps: { ramps: caches.length, spared: caches.filter((c) => c.spared).length },
-      replay: { passes: replayed.passes, recorded: replayed.recorded, replayed: replayed.replayed, differences: replayed.differences.length, earlierWithHigherLine: replayed.higher.earlier, oomFirstWithLowerLine: replayed.lower.oomFirst, bytesPerPass: replayed.bytesPerPass, recordMsMean: replayed.recordMsMean },
+      replay: {
+        passes: replayed.passes,
+        recorded: replayed.recorded,
+        replayed: replayed.replayed,
+        differences: replayed.differences.length,
+        earlierWithHigherLine: replayed.higher.earlier,
+        oomFirstWithLowerLine: replayed.lower.oomFirst,
+        bytesPerPass: replayed.bytesPerPass,
+        recordMsMean: replayed.recordMsMean,
+      },
       durationS: round((Date.now() - t0) / 1000, 1),
     };
     if (!o.json) {

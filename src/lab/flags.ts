@@ -11,11 +11,15 @@ export function eachFlag(argv: readonly string[], on: (flag: string, value: () =
     const eq = raw.indexOf('=');
     const flag = eq > 0 ? raw.slice(0, eq) : raw;
     const inline = eq > 0 ? raw.slice(eq + 1) : undefined;
-    on(flag, () => {
-      const v = inline ?? argv[++i];
-      if (v === undefined) throw new UsageError(`${flag}: needs a value`);
-      return v;
-    }, raw);
+    on(
+      flag,
+      () => {
+        const v = inline ?? argv[++i];
+        if (v === undefined) throw new UsageError(`${flag}: needs a value`);
+        return v;
+      },
+      raw,
+    );
   }
 }
 

@@ -12,7 +12,12 @@ import { EnvironmentError } from '../errors';
 export const HARNESS_DIR = process.env.EVICTD_HARNESS_DIR ?? '/run/evictd-harness';
 export const HARNESS_ENDPOINT = `unix://${HARNESS_DIR}/containerd.sock`;
 export const HARNESS_CGROUP = process.env.EVICTD_HARNESS_CGROUP ?? '/kubepods';
-export const IMAGES = { pause: 'localhost/evictd/pause:1', busybox: 'localhost/evictd/busybox:1', hog: 'localhost/evictd/hog:1', filler: 'localhost/evictd/filler:1' } as const;
+export const IMAGES = {
+  pause: 'localhost/evictd/pause:1',
+  busybox: 'localhost/evictd/busybox:1',
+  hog: 'localhost/evictd/hog:1',
+  filler: 'localhost/evictd/filler:1',
+} as const;
 
 export function harnessScript(): string {
   for (const up of ['../../../scripts', '../../scripts']) {

@@ -147,7 +147,10 @@ export class NodeLab {
     // The kubelet gives Guaranteed and Burstable pods whose containers all have a memory limit a
     // pod-level limit of their sum; runc only limits the containers, so write it as the kubelet would.
     if (p.qos !== 'BestEffort' && p.containers.every((c) => (c.memoryLimitBytes ?? 0) > 0)) {
-      this.writeMemoryLimit(cgroupPath, p.containers.reduce((sum, c) => sum + (c.memoryLimitBytes ?? 0), 0));
+      this.writeMemoryLimit(
+        cgroupPath,
+        p.containers.reduce((sum, c) => sum + (c.memoryLimitBytes ?? 0), 0),
+      );
     }
     for (const c of p.containers) {
       const id = await this.client.createContainer(sandboxId, containerConfig(spec, { logPath: `${c.name}.log`, ...c }), sandboxConfig(spec));
@@ -319,7 +322,13 @@ export function hogSteps(lines: string[]): { ns: bigint; mib: number; reading?: 
     const step: { ns: bigint; mib: number; reading?: HogReading } = { ns: BigInt(m[1]!), mib: Number(m[2]) };
     // A field the kernel did not print reads -1: such a reading is no reading.
     if (m[3] !== undefined && Number(m[4]) >= 0 && Number(m[5]) >= 0 && Number(m[6]) >= 0)
-      step.reading = { touchNs: BigInt(m[3]), availableKb: Number(m[4]), freeKb: Number(m[5]), inactiveFileKb: Number(m[6]), ...(m[7] !== undefined && Number(m[7]) >= 0 ? { kubeletKb: Number(m[7]) } : {}) };
+      step.reading = {
+        touchNs: BigInt(m[3]),
+        availableKb: Number(m[4]),
+        freeKb: Number(m[5]),
+        inactiveFileKb: Number(m[6]),
+        ...(m[7] !== undefined && Number(m[7]) >= 0 ? { kubeletKb: Number(m[7]) } : {}),
+      };
     out.push(step);
   }
   return out;

@@ -102,7 +102,10 @@ export class AgentProcess {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(o.env ? { env: { ...process.env, ...o.env } } : {}) });
     const p = new AgentProcess(child);
     child.stderr!.on('data', (d: Buffer) => (p.stderrTail = (p.stderrTail + d.toString()).slice(-16 * 1024)));
-    const started = await Promise.race([p.waitFor((l) => l.msg === 'evictd starting', o.startTimeoutMs ?? 60_000).catch(() => null), p.exited.then(() => null)]);
+    const started = await Promise.race([
+      p.waitFor((l) => l.msg === 'evictd starting', o.startTimeoutMs ?? 60_000).catch(() => null),
+      p.exited.then(() => null),
+    ]);
     if (!started) {
       child.kill('SIGKILL');
       throw new Error(`evictd run did not start: ${p.stderrTail.trim().split('\n').slice(-3).join(' | ')}`);
@@ -216,7 +219,12 @@ export async function runRamp(
   // (bench protect --pods on the host). Not by default: every line goes through the runtime's
   // log pipe, and under emulation 16 lines a MiB slow the hog far below its rate.
   const env = o.stepKiB ? { HOG_STEP_KIB: String(o.stepKiB) } : undefined;
-  const pod: LabPod = await lab.runPod({ name: o.name, namespace: o.namespace ?? 'demo', qos: 'BestEffort', containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: [String(o.rateMiBs), String(o.targetMiB), '0'], ...(env ? { env } : {}) }] });
+  const pod: LabPod = await lab.runPod({
+    name: o.name,
+    namespace: o.namespace ?? 'demo',
+    qos: 'BestEffort',
+    containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: [String(o.rateMiBs), String(o.targetMiB), '0'], ...(env ? { env } : {}) }],
+  });
   const podKey = `${pod.namespace}/${pod.name}`;
   const rampMs = (o.targetMiB / o.rateMiBs) * 1000;
   const evicted = agent.waitFor((l) => l.msg === 'evicted pod' && l.pod === podKey, rampMs + 10_000).catch(() => null);
@@ -234,9 +242,18 @@ export async function runRamp(
   // long when containerd already says the kernel OOM-killed the hog.
   const oomReason = await lab.containerOomKilled(pod, 'hog');
   const line = await Promise.race([evicted, new Promise<null>((r) => setTimeout(() => r(null), oomReason ? 300 : 4000))]);
-  const oomKills = Math.max(oomKillsUnder(lab.memoryDir(pod.cgroupPath), lab.layout.memoryVersion), oomReason || (await lab.containerOomKilled(pod, 'hog')) ? 1 : 0);
+  const oomKills = Math.max(
+    oomKillsUnder(lab.memoryDir(pod.cgroupPath), lab.layout.memoryVersion),
+    oomReason || (await lab.containerOomKilled(pod, 'hog')) ? 1 : 0,
+  );
   const steps = hogSteps(lab.podLog(pod, 'hog'));
-  const result: RampResult = { pod: podKey, labPod: pod, rateMiBs: o.rateMiBs, oomKills, outcome: line && oomKills === 0 ? 'evicted' : oomKills > 0 ? 'oom-killed' : 'survived' };
+  const result: RampResult = {
+    pod: podKey,
+    labPod: pod,
+    rateMiBs: o.rateMiBs,
+    oomKills,
+    outcome: line && oomKills === 0 ? 'evicted' : oomKills > 0 ? 'oom-killed' : 'survived',
+  };
   if (line) {
     const at = line.at as Record<string, string | undefined>;
     const threshold = line.threshold as { quantity: string; observed: { available: number; capacity: number } } | null;
@@ -275,4 +292,3 @@ export async function runRamp(
   }
   return result;
 }
-

@@ -77,7 +77,9 @@ export function containerConfig(pod: PodSpec, spec: ContainerSpec): ContainerCon
     logPath: spec.logPath ?? '',
     linux: {
       resources: { memoryLimitInBytes: spec.memoryLimitBytes ?? 0 },
-      ...(spec.securityContext ? { securityContext: { ...spec.securityContext, namespaceOptions: { network: 'NODE', pid: pod.hostPid ? 'NODE' : 'CONTAINER', ipc: 'POD' } } } : {}),
+      ...(spec.securityContext
+        ? { securityContext: { ...spec.securityContext, namespaceOptions: { network: 'NODE', pid: pod.hostPid ? 'NODE' : 'CONTAINER', ipc: 'POD' } } }
+        : {}),
     },
   };
 }

@@ -9,7 +9,10 @@ export function nearestRank(sorted: readonly number[], p: number): number {
 /** The nearest-rank percentile of unsorted values; null when there are none. */
 export function percentile(values: readonly number[], p: number): number | null {
   if (values.length === 0) return null;
-  return nearestRank([...values].sort((a, b) => a - b), p);
+  return nearestRank(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
 }
 
 export function round(x: number | null | undefined, digits = 1): number | null {

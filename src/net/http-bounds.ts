@@ -20,7 +20,13 @@ export interface HttpBounds {
   maxHeaderBytes: number;
 }
 
-export const HTTP_BOUNDS: HttpBounds = { maxConnections: 16, headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxHeaderBytes: 8 * 1024 };
+export const HTTP_BOUNDS: HttpBounds = {
+  maxConnections: 16,
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  maxHeaderBytes: 8 * 1024,
+};
 
 /** PEM text of a server's certificate and key, and of the CA its clients' certificates must chain to. */
 export interface ServerTls {
@@ -35,8 +41,15 @@ export interface ServerTls {
  * any request is read).
  */
 export function boundedServer(handler: http.RequestListener, b: HttpBounds = HTTP_BOUNDS, tls?: ServerTls): http.Server {
-  const options = { maxHeaderSize: b.maxHeaderBytes, requestTimeout: b.requestTimeoutMs, headersTimeout: b.headersTimeoutMs, keepAliveTimeout: b.keepAliveTimeoutMs };
-  const server: http.Server = tls ? https.createServer({ ...options, cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: true, rejectUnauthorized: true }, handler) : http.createServer(options, handler);
+  const options = {
+    maxHeaderSize: b.maxHeaderBytes,
+    requestTimeout: b.requestTimeoutMs,
+    headersTimeout: b.headersTimeoutMs,
+    keepAliveTimeout: b.keepAliveTimeoutMs,
+  };
+  const server: http.Server = tls
+    ? https.createServer({ ...options, cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: true, rejectUnauthorized: true }, handler)
+    : http.createServer(options, handler);
   server.maxConnections = b.maxConnections;
   // A socket that sends nothing at all (not even a request line) is closed too.
   server.setTimeout(b.requestTimeoutMs, (socket) => socket.destroy());

@@ -61,7 +61,8 @@ export function readCgroupMemory(dir: string, version: 1 | 2, opts: { root?: boo
   const kind: MemoryCgroupKind = version === 1 ? 'v1' : opts.root ? 'v2-root' : 'v2';
   const numbers = readKubeletMemory(dir, kind);
   if (numbers === null) return null;
-  const limit = kind === 'v1' ? readCgroupNumber(path.join(dir, 'memory.limit_in_bytes')) : kind === 'v2' ? readCgroupNumber(path.join(dir, 'memory.max')) : null;
+  const limit =
+    kind === 'v1' ? readCgroupNumber(path.join(dir, 'memory.limit_in_bytes')) : kind === 'v2' ? readCgroupNumber(path.join(dir, 'memory.max')) : null;
   // v1 "no limit" is PAGE_COUNTER_MAX pages (9223372036854771712 on x86-64): anything at or
   // above the machine's RAM is no limit for our purpose.
   const limited = limit !== null && limit < machine.totalBytes;

@@ -149,7 +149,12 @@ export function emptyDirPath(kubeletRootDir: string, podUid: string, volume: str
 }
 
 /** The usage of the named emptyDir volumes of one pod (a volume not on disk yet is left out). */
-export async function readEmptyDirUsage(kubeletRootDir: string, podUid: string, volumes: readonly string[], bounds: WalkBounds = DEFAULT_WALK_BOUNDS): Promise<VolumeUsage[]> {
+export async function readEmptyDirUsage(
+  kubeletRootDir: string,
+  podUid: string,
+  volumes: readonly string[],
+  bounds: WalkBounds = DEFAULT_WALK_BOUNDS,
+): Promise<VolumeUsage[]> {
   const out: VolumeUsage[] = [];
   for (const name of volumes) {
     const u = await diskUsage(emptyDirPath(kubeletRootDir, podUid, name), bounds);

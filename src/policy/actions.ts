@@ -18,7 +18,16 @@
  *   5. then the ranked candidates, of which the first that stops is the one evicted.
  * Pure: no I/O, no clock.
  */
-import { brakeBoundEviction, decideBrakes, killedAtOnce, nextBrakeDeadline, type ActiveBrake, type BrakeApply, type BrakeInput, type BrakeRelease } from './brake';
+import {
+  brakeBoundEviction,
+  decideBrakes,
+  killedAtOnce,
+  nextBrakeDeadline,
+  type ActiveBrake,
+  type BrakeApply,
+  type BrakeInput,
+  type BrakeRelease,
+} from './brake';
 import type { PolicyConfig } from './config';
 import type { Assessment, Evaluation, Eviction, ThresholdStatus } from './evaluate';
 import { confirmedEviction, type OrderConfirmation } from './standing-order';
@@ -75,7 +84,12 @@ export function decideActions(config: PolicyConfig, a: Assessment, ev: Evaluatio
  * When the loop must look again though nothing else wakes it (monotonic ns), and why, or null:
  * the earliest soft threshold's grace period ending, or the earliest brake reaching its bound.
  */
-export function nextDeadline(config: PolicyConfig, ev: Evaluation, brakes: readonly ActiveBrake[], now: number): { atNs: number; source: 'grace-period' | 'memory-brake' } | null {
+export function nextDeadline(
+  config: PolicyConfig,
+  ev: Evaluation,
+  brakes: readonly ActiveBrake[],
+  now: number,
+): { atNs: number; source: 'grace-period' | 'memory-brake' } | null {
   let grace = Infinity;
   for (const [t, at] of ev.state.firstObservedAt) {
     const due = at + t.gracePeriodNs;

@@ -105,7 +105,13 @@ export function decideBrakes(config: PolicyConfig, a: Assessment, input: BrakeIn
 }
 
 /** The top-ranked pod, when a memory threshold is met now (below its line) and that pod is neither braked yet nor killed this pass. */
-function toBrake(a: Assessment, metNow: readonly Threshold[], pods: readonly ActivePod[], active: readonly ActiveBrake[], killing: ReadonlySet<string> = new Set()): BrakeApply | null {
+function toBrake(
+  a: Assessment,
+  metNow: readonly Threshold[],
+  pods: readonly ActivePod[],
+  active: readonly ActiveBrake[],
+  killing: ReadonlySet<string> = new Set(),
+): BrakeApply | null {
   // Both memory signals rank pods the same way (kubelet's rankMemoryPressure): which met
   // threshold is named only changes the log line. The assessment's order (signal, then hard
   // before soft) keeps it reproducible.

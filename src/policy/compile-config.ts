@@ -53,7 +53,8 @@ function parseThresholdValue(field: string, signal: Signal, text: string): Thres
   if (quantity.sign() <= 0) throw new ConfigError(field, text, `eviction threshold ${signal} must be positive`);
   // The kubelet compares thresholds as int64 values; a quantity past that is no node's size
   // (91e934 parses) and would be met always, evicting every pod: a typo, refused.
-  if (quantity.cmp(INT64_MAX_QUANTITY) > 0) throw new ConfigError(field, text, `eviction threshold ${signal} must be at most ${INT64_MAX_QUANTITY.toString()}: no node has more`);
+  if (quantity.cmp(INT64_MAX_QUANTITY) > 0)
+    throw new ConfigError(field, text, `eviction threshold ${signal} must be at most ${INT64_MAX_QUANTITY.toString()}: no node has more`);
   return { quantity, text };
 }
 
@@ -156,7 +157,9 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
   }
   for (const [signal, mr] of minReclaims) {
     if (CONTAINERFS.test(signal))
-      warnings.push(`${entry('evictionMinimumReclaim', signal)}: ${formatValue(mr.text)}: ignored: containerfs minimum reclaim is ${derivedFrom}, as the kubelet does`);
+      warnings.push(
+        `${entry('evictionMinimumReclaim', signal)}: ${formatValue(mr.text)}: ignored: containerfs minimum reclaim is ${derivedFrom}, as the kubelet does`,
+      );
   }
   const kept = thresholds.filter((t) => !CONTAINERFS.test(t.signal));
 
@@ -180,7 +183,13 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
     }
   }
 
-  const out: PolicyConfig = { thresholds: kept, maxPodGracePeriodSeconds: maxPodGrace, pressureTransitionPeriodNs: transitionNs, enforceNodeAllocatable: enforce, warnings };
+  const out: PolicyConfig = {
+    thresholds: kept,
+    maxPodGracePeriodSeconds: maxPodGrace,
+    pressureTransitionPeriodNs: transitionNs,
+    enforceNodeAllocatable: enforce,
+    warnings,
+  };
   const brake = compileMemoryBrake(
     { on: cfg.memoryBrake, maxDuration: cfg.memoryBrakeMaxDuration, field: fieldOf('memoryBrake'), maxDurationField: fieldOf('memoryBrakeMaxDuration') },
     kept,
@@ -207,11 +216,19 @@ function checkEnforcementNeeds(cfg: EvictionConfig, enforce: readonly string[], 
   for (const [base, key, flag] of needs) {
     const opt = enforce.find((o) => o === base || o === `${base}-compressible`);
     if (opt !== undefined && !cfg[key])
-      throw new ConfigError(field, opt, `${key} (${flag}) must be specified when ${formatValue(base)} or ${formatValue(`${base}-compressible`)} is in it, as the kubelet requires`);
+      throw new ConfigError(
+        field,
+        opt,
+        `${key} (${flag}) must be specified when ${formatValue(base)} or ${formatValue(`${base}-compressible`)} is in it, as the kubelet requires`,
+      );
   }
   const enforced = enforce.find((o) => o !== 'none');
   if (enforced !== undefined && cfg.cgroupsPerQOS === false)
-    throw new ConfigError(fieldOf('cgroupsPerQOS'), false, `must be true when ${formatValue(enforced)} is in enforceNodeAllocatable (--enforce-node-allocatable), as the kubelet requires`);
+    throw new ConfigError(
+      fieldOf('cgroupsPerQOS'),
+      false,
+      `must be true when ${formatValue(enforced)} is in enforceNodeAllocatable (--enforce-node-allocatable), as the kubelet requires`,
+    );
 }
 
 /** The kubelet's ValidateKubeletConfiguration rules for enforceNodeAllocatable. */

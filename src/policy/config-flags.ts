@@ -54,7 +54,9 @@ function parseMapFlag(flag: string, raw: string, separator: '<' | '=', warnings:
     const value = pair.slice(at + 1).trim();
     refuseProtoKey(`${flag}[${JSON.stringify(key)}]`, key, value);
     if (Object.hasOwn(out, key) && out[key] !== value)
-      warnings.push(`${flag}: ${key} is given more than once (${formatValue(out[key])}, then ${formatValue(value)}): kept the last, ${formatValue(value)}, as the kubelet does`);
+      warnings.push(
+        `${flag}: ${key} is given more than once (${formatValue(out[key])}, then ${formatValue(value)}): kept the last, ${formatValue(value)}, as the kubelet does`,
+      );
     out[key] = value;
   }
   return out;
@@ -83,10 +85,15 @@ export function configFromFlags(flags: EvictionFlags, base: EvictionConfig = {})
     if (!/^[+-]?\d+$/.test(raw)) throw new ConfigError(FLAG_NAMES.evictionMaxPodGracePeriod, raw, 'must be a whole number of seconds');
     set('evictionMaxPodGracePeriod', Number(raw));
   }
-  if (flags.evictionPressureTransitionPeriod !== undefined)
-    set('evictionPressureTransitionPeriod', flags.evictionPressureTransitionPeriod.trim());
+  if (flags.evictionPressureTransitionPeriod !== undefined) set('evictionPressureTransitionPeriod', flags.evictionPressureTransitionPeriod.trim());
   if (flags.enforceNodeAllocatable !== undefined)
-    set('enforceNodeAllocatable', flags.enforceNodeAllocatable.split(',').map((s) => s.trim()).filter((s) => s !== ''));
+    set(
+      'enforceNodeAllocatable',
+      flags.enforceNodeAllocatable
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    );
   if (flags.memoryBrake !== undefined) set('memoryBrake', flags.memoryBrake);
   if (flags.memoryBrakeMaxDuration !== undefined) set('memoryBrakeMaxDuration', flags.memoryBrakeMaxDuration.trim());
   // read only to validate enforceNodeAllocatable, as the kubelet does

@@ -23,4 +23,10 @@ export { configFromFlags, type EvictionFlags } from './config-flags';
 export { configFromKubeletConfiguration } from './kubelet-configuration';
 export { compileConfig } from './compile-config';
 export { ConfigError } from './config-error';
-export { DEFAULT_MEMORY_BRAKE_MAX_DURATION, MEMORY_BRAKE_MARGIN_BYTES, MEMORY_BRAKE_STOP_HEADROOM_BYTES, STOP_EASE_NODE_MARGIN_BYTES, type MemoryBrakeConfig } from './brake-config';
+export {
+  DEFAULT_MEMORY_BRAKE_MAX_DURATION,
+  MEMORY_BRAKE_MARGIN_BYTES,
+  MEMORY_BRAKE_STOP_HEADROOM_BYTES,
+  STOP_EASE_NODE_MARGIN_BYTES,
+  type MemoryBrakeConfig,
+} from './brake-config';

@@ -11,7 +11,16 @@ import { rankFor, type RankedPod } from './ranking';
 import { nodeReclaimFunctions } from './reclaim';
 import { SIGNAL_RESOURCE, isMemorySignal } from './signals';
 import { conditionsOf, makeObservations, mergeThresholds, thresholdsForLayout, thresholdsMet, type Observation, type Observations } from './thresholds';
-import { SIGNALS, type ActivePod, type FilesystemLayout, type NodeCondition, type NodeReclaimFunction, type NodeStats, type PodRef, type Signal } from './types';
+import {
+  SIGNALS,
+  type ActivePod,
+  type FilesystemLayout,
+  type NodeCondition,
+  type NodeReclaimFunction,
+  type NodeStats,
+  type PodRef,
+  type Signal,
+} from './types';
 import { localStorageViolations } from './local-storage';
 
 export interface PolicyState {
@@ -156,7 +165,14 @@ class LazyEviction implements Eviction {
     return this.ranked.reasons;
   }
   toJSON(): Eviction {
-    return { pod: this.pod, signal: this.signal, gracePeriodSeconds: this.gracePeriodSeconds, message: this.message, annotations: this.annotations, reasons: this.reasons };
+    return {
+      pod: this.pod,
+      signal: this.signal,
+      gracePeriodSeconds: this.gracePeriodSeconds,
+      message: this.message,
+      annotations: this.annotations,
+      reasons: this.reasons,
+    };
   }
 }
 
@@ -191,7 +207,11 @@ export function assess(config: PolicyConfig, state: PolicyState, input: Omit<Pas
   // Met now, plus those met last pass whose minimum reclaim is not yet satisfied.
   let met = thresholdsMet(all, obs, false);
   if (state.thresholdsMet.length > 0) met = mergeThresholds(met, thresholdsMet(state.thresholdsMet, obs, true));
-  if (input.crossed?.length) met = mergeThresholds(met, input.crossed.filter((t) => all.includes(t)));
+  if (input.crossed?.length)
+    met = mergeThresholds(
+      met,
+      input.crossed.filter((t) => all.includes(t)),
+    );
 
   const firstObservedAt = new Map<Threshold, number>();
   for (const t of met) firstObservedAt.set(t, state.firstObservedAt.get(t) ?? now);

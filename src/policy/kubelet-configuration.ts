@@ -29,7 +29,12 @@ function stringMap(field: string, v: unknown): Record<string, string> | undefine
  */
 function duration(field: string, v: unknown, example: string): string | undefined {
   if (v === undefined) return undefined;
-  if (v === null) throw new ConfigError(field, v, 'time: invalid duration "" (the kubelet\'s decoder hands null to metav1.Duration, which refuses it; leave the field out for its default)');
+  if (v === null)
+    throw new ConfigError(
+      field,
+      v,
+      'time: invalid duration "" (the kubelet\'s decoder hands null to metav1.Duration, which refuses it; leave the field out for its default)',
+    );
   if (typeof v !== 'string') throw new ConfigError(field, v, `must be a duration string such as "${example}"`);
   return v.trim();
 }
@@ -82,7 +87,8 @@ function isZeroDuration(text: string): boolean {
  */
 export function configFromKubeletConfiguration(doc: unknown, prefix = ''): EvictionConfig {
   if (doc === null || doc === undefined) return {};
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(prefix.replace(/\.$/, '') || 'config', doc, 'must be a map of KubeletConfiguration fields');
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    throw new ConfigError(prefix.replace(/\.$/, '') || 'config', doc, 'must be a map of KubeletConfiguration fields');
   const d = doc as Record<string, unknown>;
   if (d.kind !== undefined && d.kind !== 'KubeletConfiguration') throw new ConfigError(`${prefix}kind`, d.kind, 'expected KubeletConfiguration');
   // A KubeletConfiguration has many other fields, but a misspelt eviction field would silently
@@ -107,7 +113,8 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
     const v = d.evictionMaxPodGracePeriod;
     if (typeof v !== 'number' || !Number.isInteger(v)) throw new ConfigError(`${prefix}evictionMaxPodGracePeriod`, v, 'must be a whole number of seconds');
     // an int32: json refuses a number past its range ("cannot unmarshal number ... of type int32")
-    if (v < -(2 ** 31) || v > 2 ** 31 - 1) throw new ConfigError(`${prefix}evictionMaxPodGracePeriod`, v, 'out of the int32 range the kubelet decodes it into (at most 2147483647)');
+    if (v < -(2 ** 31) || v > 2 ** 31 - 1)
+      throw new ConfigError(`${prefix}evictionMaxPodGracePeriod`, v, 'out of the int32 range the kubelet decodes it into (at most 2147483647)');
     cfg.evictionMaxPodGracePeriod = v;
     name('evictionMaxPodGracePeriod');
   }

@@ -55,7 +55,11 @@ function containerLimitViolation(facts: PodFacts, usage: PodUsage, layout: Files
  * Every pod over a local-storage limit, checked in the kubelet's order (emptyDir, pod, container;
  * the first violation per pod). Critical pods are reported by the caller as not evictable.
  */
-export function localStorageViolations(pods: readonly ActivePod[], layout: FilesystemLayout, facts: readonly PodFacts[] = pods.map((p) => podFacts(p.spec))): LocalStorageViolation[] {
+export function localStorageViolations(
+  pods: readonly ActivePod[],
+  layout: FilesystemLayout,
+  facts: readonly PodFacts[] = pods.map((p) => podFacts(p.spec)),
+): LocalStorageViolation[] {
   const out: LocalStorageViolation[] = [];
   for (let i = 0; i < pods.length; i++) {
     const pod = pods[i];

@@ -38,7 +38,9 @@ export function evictionMessage(
     if (SIGNAL_RESOURCE[t.signal] !== resource) continue;
     const o = obs[t.signal];
     if (!o) continue;
-    const quantity = t.value.quantity ? t.value.quantity.toString() : Quantity.fromNumber(Math.trunc(thresholdAmount(t.value, o.capacity)), 'BinarySI').toString();
+    const quantity = t.value.quantity
+      ? t.value.quantity.toString()
+      : Quantity.fromNumber(Math.trunc(thresholdAmount(t.value, o.capacity)), 'BinarySI').toString();
     // Observations from an embedder may be fractional; the kubelet's int64 amounts truncate.
     const available = Quantity.fromNumber(Math.trunc(o.available), observationFormat(t.signal)).toString();
     message += `Threshold quantity: ${quantity}, available: ${available}. `;
@@ -80,8 +82,7 @@ export function evictionMessage(
 
 export const emptyDirMessage = (volume: string, limit: Quantity) =>
   `Usage of EmptyDir volume ${goQuote(volume)} exceeds the limit ${goQuote(limit.toString())}. `;
-export const podEphemeralStorageMessage = (limit: Quantity) =>
-  `Pod ephemeral local storage usage exceeds the total limit of containers ${limit.toString()}. `;
+export const podEphemeralStorageMessage = (limit: Quantity) => `Pod ephemeral local storage usage exceeds the total limit of containers ${limit.toString()}. `;
 export const containerEphemeralStorageMessage = (container: string, limit: Quantity) =>
   `Container ${container} exceeded its local ephemeral storage limit ${goQuote(limit.toString())}. `;
 

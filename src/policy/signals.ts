@@ -17,7 +17,17 @@
  * (README.md, docs/scenarios.md). A kernel notification that wakes a pass early on the signal is
  * a mechanism of its own (agent/arming.ts), not part of the signal.
  */
-import { SIGNALS, type FilesystemLayout, type FsStats, type MemoryStats, type NodeCondition, type NodeReclaimFunction, type NodeStats, type PidStats, type Signal } from './types';
+import {
+  SIGNALS,
+  type FilesystemLayout,
+  type FsStats,
+  type MemoryStats,
+  type NodeCondition,
+  type NodeReclaimFunction,
+  type NodeStats,
+  type PidStats,
+  type Signal,
+} from './types';
 import type { QuantityFormat } from './quantity';
 
 /** A signal's numbers at one moment. */
@@ -73,7 +83,11 @@ export interface SignalRecord {
   readonly derivedFrom?: PerLayout<Signal>;
 }
 
-const perLayout = <T>(f: (layout: FilesystemLayout) => T): PerLayout<T> => ({ single: f('single'), 'dedicated-imagefs': f('dedicated-imagefs'), split: f('split') });
+const perLayout = <T>(f: (layout: FilesystemLayout) => T): PerLayout<T> => ({
+  single: f('single'),
+  'dedicated-imagefs': f('dedicated-imagefs'),
+  split: f('split'),
+});
 
 const memoryOf = (part: 'memory' | 'allocatableMemory'): SignalObserver => ({
   part,
@@ -84,7 +98,8 @@ const memoryOf = (part: 'memory' | 'allocatableMemory'): SignalObserver => ({
 type FsPart = 'nodefs' | 'imagefs' | 'containerfs';
 const bytesOf = (part: FsPart): SignalObserver => ({
   part,
-  read: (f: FsStats) => (f.availableBytes !== undefined && f.capacityBytes !== undefined ? { available: f.availableBytes, capacity: f.capacityBytes } : undefined),
+  read: (f: FsStats) =>
+    f.availableBytes !== undefined && f.capacityBytes !== undefined ? { available: f.availableBytes, capacity: f.capacityBytes } : undefined,
 });
 const inodesOf = (part: FsPart): SignalObserver => ({
   part,

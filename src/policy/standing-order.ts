@@ -39,7 +39,8 @@ export const DEFAULT_ORDER_TTL_MS = 1000;
  */
 export const NEAR_FLOOR_BYTES = 128 * 1024 * 1024;
 export const nearMarginBytes = (lineBytes: number): number => Math.max(lineBytes, NEAR_FLOOR_BYTES);
-export const isNear = (availableBytes: number, lineBytes: number): boolean => availableBytes >= lineBytes && availableBytes - lineBytes < nearMarginBytes(lineBytes);
+export const isNear = (availableBytes: number, lineBytes: number): boolean =>
+  availableBytes >= lineBytes && availableBytes - lineBytes < nearMarginBytes(lineBytes);
 
 /** A hard threshold is one with no grace period (the kubelet's isHardEvictionThreshold), whatever list it came from. */
 export const isHard = (t: Threshold): boolean => t.gracePeriodNs === 0;
@@ -81,7 +82,13 @@ export type OrderDecision =
  * pick has no cgroup dir there is no order: naming the runner-up instead would kill a pod the
  * kubelet would not evict, and the pass would then evict the pick as well.
  */
-export function decideOrders(config: PolicyConfig, obs: Observations, pods: readonly OrderPod[], layout: FilesystemLayout, ttlMs: number = DEFAULT_ORDER_TTL_MS): OrderDecision[] {
+export function decideOrders(
+  config: PolicyConfig,
+  obs: Observations,
+  pods: readonly OrderPod[],
+  layout: FilesystemLayout,
+  ttlMs: number = DEFAULT_ORDER_TTL_MS,
+): OrderDecision[] {
   const out: OrderDecision[] = [];
   let victim: { ranked: OrderPod; reasons: string[] } | null | undefined;
   for (const signal of LINE_SIGNALS) {
@@ -136,7 +143,11 @@ export function decideOrders(config: PolicyConfig, obs: Observations, pods: read
 
 function firstEligible(signal: LineSignal, layout: FilesystemLayout, pods: readonly OrderPod[]): { ranked: OrderPod; reasons: string[] } | null {
   const byPod = new Map(pods.map((p) => [p.pod, p]));
-  for (const r of rankFor(signal, layout, pods.map((p) => p.pod))) {
+  for (const r of rankFor(
+    signal,
+    layout,
+    pods.map((p) => p.pod),
+  )) {
     if (isCritical(r.pod.spec)) continue;
     return { ranked: byPod.get(r.pod)!, reasons: r.reasons };
   }

@@ -113,7 +113,12 @@ function numbers(field: string, v: unknown): Record<string, number> {
 function decisions(field: string, v: unknown): Decisions {
   if (typeof v !== 'object' || v === null) throw badValue(field, v, 'must be a map of met, conditions, actions, orders');
   const d = v as Record<string, unknown>;
-  return { met: strings(`${field}.met`, d.met), conditions: strings(`${field}.conditions`, d.conditions) as NodeCondition[], actions: strings(`${field}.actions`, d.actions), orders: strings(`${field}.orders`, d.orders) };
+  return {
+    met: strings(`${field}.met`, d.met),
+    conditions: strings(`${field}.conditions`, d.conditions) as NodeCondition[],
+    actions: strings(`${field}.actions`, d.actions),
+    orders: strings(`${field}.orders`, d.orders),
+  };
 }
 
 /**
@@ -144,7 +149,15 @@ function answer(f: string, line: number, afterPasses: number, v: unknown): Recor
     if (!Array.isArray(tolerations)) throw badValue(`${f}.admission.pod.tolerations`, tolerations, 'must be a list');
     pod.tolerations = tolerations.map((t, j) => anyToleration(`${f}.admission.pod.tolerations[${j}]`, t));
   }
-  const out: RecordedAnswer = { line, atNs: ns(`${f}.admission.at`, a.at), at: a.at as string, afterPasses, pod, conditions: strings(`${f}.admission.conditions`, a.conditions) as NodeCondition[], admit: a.admit };
+  const out: RecordedAnswer = {
+    line,
+    atNs: ns(`${f}.admission.at`, a.at),
+    at: a.at as string,
+    afterPasses,
+    pod,
+    conditions: strings(`${f}.admission.conditions`, a.conditions) as NodeCondition[],
+    admit: a.admit,
+  };
   if (a.reason !== undefined) out.reason = a.reason as string;
   return out;
 }
@@ -166,7 +179,8 @@ function confirmation(field: string, v: unknown, thresholds: readonly Threshold[
   const m = typeof c.line === 'string' ? /^([a-zA-Z.]+)\[(\d+)\]$/.exec(c.line) : null;
   const onSignal = m ? thresholds.filter((t) => t.signal === m[1]) : [];
   const t = m ? onSignal[Number(m[2])] : undefined;
-  if (!t || !(LINE_SIGNALS as readonly string[]).includes(m![1]!) || !isHard(t)) throw badValue(`${field}.line`, c.line, `must name a hard threshold of the recording's config on ${LINE_SIGNALS.join(' or ')}, e.g. memory.available[0]`);
+  if (!t || !(LINE_SIGNALS as readonly string[]).includes(m![1]!) || !isHard(t))
+    throw badValue(`${field}.line`, c.line, `must name a hard threshold of the recording's config on ${LINE_SIGNALS.join(' or ')}, e.g. memory.available[0]`);
   if (typeof c.pod !== 'string' || !c.pod.includes('/')) throw badValue(`${field}.pod`, c.pod, 'must be namespace/name');
   const out: RecordedConfirmation = { line: c.line as string, pod: c.pod, availableBytes: num(`${field}.availableBytes`, c.availableBytes) };
   for (const k of ['crossedAt', 'killedAt'] as const) {
@@ -200,10 +214,12 @@ export function readRecording(text: string): Recording {
     return map(`line ${i + 1}`, v, 'a JSON object');
   });
   const h = parsed[0] as unknown as RecordingHeader | undefined;
-  if (!h || h.evictdRecording !== RECORDING_VERSION) throw badValue('line 1.evictdRecording', h?.evictdRecording, `must be ${RECORDING_VERSION} (a recording of another version)`);
+  if (!h || h.evictdRecording !== RECORDING_VERSION)
+    throw badValue('line 1.evictdRecording', h?.evictdRecording, `must be ${RECORDING_VERSION} (a recording of another version)`);
   map('line 1.config', h.config);
   if (typeof h.standingOrders !== 'boolean') throw badValue('line 1.standingOrders', h.standingOrders, 'must be true or false');
-  if (h.startedAt !== undefined && (typeof h.startedAt !== 'string' || Number.isNaN(Date.parse(h.startedAt)))) throw badValue('line 1.startedAt', h.startedAt, 'must be a date and time (ISO 8601)');
+  if (h.startedAt !== undefined && (typeof h.startedAt !== 'string' || Number.isNaN(Date.parse(h.startedAt))))
+    throw badValue('line 1.startedAt', h.startedAt, 'must be a date and time (ISO 8601)');
   // Passes and answers apart, each with its line number (an answer is a line between passes).
   const passLines: Record<string, unknown>[] = [];
   const passLineNumbers: number[] = [];
@@ -218,14 +234,19 @@ export function readRecording(text: string): Recording {
   const stepKeys = ['at', 'node', 'pods'];
   let scenario: Scenario;
   try {
-    scenario = readScenario({ config: h.config, filesystems: h.filesystems, steps: passLines.map((l) => Object.fromEntries(stepKeys.filter((k) => k in l).map((k) => [k, l[k]]))) });
+    scenario = readScenario({
+      config: h.config,
+      filesystems: h.filesystems,
+      steps: passLines.map((l) => Object.fromEntries(stepKeys.filter((k) => k in l).map((k) => [k, l[k]]))),
+    });
   } catch (e) {
     // A scenario's field path, steps[i], is the recording's i-th pass line.
     if (e instanceof UsageError) throw new UsageError(e.message.replace(/^steps\[(\d+)\]/, (_, i: string) => `line ${passLineNumbers[Number(i)]}`));
     throw e;
   }
   // The period in force, zero included (the config's reader takes a zero one for unset).
-  if (h.pressureTransitionPeriod !== undefined) scenario.config = { ...scenario.config, pressureTransitionPeriodNs: since('line 1.pressureTransitionPeriod', h.pressureTransitionPeriod) };
+  if (h.pressureTransitionPeriod !== undefined)
+    scenario.config = { ...scenario.config, pressureTransitionPeriodNs: since('line 1.pressureTransitionPeriod', h.pressureTransitionPeriod) };
   // Threshold indices count among the thresholds of the layout in force where they are written.
   const threshold = (field: string, i: unknown, layout = scenario.layout): Threshold => {
     const all = thresholdsForLayout(scenario.config.thresholds, layout);
@@ -237,12 +258,16 @@ export function readRecording(text: string): Recording {
     const f = `line ${passLineNumbers[i]}`;
     const layout = (l.filesystems === undefined ? scenario.layout : l.filesystems) as FilesystemLayout;
     if (!LAYOUTS.includes(layout)) throw badValue(`${f}.filesystems`, l.filesystems, `must be one of ${LAYOUTS.join(', ')}`);
-    const brakes = l.brakes === undefined ? null : list(`${f}.brakes`, l.brakes).map((x, j): ActiveBrake => {
-      const b = map(`${f}.brakes[${j}]`, x);
-      if (typeof b.uid !== 'string') throw badValue(`${f}.brakes[${j}].uid`, b.uid, 'must be a string');
-      if (b.signal !== undefined && !(SIGNALS as readonly string[]).includes(b.signal as string)) throw badValue(`${f}.brakes[${j}].signal`, b.signal, 'not a signal');
-      return { uid: b.uid, since: since(`${f}.brakes[${j}].since`, b.since), ...(b.signal ? { signal: b.signal as Signal } : {}) };
-    });
+    const brakes =
+      l.brakes === undefined
+        ? null
+        : list(`${f}.brakes`, l.brakes).map((x, j): ActiveBrake => {
+            const b = map(`${f}.brakes[${j}]`, x);
+            if (typeof b.uid !== 'string') throw badValue(`${f}.brakes[${j}].uid`, b.uid, 'must be a string');
+            if (b.signal !== undefined && !(SIGNALS as readonly string[]).includes(b.signal as string))
+              throw badValue(`${f}.brakes[${j}].signal`, b.signal, 'not a signal');
+            return { uid: b.uid, since: since(`${f}.brakes[${j}].since`, b.since), ...(b.signal ? { signal: b.signal as Signal } : {}) };
+          });
     const ms = map(`${f}.ms`, l.ms === undefined ? { decide: 0 } : l.ms);
     return {
       line: passLineNumbers[i]!,
@@ -260,13 +285,24 @@ export function readRecording(text: string): Recording {
   let initial = initialState();
   if (h.state !== undefined) {
     const s = map('line 1.state', h.state);
-    const pairs = (field: string) => list(field, s[field.slice('line 1.state.'.length)]).map((x, j) => {
-      if (!Array.isArray(x) || x.length !== 2) throw badValue(`${field}[${j}]`, x, 'must be a pair');
-      return x as [unknown, unknown];
-    });
+    const pairs = (field: string) =>
+      list(field, s[field.slice('line 1.state.'.length)]).map((x, j) => {
+        if (!Array.isArray(x) || x.length !== 2) throw badValue(`${field}[${j}]`, x, 'must be a pair');
+        return x as [unknown, unknown];
+      });
     initial = {
-      firstObservedAt: new Map(pairs('line 1.state.firstObservedAt').map(([i, at], j) => [threshold(`line 1.state.firstObservedAt[${j}]`, i), since(`line 1.state.firstObservedAt[${j}]`, at)])),
-      conditionLastObservedAt: new Map(pairs('line 1.state.conditionLastObservedAt').map(([c, at], j) => [condition(`line 1.state.conditionLastObservedAt[${j}]`, c), since(`line 1.state.conditionLastObservedAt[${j}]`, at)])),
+      firstObservedAt: new Map(
+        pairs('line 1.state.firstObservedAt').map(([i, at], j) => [
+          threshold(`line 1.state.firstObservedAt[${j}]`, i),
+          since(`line 1.state.firstObservedAt[${j}]`, at),
+        ]),
+      ),
+      conditionLastObservedAt: new Map(
+        pairs('line 1.state.conditionLastObservedAt').map(([c, at], j) => [
+          condition(`line 1.state.conditionLastObservedAt[${j}]`, c),
+          since(`line 1.state.conditionLastObservedAt[${j}]`, at),
+        ]),
+      ),
       thresholdsMet: list('line 1.state.thresholdsMet', s.thresholdsMet).map((i, j) => threshold(`line 1.state.thresholdsMet[${j}]`, i)),
       conditions: list('line 1.state.conditions', s.conditions).map((c, j) => condition(`line 1.state.conditions[${j}]`, c)),
     };

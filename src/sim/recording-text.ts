@@ -40,8 +40,17 @@ function specText(s: PodSpec): SpecText {
     cur += ']';
   };
   const apps = s.containers.length;
-  list('containers', s.containers.map((c) => specContainer(c, false)), (i) => ({ kind: 'container', index: i }));
-  if (s.initContainers?.length) list('initContainers', s.initContainers.map((c) => specContainer(c, true)), (i) => ({ kind: 'container', index: apps + i }));
+  list(
+    'containers',
+    s.containers.map((c) => specContainer(c, false)),
+    (i) => ({ kind: 'container', index: i }),
+  );
+  if (s.initContainers?.length)
+    list(
+      'initContainers',
+      s.initContainers.map((c) => specContainer(c, true)),
+      (i) => ({ kind: 'container', index: apps + i }),
+    );
   gap({ kind: 'containerUsage' });
   if (s.volumes.length) list('volumes', s.volumes.map(specVolume), (i) => ({ kind: 'volume', name: s.volumes[i]!.name }));
   gap({ kind: 'processes' });
@@ -61,7 +70,8 @@ function sameValues(a: unknown, b: unknown): boolean {
   const ka = Object.keys(a);
   const kb = Object.keys(b);
   if (ka.length !== kb.length) return false;
-  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i] || !sameValues((a as Record<string, unknown>)[ka[i]!], (b as Record<string, unknown>)[kb[i]!])) return false;
+  for (let i = 0; i < ka.length; i++)
+    if (ka[i] !== kb[i] || !sameValues((a as Record<string, unknown>)[ka[i]!], (b as Record<string, unknown>)[kb[i]!])) return false;
   return true;
 }
 

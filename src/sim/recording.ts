@@ -20,7 +20,18 @@ import type { PolicyState, ThresholdStatus } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
 import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../policy/pods';
 import type { OrderConfirmation, OrderDecision } from '../policy/standing-order';
-import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeCondition, NodeStats, PodSpec, ResourceList, Toleration, VolumeSpec } from '../policy/types';
+import type {
+  ActivePod,
+  ContainerSpec,
+  ContainerUsage,
+  FilesystemLayout,
+  NodeCondition,
+  NodeStats,
+  PodSpec,
+  ResourceList,
+  Toleration,
+  VolumeSpec,
+} from '../policy/types';
 
 /** The header's marker and version: a reader that sees another version refuses the file. */
 export const RECORDING_VERSION = 1;
@@ -69,10 +80,21 @@ export function recordedState(policy: PolicyConfig, layout: FilesystemLayout, s:
   };
 }
 
-export function recordingHeader(cfg: EvictionConfig, layout: FilesystemLayout, o: { startedAt: Date; standingOrders: boolean; pressureTransitionNs: number; part?: number; state?: RecordedState }): RecordingHeader {
+export function recordingHeader(
+  cfg: EvictionConfig,
+  layout: FilesystemLayout,
+  o: { startedAt: Date; standingOrders: boolean; pressureTransitionNs: number; part?: number; state?: RecordedState },
+): RecordingHeader {
   const config: Record<string, unknown> = {};
   for (const k of CONFIG_FIELDS) if (cfg[k] !== undefined) config[k] = cfg[k];
-  const h: RecordingHeader = { evictdRecording: RECORDING_VERSION, config, filesystems: layout, startedAt: o.startedAt.toISOString(), standingOrders: o.standingOrders, pressureTransitionPeriod: formatDuration(o.pressureTransitionNs) };
+  const h: RecordingHeader = {
+    evictdRecording: RECORDING_VERSION,
+    config,
+    filesystems: layout,
+    startedAt: o.startedAt.toISOString(),
+    standingOrders: o.standingOrders,
+    pressureTransitionPeriod: formatDuration(o.pressureTransitionNs),
+  };
   if (o.part) h.part = o.part;
   if (o.state) h.state = o.state;
   return h;
@@ -113,7 +135,12 @@ export function actionText(a: Action): string {
   }
 }
 
-export function decisionsOf(met: readonly ThresholdStatus[], conditions: readonly NodeCondition[], actions: readonly Action[], orders: readonly OrderDecision[]): Decisions {
+export function decisionsOf(
+  met: readonly ThresholdStatus[],
+  conditions: readonly NodeCondition[],
+  actions: readonly Action[],
+  orders: readonly OrderDecision[],
+): Decisions {
   return {
     met: met.map((t) => `${t.signal} ${t.kind}${t.gracePeriodMet ? '' : ' (grace running)'}`),
     conditions: [...conditions],
@@ -392,7 +419,12 @@ export interface RecordedAdmission {
  * One admission answer as its line (an object; JSON.stringify makes it the line). The message
  * is left out: it follows from the conditions, as an action's does from the action.
  */
-export function admissionLine(atNs: number, pod: PodSpec, conditions: readonly NodeCondition[], decision: { admit: boolean; reason?: string }): { admission: RecordedAdmission } {
+export function admissionLine(
+  atNs: number,
+  pod: PodSpec,
+  conditions: readonly NodeCondition[],
+  decision: { admit: boolean; reason?: string },
+): { admission: RecordedAdmission } {
   const a: RecordedAdmission = { at: formatDuration(atNs), pod: admissionPod(pod), conditions: [...conditions], admit: decision.admit };
   if (decision.reason !== undefined) a.reason = decision.reason;
   return { admission: a };

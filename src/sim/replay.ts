@@ -68,12 +68,28 @@ export function evictionsIn(actions: readonly string[], pass: number, at: string
 }
 
 /** One pass decided again: the policy's decisions on the pass's own numbers and givens. */
-export function decidePass(config: PolicyConfig, state: PolicyState, step: Step, pass: RecordedPass, layout: FilesystemLayout, standingOrders: boolean): { decided: Decisions; state: PolicyState } {
+export function decidePass(
+  config: PolicyConfig,
+  state: PolicyState,
+  step: Step,
+  pass: RecordedPass,
+  layout: FilesystemLayout,
+  standingOrders: boolean,
+): { decided: Decisions; state: PolicyState } {
   const assessed = assess(config, state, { now: step.at, node: step.node, layout, crossed: pass.crossed });
   const ev = planEvictions(config, assessed, step.pods, layout);
-  const brakes = pass.brakes ? { now: step.at, layout, pods: step.pods, present: new Set([...step.pods.map((p) => p.spec.uid), ...pass.otherUids]), active: pass.brakes } : undefined;
+  const brakes = pass.brakes
+    ? { now: step.at, layout, pods: step.pods, present: new Set([...step.pods.map((p) => p.spec.uid), ...pass.otherUids]), active: pass.brakes }
+    : undefined;
   const actions = decideActions(config, assessed, ev, brakes, []);
-  const orders = standingOrders ? decideOrders(config, assessed.obs, step.pods.map((p) => (pass.noCgroup.has(p.spec.uid) ? { pod: p } : { pod: p, cgroupDir: '-' })), layout) : [];
+  const orders = standingOrders
+    ? decideOrders(
+        config,
+        assessed.obs,
+        step.pods.map((p) => (pass.noCgroup.has(p.spec.uid) ? { pod: p } : { pod: p, cgroupDir: '-' })),
+        layout,
+      )
+    : [];
   const decided = decisionsOf(ev.thresholdsMet, ev.conditions, actions, orders);
   // A used order is the kernel's kill, given to the pass: its confirmation comes first, as live.
   decided.actions = [...pass.confirmed.map((c) => `confirm ${c.pod} ${c.line.replace(/\[\d+\]$/, '')}`), ...decided.actions];
@@ -122,7 +138,15 @@ export function replay(rec: Recording): ReplayResult {
       if (checked.has(use)) continue;
       checked.add(use);
       const want = inForce(named.get(c.line) ?? [], c.crossedAt === undefined ? Infinity : parseDuration(c.crossedAt));
-      if (want.length > 0 && !want.includes(c.pod)) result.differences.push({ pass: n, at, signal: c.line.replace(/\[\d+\]$/, ''), what: 'confirm', recorded: [`order on ${c.line} used on ${c.pod}`], replayed: [`order on ${c.line} named ${want.join(' or ')}`] });
+      if (want.length > 0 && !want.includes(c.pod))
+        result.differences.push({
+          pass: n,
+          at,
+          signal: c.line.replace(/\[\d+\]$/, ''),
+          what: 'confirm',
+          recorded: [`order on ${c.line} used on ${c.pod}`],
+          replayed: [`order on ${c.line} named ${want.join(' or ')}`],
+        });
     }
     const now = new Map(r.decided.orders.map((o) => o.split(' ') as [string, string]));
     for (const line of now.keys()) if (!named.has(line)) named.set(line, []);
@@ -214,6 +238,7 @@ function answerDifference(a: RecordedAnswer, held: HeldConditions): Difference |
 /** A difference as the one line the CLI prints. */
 export function differenceText(d: Difference): string {
   const list = (x: string[]) => (x.length ? x.join('; ') : 'nothing');
-  if (d.what === 'admission') return `admission (at ${d.at}, ${d.pass ? `after pass ${d.pass}` : 'before any pass'}), ${d.pod}: recorded ${list(d.recorded)}; replayed ${list(d.replayed)}`;
+  if (d.what === 'admission')
+    return `admission (at ${d.at}, ${d.pass ? `after pass ${d.pass}` : 'before any pass'}), ${d.pod}: recorded ${list(d.recorded)}; replayed ${list(d.replayed)}`;
   return `pass ${d.pass} (at ${d.at}), ${d.signal}: ${d.what}: recorded ${list(d.recorded)}; replayed ${list(d.replayed)}`;
 }

@@ -8,7 +8,19 @@ import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { Quantity, QuantityError } from '../policy/quantity';
 import { NODE_PARTS, OBSERVED_PARTS, type NodePart } from '../policy/signals';
-import type { ActivePod, ContainerSpec, ContainerUsage, FilesystemLayout, NodeStats, PodSpec, ResourceList, Toleration, VolumeSource, VolumeSpec, VolumeUsage } from '../policy/types';
+import type {
+  ActivePod,
+  ContainerSpec,
+  ContainerUsage,
+  FilesystemLayout,
+  NodeStats,
+  PodSpec,
+  ResourceList,
+  Toleration,
+  VolumeSource,
+  VolumeSpec,
+  VolumeUsage,
+} from '../policy/types';
 
 /** A volume's source other than emptyDir, as far as local storage goes (policy/types.ts VolumeSpec). */
 const VOLUME_SOURCES: VolumeSource[] = ['configMap', 'gitRepo', 'hostPath', 'other'];
@@ -101,8 +113,7 @@ function integer(field: string, v: unknown, min: number, max: number): number {
 
 /** `available` above `capacity` is not a reading any node gives: refused, naming the available field. */
 function notAbove(field: string, available: number | undefined, capacityField: string, capacity: number | undefined, raw: unknown): void {
-  if (available !== undefined && capacity !== undefined && available > capacity)
-    throw badValue(field, raw, `above ${capacityField} (${capacity})`);
+  if (available !== undefined && capacity !== undefined && available > capacity) throw badValue(field, raw, `above ${capacityField} (${capacity})`);
 }
 
 /**
@@ -215,7 +226,20 @@ function medium(field: string, v: unknown): string {
   throw badValue(field, v, 'must be "", Memory, HugePages or HugePages-<page size> (e.g. HugePages-2Mi)');
 }
 
-const POD_KEYS = ['name', 'namespace', 'uid', 'priority', 'terminationGracePeriodSeconds', 'annotations', 'containers', 'initContainers', 'volumes', 'tolerations', 'processes', 'containerUsage'];
+const POD_KEYS = [
+  'name',
+  'namespace',
+  'uid',
+  'priority',
+  'terminationGracePeriodSeconds',
+  'annotations',
+  'containers',
+  'initContainers',
+  'volumes',
+  'tolerations',
+  'processes',
+  'containerUsage',
+];
 const TOLERATION_OPERATORS = ['Exists', 'Equal'];
 const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
@@ -233,7 +257,8 @@ function toleration(field: string, v: unknown): Toleration {
   const operator = opt('operator');
   const value = opt('value');
   const effect = opt('effect');
-  if (operator !== undefined && !TOLERATION_OPERATORS.includes(operator)) throw badValue(`${field}.operator`, operator, `must be one of ${TOLERATION_OPERATORS.join(', ')}`);
+  if (operator !== undefined && !TOLERATION_OPERATORS.includes(operator))
+    throw badValue(`${field}.operator`, operator, `must be one of ${TOLERATION_OPERATORS.join(', ')}`);
   if (effect !== undefined && !TAINT_EFFECTS.includes(effect)) throw badValue(`${field}.effect`, effect, `must be one of ${TAINT_EFFECTS.join(', ')}`);
   if (key === undefined && operator !== 'Exists') throw badValue(`${field}.operator`, operator ?? '', 'must be Exists when key is empty');
   if (operator === 'Exists' && value !== undefined) throw badValue(`${field}.value`, value, 'must be empty when operator is Exists');
@@ -282,9 +307,17 @@ function pod(field: string, v: unknown): ParsedPod {
       volumeUsage.push({ name: vname, usedBytes: amount(`${vf}.usage`, vol.usage), inodesUsed: optAmount(`${vf}.inodes`, vol.inodes) });
     }
   });
-  unique((i) => `${field}.volumes[${i}].name`, volumes.map((x) => x.name), 'volume name');
+  unique(
+    (i) => `${field}.volumes[${i}].name`,
+    volumes.map((x) => x.name),
+    'volume name',
+  );
   const allContainers = [...containers.map((c) => c.spec.name), ...initContainers.map((c) => c.name)];
-  unique((i) => (i < containers.length ? `${field}.containers[${i}].name` : `${field}.initContainers[${i - containers.length}].name`), allContainers, 'container name');
+  unique(
+    (i) => (i < containers.length ? `${field}.containers[${i}].name` : `${field}.initContainers[${i - containers.length}].name`),
+    allContainers,
+    'container name',
+  );
   const tolerations = list(`${field}.tolerations`, p.tolerations).map((t, i) => toleration(`${field}.tolerations[${i}]`, t));
   const spec: PodSpec = {
     namespace: p.namespace === undefined ? 'default' : str(`${field}.namespace`, p.namespace),
@@ -311,7 +344,8 @@ function pod(field: string, v: unknown): ParsedPod {
   // one its spec does not name, as a pod known only from its sandbox has).
   const listed = p.containerUsage === undefined || p.containerUsage === null ? null : list(`${field}.containerUsage`, p.containerUsage);
   if (listed) {
-    if ([...containers, ...inits].some((c) => c.usage)) throw badValue(`${field}.containerUsage`, '[...]', "takes the place of the containers' usage: give one or the other");
+    if ([...containers, ...inits].some((c) => c.usage))
+      throw badValue(`${field}.containerUsage`, '[...]', "takes the place of the containers' usage: give one or the other");
     stats = listed.map((x, i) => {
       const f = `${field}.containerUsage[${i}]`;
       const { name: n, ...rest } = fields(f, x, ['name', 'memory', 'rootfs', 'logs', 'inodes', 'logsInodes']);
@@ -359,8 +393,16 @@ export function readScenario(doc: unknown): Scenario {
     const n = node(`${f}.node`, s.node);
     const pods = list(`${f}.pods`, s.pods).map((p, j) => pod(`${f}.pods[${j}]`, p));
     const admit = list(`${f}.admit`, s.admit).map((p, j) => pod(`${f}.admit[${j}]`, p).spec);
-    unique((j) => `${f}.pods[${j}]`, pods.map((p) => `${p.spec.namespace}/${p.spec.name}`), 'pod namespace/name');
-    unique((j) => `${f}.admit[${j}]`, admit.map((p) => `${p.namespace}/${p.name}`), 'pod namespace/name');
+    unique(
+      (j) => `${f}.pods[${j}]`,
+      pods.map((p) => `${p.spec.namespace}/${p.spec.name}`),
+      'pod namespace/name',
+    );
+    unique(
+      (j) => `${f}.admit[${j}]`,
+      admit.map((p) => `${p.namespace}/${p.name}`),
+      'pod namespace/name',
+    );
     const step: Step = { at, node: n, pods: pods.map((p): ActivePod => (p.usage ? { spec: p.spec, usage: p.usage } : { spec: p.spec })), admit };
     if (s.afterReclaim !== undefined && s.afterReclaim !== null) step.afterReclaim = overlay(n, node(`${f}.afterReclaim`, s.afterReclaim));
     return step;

@@ -51,10 +51,14 @@ function withMemory(p: ActivePod, bytes: number): ActivePod {
   const first = containers.findIndex((c) => c.memoryBytes !== undefined);
   if (first < 0) return p;
   const others = containers.reduce((n, c, i) => n + (i === first ? 0 : (c.memoryBytes ?? 0)), 0);
-  return { spec: p.spec, usage: { ...p.usage!, containers: containers.map((c, i) => (i === first ? { ...c, memoryBytes: Math.max(0, Math.round(bytes - others)) } : c)) } };
+  return {
+    spec: p.spec,
+    usage: { ...p.usage!, containers: containers.map((c, i) => (i === first ? { ...c, memoryBytes: Math.max(0, Math.round(bytes - others)) } : c)) },
+  };
 }
 
-const shift = (m: MemoryStats | undefined, freed: number): MemoryStats | undefined => (m ? { availableBytes: m.availableBytes + freed, workingSetBytes: Math.max(0, m.workingSetBytes - freed) } : undefined);
+const shift = (m: MemoryStats | undefined, freed: number): MemoryStats | undefined =>
+  m ? { availableBytes: m.availableBytes + freed, workingSetBytes: Math.max(0, m.workingSetBytes - freed) } : undefined;
 
 /** The node with `freed` bytes of working set given back to both memory signals. */
 function giveBack(node: NodeStats, freed: number): NodeStats {
@@ -80,7 +84,11 @@ function history(rec: Recording): Sample[] {
       const at = parseDuration(c.crossedAt);
       const lost = prev.node.memory.availableBytes - c.availableBytes;
       if (lost <= 0) continue;
-      const node = { ...prev.node, memory: { availableBytes: c.availableBytes, workingSetBytes: prev.node.memory.workingSetBytes + lost }, ...(prev.node.allocatableMemory ? { allocatableMemory: shift(prev.node.allocatableMemory, -lost)! } : {}) };
+      const node = {
+        ...prev.node,
+        memory: { availableBytes: c.availableBytes, workingSetBytes: prev.node.memory.workingSetBytes + lost },
+        ...(prev.node.allocatableMemory ? { allocatableMemory: shift(prev.node.allocatableMemory, -lost)! } : {}),
+      };
       out.push({ atNs: at, node, pods: prev.pods.map((p) => (key(p) === c.pod ? withMemory(p, memOf(p) + lost) : p)), kind: 'crossing', pass: i + 1 });
     }
     out.push({ atNs: step.at, node: step.node, pods: step.pods, kind: 'pass', pass: i + 1 });
@@ -186,7 +194,14 @@ function runOver(config: PolicyConfig, rec: Recording, samples: Sample[]): Run {
         }
       }
       if (s.kind === 'pass' && rec.header.standingOrders) {
-        ordered = new Set(decideOrders(config, assessed.obs, s.pods.map((p) => ({ pod: p, cgroupDir: '-' })), layout).flatMap((d) => (d.order ? [`${d.order.pod.namespace}/${d.order.pod.name}`] : [])));
+        ordered = new Set(
+          decideOrders(
+            config,
+            assessed.obs,
+            s.pods.map((p) => ({ pod: p, cgroupDir: '-' })),
+            layout,
+          ).flatMap((d) => (d.order ? [`${d.order.pod.namespace}/${d.order.pod.name}`] : [])),
+        );
       }
     }
     run.available.set(raw, cur.node.memory?.availableBytes);
@@ -251,7 +266,8 @@ export interface WhatIfResult {
 }
 
 const ms = (ns: number) => Math.round(ns / 1e4) / 100;
-const change = (a: number | undefined, b: number | undefined): Change => (a === undefined ? 'new' : b === undefined ? 'not at all' : b < a ? 'earlier' : b > a ? 'later' : 'same');
+const change = (a: number | undefined, b: number | undefined): Change =>
+  a === undefined ? 'new' : b === undefined ? 'not at all' : b < a ? 'earlier' : b > a ? 'later' : 'same';
 
 export function whatIf(rec: Recording, hypothetical: PolicyConfig): WhatIfResult {
   const samples = history(rec);
@@ -271,7 +287,15 @@ export function whatIf(rec: Recording, hypothetical: PolicyConfig): WhatIfResult
     const a = live.conditions[c];
     const b = hyp.conditions[c];
     if (a === undefined && b === undefined) return [];
-    return [{ condition: c, change: change(a, b), ...(a !== undefined ? { recorded: formatDuration(a) } : {}), ...(b !== undefined ? { whatIf: formatDuration(b) } : {}), ...(a !== undefined && b !== undefined ? { byMs: ms(b - a) } : {}) }];
+    return [
+      {
+        condition: c,
+        change: change(a, b),
+        ...(a !== undefined ? { recorded: formatDuration(a) } : {}),
+        ...(b !== undefined ? { whatIf: formatDuration(b) } : {}),
+        ...(a !== undefined && b !== undefined ? { byMs: ms(b - a) } : {}),
+      },
+    ];
   });
   const cost = new Map<string, string[]>();
   for (const e of hyp.evictions) cost.set(e.threshold, [...(cost.get(e.threshold) ?? []), e.pod]);
@@ -327,7 +351,9 @@ function ramp(rec: Recording, samples: Sample[], hyp: Run, config: PolicyConfig,
   const available = hyp.available.get(last) ?? last.node.memory?.availableBytes ?? 0;
   const cap = last.node.memory ? last.node.memory.availableBytes + last.node.memory.workingSetBytes : 0;
   // The highest memory.available line that would act at once: hard, or soft with no grace.
-  const lines = config.thresholds.filter((t) => t.signal === 'memory.available').map((t) => ({ bytes: thresholdAmount(t.value, cap), graceMs: isHard(t) ? 0 : t.gracePeriodNs / 1e6 }));
+  const lines = config.thresholds
+    .filter((t) => t.signal === 'memory.available')
+    .map((t) => ({ bytes: thresholdAmount(t.value, cap), graceMs: isHard(t) ? 0 : t.gracePeriodNs / 1e6 }));
   const line = lines.sort((a, b) => b.bytes - a.bytes)[0] ?? null;
   // How fast the agent acted on this ramp live: a standing order's kill (crossing -> kill), or
   // the pass that evicted it (its wake-up -> decision). The hypothetical agent acts as fast only
@@ -357,12 +383,17 @@ export function whatIfText(r: WhatIfResult): string {
   const out: string[] = ['evictions:'];
   for (const e of r.evictions) {
     const rec = e.recorded ? `recorded at ${e.recorded.at} (${e.recorded.signal})` : 'not recorded';
-    const hyp = e.whatIf ? `would be at ${e.whatIf.at} by ${e.whatIf.threshold}${e.whatIf.drawn ? ' (at the line drawn between two passes)' : ''}` : 'would not be evicted within the recording';
+    const hyp = e.whatIf
+      ? `would be at ${e.whatIf.at} by ${e.whatIf.threshold}${e.whatIf.drawn ? ' (at the line drawn between two passes)' : ''}`
+      : 'would not be evicted within the recording';
     out.push(`  ${e.pod}: ${e.change}${e.byMs !== undefined && e.byMs !== 0 ? ` by ${Math.abs(e.byMs)} ms` : ''}: ${rec}; ${hyp}`);
   }
   if (r.evictions.length === 0) out.push('  none either way');
   out.push('conditions:');
-  for (const c of r.conditions) out.push(`  ${c.condition}: ${c.change}${c.byMs ? ` by ${Math.abs(c.byMs)} ms` : ''}: recorded from ${c.recorded ?? 'never'}; would be from ${c.whatIf ?? 'never'}`);
+  for (const c of r.conditions)
+    out.push(
+      `  ${c.condition}: ${c.change}${c.byMs ? ` by ${Math.abs(c.byMs)} ms` : ''}: recorded from ${c.recorded ?? 'never'}; would be from ${c.whatIf ?? 'never'}`,
+    );
   if (r.conditions.length === 0) out.push('  none either way');
   if (r.admissions.length) {
     out.push('admission answers:');
@@ -375,7 +406,9 @@ export function whatIfText(r: WhatIfResult): string {
     out.push('ramps the recording loses before the new line acts:');
     for (const x of r.ramps) {
       const verdict = x.oomFirst ? 'the kernel OOM killer would have ended it first' : 'the new line acts before memory runs out';
-      out.push(`  ${x.pod}: ${x.rateMiBs} MiB/s, ${x.availableMiB} MiB available; line ${x.lineMiB ?? 'none'} MiB leaves ${x.marginMs ?? 0} ms, reaction ${x.reactionMs} ms by ${x.by}: ${verdict}`);
+      out.push(
+        `  ${x.pod}: ${x.rateMiBs} MiB/s, ${x.availableMiB} MiB available; line ${x.lineMiB ?? 'none'} MiB leaves ${x.marginMs ?? 0} ms, reaction ${x.reactionMs} ms by ${x.by}: ${verdict}`,
+      );
     }
   }
   return out.join('\n');

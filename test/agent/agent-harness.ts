@@ -160,7 +160,15 @@ export async function startAgent(
   const policy = compileConfig(eviction);
   const fastKill = o.fastKill ?? true;
   // As evictd run --record does it: the agent's own passes, written as they happen.
-  const recorder = new Recorder({ path: recordingFile, maxBytes: 64 * MiB, eviction, policy, standingOrders: fastKill, logger, startNs: Number(systemClock.now()) });
+  const recorder = new Recorder({
+    path: recordingFile,
+    maxBytes: 64 * MiB,
+    eviction,
+    policy,
+    standingOrders: fastKill,
+    logger,
+    startNs: Number(systemClock.now()),
+  });
   const agent = new Agent({
     policy,
     layout: lab.layout,
@@ -207,7 +215,6 @@ export async function startAgent(
   };
 }
 
-
 export const sleeper = (name: string, memoryLimitBytes?: number) => ({
   name,
   image: 'localhost/evictd/busybox:1',
@@ -250,7 +257,10 @@ export function suiteCleanup(): { labs: NodeLab[]; agents: TestAgent[] } {
   const agents: TestAgent[] = [];
   after(async () => {
     // Every agent stopped and every lab destroyed before a replay's difference fails the file.
-    const err = await stopAgents(agents).then(() => null, (e: Error) => e);
+    const err = await stopAgents(agents).then(
+      () => null,
+      (e: Error) => e,
+    );
     for (const l of labs) await l.destroy().catch(() => undefined);
     await releaseHarness();
     if (err) throw err;

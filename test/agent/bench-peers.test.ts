@@ -25,20 +25,55 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (me
   assert.ok(os.totalmem() <= 8 * 1024 ** 3, `the whole machine is the node: ${Math.round(os.totalmem() / 2 ** 20)} MiB is not the lab's small VM`);
   const svg = path.join(os.tmpdir(), `evictd-bench-peers-${process.pid}.svg`);
   const logs = path.join(os.tmpdir(), `evictd-bench-peers-logs-${process.pid}`);
-  const child = spawn(process.execPath, [bin, 'bench', 'protect', '--peers=evictd,earlyoom', '--rates', '200', '--quick', '--json', '--svg', svg, '--logs', logs, '--seed', '11'], {
-    env: { ...process.env, EVICTD_HARNESS_DIR: AGENT_HARNESS_DIR },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [bin, 'bench', 'protect', '--peers=evictd,earlyoom', '--rates', '200', '--quick', '--json', '--svg', svg, '--logs', logs, '--seed', '11'],
+    {
+      env: { ...process.env, EVICTD_HARNESS_DIR: AGENT_HARNESS_DIR },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   assert.equal(code, 0, err.split('\n').slice(-20).join('\n'));
-  const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-  type Cell = { contender: string; trials: number; stopped: number; oomKills: number; protectedLost: number; via: string; notRun?: string; reachedRateMiBs: number | null; realRateMiBs: number | null; senders: string; ownLine: string; own: { median: number | string } | null; headline: { median: number | string } | null; worstStall: { median: number } | null; minAvailable: { lowest: number } | null };
+  const lines = out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  type Cell = {
+    contender: string;
+    trials: number;
+    stopped: number;
+    oomKills: number;
+    protectedLost: number;
+    via: string;
+    notRun?: string;
+    reachedRateMiBs: number | null;
+    realRateMiBs: number | null;
+    senders: string;
+    ownLine: string;
+    own: { median: number | string } | null;
+    headline: { median: number | string } | null;
+    worstStall: { median: number } | null;
+    minAvailable: { lowest: number } | null;
+  };
   type CalSet = { kubeletMiB: number[]; freeMiB: number[] };
-  const summary = lines[lines.length - 1] as { bench: string; evictdLineMiB: number; scheduling: string; seed: number; warmUp: boolean; calibrationSets: { noAgent?: CalSet }; cellLines: Record<string, { evictdLineMiB: number; withEvictd?: CalSet }>; cells: Cell[]; configs: Record<string, string>; ran: Record<string, string>; ratios: { text: string }[] };
+  const summary = lines[lines.length - 1] as {
+    bench: string;
+    evictdLineMiB: number;
+    scheduling: string;
+    seed: number;
+    warmUp: boolean;
+    calibrationSets: { noAgent?: CalSet };
+    cellLines: Record<string, { evictdLineMiB: number; withEvictd?: CalSet }>;
+    cells: Cell[];
+    configs: Record<string, string>;
+    ran: Record<string, string>;
+    ratios: { text: string }[];
+  };
   assert.equal(summary.bench, 'protect-peers');
   assert.equal(summary.scheduling, 'tight', 'the default variant, recorded');
   assert.equal(summary.seed, 11);
@@ -47,15 +82,24 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (me
   assert.ok(summary.calibrationSets.noAgent, 'the no-agent reference recorded');
   const cell = summary.cellLines['200'];
   assert.ok(cell?.withEvictd && cell.withEvictd.kubeletMiB.length > 0, `the cell's calibration recorded: ${JSON.stringify(summary.cellLines)}`);
-  assert.ok(lines.some((l) => 'cellLines' in l), "the cell's lines written when it calibrated");
+  assert.ok(
+    lines.some((l) => 'cellLines' in l),
+    "the cell's lines written when it calibrated",
+  );
   assert.match(err, /Calibration check: /);
   assert.match(err, /headline: what the node's other pods felt/);
   assert.match(err, /evictd against the best peer .*\n {2}.*common line -> memory back, evictd/);
-  assert.ok(fs.readdirSync(logs).some((f) => /^evictd-200MiBs\.log$/.test(f)), "evictd's log kept beside the run");
+  assert.ok(
+    fs.readdirSync(logs).some((f) => /^evictd-200MiBs\.log$/.test(f)),
+    "evictd's log kept beside the run",
+  );
   // A header and each trial as it ended, before the cells: what renders a run cut short.
   assert.ok('run' in lines[0]!, 'the run header comes first');
   assert.equal(lines.filter((l) => 'trial' in l).length, summary.cells.filter((c) => !c.notRun).length);
-  assert.deepEqual(summary.cells.map((c) => c.contender), ['evictd', 'earlyoom']);
+  assert.deepEqual(
+    summary.cells.map((c) => c.contender),
+    ['evictd', 'earlyoom'],
+  );
   for (const c of summary.cells) {
     assert.ok(summary.configs[c.contender], `${c.contender}: configuration printed`);
     if (c.notRun) {
@@ -78,7 +122,7 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (me
   assert.equal(evictd.notRun, undefined, 'evictd always runs');
   // The one ramp: evictd stopped it, through the runtime, before the kernel killed anything.
   assert.equal(evictd.stopped, 1, 'evictd stopped the hog');
-  assert.equal(evictd.oomKills, 0, 'no kernel OOM kill in evictd\'s trial');
+  assert.equal(evictd.oomKills, 0, "no kernel OOM kill in evictd's trial");
   assert.equal(evictd.via, 'CRI', 'evictd stops through the runtime');
   assert.equal(evictd.ownLine, `memory.available < ${cell!.evictdLineMiB} MiB`, "evictd's own line is the kubelet's signal, calibrated in its cell");
   assert.equal(summary.ratios.length, 1);

@@ -48,21 +48,33 @@ async function checkpointingHog(lab: NodeLab, rateMiBs: number, targetMiB: numbe
 
 function memoryEvents(lab: NodeLab, pod: LabPod): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const l of fs.readFileSync(path.join(lab.memoryDir(pod.cgroupPath), 'memory.events'), 'utf8').trim().split('\n')) {
+  for (const l of fs
+    .readFileSync(path.join(lab.memoryDir(pod.cgroupPath), 'memory.events'), 'utf8')
+    .trim()
+    .split('\n')) {
     const [k, v] = l.split(' ');
     out[k!] = Number(v);
   }
   return out;
 }
 
-const tail = (p: AgentProcess) => p.lines.slice(-15).map((l) => JSON.stringify(l)).join('\n');
+const tail = (p: AgentProcess) =>
+  p.lines
+    .slice(-15)
+    .map((l) => JSON.stringify(l))
+    .join('\n');
 
 const highOf = (lab: NodeLab, pod: LabPod) => fs.readFileSync(path.join(lab.memoryDir(pod.cgroupPath), 'memory.high'), 'utf8').trim();
 
 // A 512 MiB node; the soft line at 200 MiB available is crossed near 312 MiB of working set and
 // the hog asks for 700 MiB: without a stop, the kernel OOM-kills it near 512 MiB. No hard
 // threshold: the soft one and its 5 s grace are the only rule.
-const SOFT = { evictionHard: 'memory.available<0%', evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=5s', evictionMaxPodGracePeriod: '30' };
+const SOFT = {
+  evictionHard: 'memory.available<0%',
+  evictionSoft: 'memory.available<200Mi',
+  evictionSoftGracePeriod: 'memory.available=5s',
+  evictionMaxPodGracePeriod: '30',
+};
 
 for (const rate of [200, 2000]) {
   test(`soft threshold, 5 s grace, a ${rate} MiB/s ramp: braked, then stopped gracefully (a checkpoint that allocates 64 MiB in its SIGTERM handler written, exit 0), no OOM kill; the other pod unharmed`, async (t) => {
@@ -102,14 +114,20 @@ for (const rate of [200, 2000]) {
       .find((l) => l.msg === 'memory brake eased for the graceful stop');
     t.diagnostic(
       `SIGTERM handler: 64 MiB allocated and the checkpoint written in ${((Number(ckpt[3]) - Number(ckpt[1])) / 1e6).toFixed(1)} ms, holding ${ckpt[2]} MiB; ` +
-        (eased ? `memory.high eased ${(Number(eased.was) / MiB).toFixed(0)} -> ${(Number(eased.memoryHigh) / MiB).toFixed(0)} MiB for the stop` : 'memory.high not eased'),
+        (eased
+          ? `memory.high eased ${(Number(eased.was) / MiB).toFixed(0)} -> ${(Number(eased.memoryHigh) / MiB).toFixed(0)} MiB for the stop`
+          : 'memory.high not eased'),
     );
     assert.ok(eased, 'the brake was eased for the graceful stop');
     const events = memoryEvents(lab, pod);
     assert.equal(events.oom_kill, 0, `memory.events: ${JSON.stringify(events)}`);
     assert.ok(events.high > 0, 'the kernel throttled the pod at memory.high');
     // Released once the pod is gone: the pod cgroup (left by the lab's runtime) has its original back.
-    await waitFor('the brake released', async () => /evictd_brakes_active 0/.test(await a.metrics.registry.getSingleMetricAsString('evictd_brakes_active')), 5000).catch(fail);
+    await waitFor(
+      'the brake released',
+      async () => /evictd_brakes_active 0/.test(await a.metrics.registry.getSingleMetricAsString('evictd_brakes_active')),
+      5000,
+    ).catch(fail);
     assert.equal(highOf(lab, pod), 'max');
     assert.ok(Number(brakeHigh) > 0);
     assert.equal(fs.existsSync(path.join(stateDir, BRAKE_RECORD_FILE)), false, 'no brake, no record');
@@ -127,7 +145,10 @@ test('a pod braked past --memory-brake-max-duration is stopped (grace 0) though 
   labs.push(lab);
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-state-'));
   // A 10 min soft grace: only the brake's 3 s bound can end this.
-  const a = await startAgent(lab, { flags: { ...SOFT, evictionSoftGracePeriod: 'memory.available=10m', memoryBrake: true, memoryBrakeMaxDuration: '3s' }, stateDir });
+  const a = await startAgent(lab, {
+    flags: { ...SOFT, evictionSoftGracePeriod: 'memory.available=10m', memoryBrake: true, memoryBrakeMaxDuration: '3s' },
+    stateDir,
+  });
   agents.push(a);
   await waitFor('the first pass', () => a.agent.controller.stats.passes > 0, 5000);
   const { pod } = await checkpointingHog(lab, 100, 340);
@@ -144,7 +165,11 @@ test('a pod braked past --memory-brake-max-duration is stopped (grace 0) though 
   assert.match(rec.reasons[0]!, /^held by the memory brake for \S+, past its bound of 3s$/);
   assert.match(await a.metrics.registry.getSingleMetricAsString('evictd_brake_stops_total'), /evictd_brake_stops_total 1/);
   await waitFor('the hog gone', () => !lab.containerAlive(pod, 'hog'), 5000);
-  await waitFor('the brake released', async () => /evictd_brakes_active 0/.test(await a.metrics.registry.getSingleMetricAsString('evictd_brakes_active')), 5000).catch(fail);
+  await waitFor(
+    'the brake released',
+    async () => /evictd_brakes_active 0/.test(await a.metrics.registry.getSingleMetricAsString('evictd_brakes_active')),
+    5000,
+  ).catch(fail);
 });
 
 test('crash safety: evictd SIGKILLed with a brake on; the next start puts the exact original memory.high back and clears the record', async (t) => {
@@ -156,7 +181,8 @@ test('crash safety: evictd SIGKILLed with a brake on; the next start puts the ex
   const record = path.join(stateDir, BRAKE_RECORD_FILE);
   // A long grace: the brake stays on, nothing is evicted while the test kills the agent.
   const args = ['--eviction-soft', 'memory.available<200Mi', '--eviction-soft-grace-period', 'memory.available=10m', '--state-dir', stateDir];
-  const start = (brake: boolean) => AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<0%', extraArgs: [...args, `--memory-brake=${brake}`], startTimeoutMs: slow(15_000) });
+  const start = (brake: boolean) =>
+    AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<0%', extraArgs: [...args, `--memory-brake=${brake}`], startTimeoutMs: slow(15_000) });
   const first = await start(true);
   procs.push(first);
   // The pod's own memory.high (as a MemoryQoS-like setting would leave it): the brake replaces
@@ -169,7 +195,10 @@ test('crash safety: evictd SIGKILLed with a brake on; the next start puts the ex
   assert.equal(on.replaced, original);
   assert.equal(highOf(lab, pod), on.memoryHigh);
   const rec = JSON.parse(fs.readFileSync(record, 'utf8')) as { brakes: { pod: { uid: string }; original: string; value: string }[] };
-  assert.deepEqual(rec.brakes.map((b) => [b.pod.uid, b.original, b.value]), [[pod.uid, original, on.memoryHigh]]);
+  assert.deepEqual(
+    rec.brakes.map((b) => [b.pod.uid, b.original, b.value]),
+    [[pod.uid, original, on.memoryHigh]],
+  );
 
   first.child.kill('SIGKILL');
   await first.exited;

@@ -37,7 +37,8 @@ after(async () => {
  * kill written by its native thread before the loop did anything with it (the tripwire's thread
  * in the lab, the memcg v1 eventfd's on the host): the use log (src/agent/order-journal.ts).
  */
-const POINTS: CrashPoint[] = setting() === 'v2vm' ? ['eviction:stopped', 'order:killed'] : ['eviction:journaled', 'eviction:stopped', 'eviction:reported', 'order:killed'];
+const POINTS: CrashPoint[] =
+  setting() === 'v2vm' ? ['eviction:stopped', 'order:killed'] : ['eviction:journaled', 'eviction:stopped', 'eviction:reported', 'order:killed'];
 
 for (const point of POINTS) {
   test(`SIGKILLed at ${point}: the next start finishes the eviction (stopped, reported once), nothing else evicted`, async (t) => {
@@ -55,7 +56,15 @@ for (const point of POINTS) {
     const stateDir = path.join(dir, 'state');
     const args = ['--pod-source=api', `--kubeconfig=${kubeconfig}`, '--node-name=node-a', `--state-dir=${stateDir}`];
     api.addPod(makePod('kept', { namespace: 'shop', uid: kept.uid, memRequest: '32Mi', memLimit: '32Mi', priority: 1000 }));
-    const crashing = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<128Mi', extraArgs: args, env: { EVICTD_CRASH_AT: point }, nodeArgs: CRASH_AT_REQUIRE, startTimeoutMs: slow(30_000) });
+    const crashing = await AgentProcess.start({
+      lab,
+      endpoint,
+      evictionHard: 'memory.available<128Mi',
+      extraArgs: args,
+      env: { EVICTD_CRASH_AT: point },
+      nodeArgs: CRASH_AT_REQUIRE,
+      startTimeoutMs: slow(30_000),
+    });
     procs.push(crashing);
     await crashing.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('memory line '), slow(30_000)).catch(() => undefined);
     const hogPod = await lab.runPod({ name: 'hog', namespace: 'shop', qos: 'BestEffort', containers: [hog(100, 300)] });
@@ -67,13 +76,19 @@ for (const point of POINTS) {
     clearTimeout(timer);
     assert.equal(code, null, `evictd was to SIGKILL itself at ${point}; log: ${JSON.stringify(crashing.lines.slice(-5))}`);
 
-    const leftBehind = fs.existsSync(stateDir) ? fs.readdirSync(stateDir).map((f) => `${f}: ${fs.readFileSync(path.join(stateDir, f), 'utf8').slice(0, 400)}`) : [];
+    const leftBehind = fs.existsSync(stateDir)
+      ? fs.readdirSync(stateDir).map((f) => `${f}: ${fs.readFileSync(path.join(stateDir, f), 'utf8').slice(0, 400)}`)
+      : [];
     t.diagnostic(`state dir after the crash: ${JSON.stringify(leftBehind)}`);
     const next = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<128Mi', extraArgs: args, startTimeoutMs: slow(30_000) });
     procs.push(next);
     await waitFor('the hog reported Evicted', () => api.pod('shop', 'hog')?.status?.reason === 'Evicted', slow(30_000)).catch((err: Error) => {
-      const files = fs.existsSync(stateDir) ? fs.readdirSync(stateDir).map((f) => `${f}: ${fs.readFileSync(path.join(stateDir, f), 'utf8').slice(0, 600)}`) : [];
-      throw new Error(`${err.message}; state dir: ${JSON.stringify(files)}; crashed run's last lines: ${JSON.stringify(crashing.lines.slice(-4))}; next run's: ${JSON.stringify(next.lines.slice(-8))}`);
+      const files = fs.existsSync(stateDir)
+        ? fs.readdirSync(stateDir).map((f) => `${f}: ${fs.readFileSync(path.join(stateDir, f), 'utf8').slice(0, 600)}`)
+        : [];
+      throw new Error(
+        `${err.message}; state dir: ${JSON.stringify(files)}; crashed run's last lines: ${JSON.stringify(crashing.lines.slice(-4))}; next run's: ${JSON.stringify(next.lines.slice(-8))}`,
+      );
     });
     await waitFor("the hog's sandbox stopped", async () => !(await lab.sandboxReady(hogPod)), slow(30_000));
     await waitFor('the journal emptied', () => !fs.existsSync(path.join(stateDir, 'evictions.json')), slow(30_000));
@@ -81,9 +96,15 @@ for (const point of POINTS) {
     assert.equal(evictedEvents.length, 1, `one Evicted event for the hog: ${JSON.stringify(evictedEvents.map((e) => e.metadata))}`);
     assert.equal(await lab.sandboxReady(kept), true, 'the kept pod runs');
     assert.notEqual(api.pod('shop', 'kept')?.status?.phase, 'Failed');
-    assert.ok(next.lines.some((l) => l.msg === 'eviction from a previous run: finishing it (stop, then report)'), 'the next start finished the eviction the journal held');
+    assert.ok(
+      next.lines.some((l) => l.msg === 'eviction from a previous run: finishing it (stop, then report)'),
+      'the next start finished the eviction the journal held',
+    );
     if (point === 'order:killed') {
-      assert.ok(crashing.lines.some((l) => l.msg === 'standing order placed' && l.pod === 'shop/hog'), 'the hog was named by a standing order');
+      assert.ok(
+        crashing.lines.some((l) => l.msg === 'standing order placed' && l.pod === 'shop/hog'),
+        'the hog was named by a standing order',
+      );
       const uses = path.join(stateDir, 'order-uses.log');
       const log = fs.existsSync(uses) ? fs.readFileSync(uses, 'utf8') : '';
       assert.ok(!log.includes(hogPod.uid), `the next start took the hog's use and started the log afresh: ${JSON.stringify(log)}`);

@@ -24,7 +24,10 @@ const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods survive; the last line is the summary', async (t) => {
   if (skipped(t, missingE2e())) return;
   // The demo brings up (and takes down) the harness instance it is pointed at.
-  const child = spawn(process.execPath, [bin, 'demo', '--json', '--rates', '300,2000'], { env: { ...process.env, EVICTD_HARNESS_DIR: AGENT_HARNESS_DIR }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'demo', '--json', '--rates', '300,2000'], {
+    env: { ...process.env, EVICTD_HARNESS_DIR: AGENT_HARNESS_DIR },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -55,7 +58,15 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
     protectedPodsSurvived: boolean;
     ramps: number;
     cacheRamps: { ramps: number; spared: number };
-    replay: { passes: number; recorded: string[]; replayed: string[]; differences: number; earlierWithHigherLine: string[]; oomFirstWithLowerLine: string[]; bytesPerPass: number };
+    replay: {
+      passes: number;
+      recorded: string[];
+      replayed: string[];
+      differences: number;
+      earlierWithHigherLine: string[];
+      oomFirstWithLowerLine: string[];
+      bytesPerPass: number;
+    };
   };
   // The promise: every hog evicted, no kernel OOM kill, the Guaranteed and Burstable pods alive.
   assert.deepEqual(s.evicted, ['hog-1', 'hog-2']);
@@ -76,7 +87,10 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   assert.equal(s.replay.differences, 0);
   assert.ok(s.replay.passes > 0);
   assert.deepEqual(s.replay.replayed, s.replay.recorded);
-  assert.deepEqual(s.replay.recorded, s.evicted.map((p) => `demo/${p}`));
+  assert.deepEqual(
+    s.replay.recorded,
+    s.evicted.map((p) => `demo/${p}`),
+  );
   assert.ok(s.replay.bytesPerPass > 0);
   // What if: a line twice as high evicts the hogs earlier; one at 1Ki leaves each ramp less time
   // than the agent took to react, and the OOM killer would end it first.
@@ -88,9 +102,16 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
   // one recorded pass only (the kill thread acts first), and then no ramp has a rate to name: the
   // list may be empty there; what it names must still be only evicted hogs.
   if (process.env.EVICTD_LAB !== 'v2vm') assert.ok(s.replay.oomFirstWithLowerLine.length > 0, JSON.stringify(replayLine));
-  assert.ok(s.replay.oomFirstWithLowerLine.every((p) => s.evicted.includes(p.replace(/^demo\//, ''))), JSON.stringify(replayLine));
+  assert.ok(
+    s.replay.oomFirstWithLowerLine.every((p) => s.evicted.includes(p.replace(/^demo\//, ''))),
+    JSON.stringify(replayLine),
+  );
   assert.equal(code, 0);
-  assert.deepEqual(events.filter((e) => e.event === 'warning'), [], 'no protected pod was stopped between ramps');
+  assert.deepEqual(
+    events.filter((e) => e.event === 'warning'),
+    [],
+    'no protected pod was stopped between ramps',
+  );
   const ramps = events.filter((e) => e.event === 'ramp') as unknown as RampLine[];
   assert.equal(ramps.length, 2);
   for (const r of ramps) {
@@ -106,7 +127,15 @@ test('evictd demo --json: every ramp evicted, no OOM kill, the protected pods su
     // standing order's kill, crossing -> kill (decided by the pass before) -> memory back, and the
     // pass that confirms it comes after the kill.
     assert.ok(r.decisionMs !== undefined && r.reactionMs !== undefined && r.freedMs !== undefined, `${at}: ${JSON.stringify(r)}`);
-    if (r.action === 'standing-order') assert.ok(r.reactionMs >= 0 && r.reactionMs <= r.decisionMs && r.reactionMs <= r.freedMs, `${at}: kill ${r.reactionMs} <= confirmation ${r.decisionMs}, kill <= freed ${r.freedMs}`);
-    else assert.ok(r.decisionMs >= 0 && r.decisionMs <= r.reactionMs && r.reactionMs <= r.freedMs, `${at}: decision ${r.decisionMs} <= kill ${r.reactionMs} <= freed ${r.freedMs}`);
+    if (r.action === 'standing-order')
+      assert.ok(
+        r.reactionMs >= 0 && r.reactionMs <= r.decisionMs && r.reactionMs <= r.freedMs,
+        `${at}: kill ${r.reactionMs} <= confirmation ${r.decisionMs}, kill <= freed ${r.freedMs}`,
+      );
+    else
+      assert.ok(
+        r.decisionMs >= 0 && r.decisionMs <= r.reactionMs && r.reactionMs <= r.freedMs,
+        `${at}: decision ${r.decisionMs} <= kill ${r.reactionMs} <= freed ${r.freedMs}`,
+      );
   }
 });

@@ -35,7 +35,8 @@ const containerLogs: string[] = [];
 let passed = false;
 after(async () => {
   // evictd's own log is inside the container: on a failure it is the only account of why.
-  if (!passed) for (const f of containerLogs) if (fs.existsSync(f)) process.stderr.write(`--- ${path.basename(f)} (tail)\n${fs.readFileSync(f, 'utf8').slice(-12_000)}\n`);
+  if (!passed)
+    for (const f of containerLogs) if (fs.existsSync(f)) process.stderr.write(`--- ${path.basename(f)} (tail)\n${fs.readFileSync(f, 'utf8').slice(-12_000)}\n`);
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   for (const l of labs) await l.destroy().catch(() => undefined);
   await releaseHarness();
@@ -135,7 +136,9 @@ test("the DaemonSet's container on the lab's containerd: healthy, braking and ev
       extraArgs: [
         `--cgroup-root=${lab.root}`,
         '--eviction-hard=memory.available<128Mi',
-        ...(v2 ? ['--eviction-soft=memory.available<200Mi', '--eviction-soft-grace-period=memory.available=10m', '--memory-brake', '--memory-brake-max-duration=30s'] : []),
+        ...(v2
+          ? ['--eviction-soft=memory.available<200Mi', '--eviction-soft-grace-period=memory.available=10m', '--memory-brake', '--memory-brake-max-duration=30s']
+          : []),
       ],
     },
     { name: 'evictd', namespace: 'kube-system', uid: `evictd-${process.pid}` },
@@ -178,7 +181,11 @@ test("the DaemonSet's container on the lab's containerd: healthy, braking and ev
     assert.ok(fs.existsSync(path.join(stateDir, BRAKE_RECORD_FILE)));
     const second = await start();
     step('second container healthy');
-    await waitFor('the previous container\'s brake released', () => containerLog(second.log).some((l) => typeof l.msg === 'string' && l.msg.startsWith('memory brake from a previous run')), 20_000);
+    await waitFor(
+      "the previous container's brake released",
+      () => containerLog(second.log).some((l) => typeof l.msg === 'string' && l.msg.startsWith('memory brake from a previous run')),
+      20_000,
+    );
   }
   // The hard line: the hog is evicted, the Guaranteed pod stays.
   await waitFor('hog-1 evicted', async () => !(await lab.sandboxReady(one)), 60_000);

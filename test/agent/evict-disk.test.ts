@@ -15,7 +15,10 @@ const labs: NodeLab[] = [];
 const agents: TestAgent[] = [];
 after(async () => {
   // each agent's recording replayed as it stops; a difference fails the file once all is torn down
-  const replayed = await stopAgents(agents).then(() => null, (e: Error) => e);
+  const replayed = await stopAgents(agents).then(
+    () => null,
+    (e: Error) => e,
+  );
   for (const l of labs) await l.destroy().catch(() => undefined);
   await releaseHarness();
   if (mounted) execFileSync('umount', [mountPoint]);
@@ -39,7 +42,14 @@ test('nodefs.available on a small tmpfs: the pod that fills it with logs is evic
   const chatty = await lab.runPod({
     name: 'chatty',
     qos: 'Burstable',
-    containers: [{ name: 'log', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', "head -c 40000000 /dev/zero | tr '\\0' x | fold -w 1000; while true; do sleep 1; done"], memoryLimitBytes: 64 * MiB }],
+    containers: [
+      {
+        name: 'log',
+        image: 'localhost/evictd/busybox:1',
+        command: ['/bin/sh', '-c', "head -c 40000000 /dev/zero | tr '\\0' x | fold -w 1000; while true; do sleep 1; done"],
+        memoryLimitBytes: 64 * MiB,
+      },
+    ],
   });
   const rec = await waitFor('an eviction', () => a.evictions.find((e) => e.ok), 30_000).catch((err: Error) => {
     throw new Error(`${err.message}\n${logTail(a.logFile)}`);
@@ -47,6 +57,9 @@ test('nodefs.available on a small tmpfs: the pod that fills it with logs is evic
   assert.equal(rec.pod.uid, chatty.uid, `evicted ${rec.pod.name}: ${rec.reasons.join('; ')}`);
   assert.equal(rec.signal, 'nodefs.available');
   assert.equal(rec.action, 'stop');
-  assert.ok(rec.reasons.some((r) => /disk|log|usage/i.test(r)), rec.reasons.join('; '));
+  assert.ok(
+    rec.reasons.some((r) => /disk|log|usage/i.test(r)),
+    rec.reasons.join('; '),
+  );
   assert.notEqual(a.evictions[0]!.pod.uid, quiet.uid);
 });

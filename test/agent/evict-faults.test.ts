@@ -23,7 +23,9 @@ test('pid.available: the pod that forks the most is evicted, the quiet one stays
   const forker = await lab.runPod({
     name: 'forker',
     qos: 'BestEffort',
-    containers: [{ name: 'fork', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'i=0; while [ $i -lt 140 ]; do sleep 1000 & i=$((i+1)); done; wait'] }],
+    containers: [
+      { name: 'fork', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'i=0; while [ $i -lt 140 ]; do sleep 1000 & i=$((i+1)); done; wait'] },
+    ],
   });
   const rec = await waitFor('an eviction', () => a.evictions.find((e) => e.ok), 20_000).catch((err: Error) => {
     throw new Error(`${err.message}\n${logTail(a.logFile)}`);
@@ -46,7 +48,11 @@ test('a runtime that stops answering does not crash the agent; it evicts once th
   // Not replayed: a pass whose runtime calls fail while containerd is frozen is not recorded (a
   // gap of the recorder, see docs/scenarios.md), so the replay's standing orders can name
   // another pod than the live ones did (seen in the lab: hog2 against hog).
-  const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' }, housekeepingIntervalMs: 200, noReplay: 'passes failing on the frozen runtime are not recorded' });
+  const a = await startAgent(lab, {
+    flags: { evictionHard: 'memory.available<128Mi' },
+    housekeepingIntervalMs: 200,
+    noReplay: 'passes failing on the frozen runtime are not recorded',
+  });
   agents.push(a);
   await waitFor('a healthy agent', () => a.agent.health().ok, 10_000);
   process.kill(pid!, 'SIGSTOP');
@@ -233,6 +239,10 @@ test('a stop that reports an error after the pod released its memory evicts no s
   assert.match(rec.error ?? '', /injected/);
   assert.match(rec.note ?? '', /released its memory/);
   await sleep(1500);
-  assert.deepEqual(a.evictions.filter((e) => e.pod.uid === calm.uid), [], 'the calm pod was not evicted in its place');
+  assert.deepEqual(
+    a.evictions.filter((e) => e.pod.uid === calm.uid),
+    [],
+    'the calm pod was not evicted in its place',
+  );
   assert.equal(await lab.sandboxReady(calm), true);
 });

@@ -31,7 +31,14 @@ test('ephemeral-storage limit: the pod whose log outgrows it is evicted (ephemer
     name: 'chatty',
     qos: 'Burstable',
     // 20 MB of log lines, then quiet: well past the 8Mi limit.
-    containers: [{ name: 'log', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', "head -c 20000000 /dev/zero | tr '\\0' x | fold -w 1000; while true; do sleep 1; done"], memoryLimitBytes: 64 * MiB }],
+    containers: [
+      {
+        name: 'log',
+        image: 'localhost/evictd/busybox:1',
+        command: ['/bin/sh', '-c', "head -c 20000000 /dev/zero | tr '\\0' x | fold -w 1000; while true; do sleep 1; done"],
+        memoryLimitBytes: 64 * MiB,
+      },
+    ],
     annotations: limits,
   });
   const rec = await waitFor('an eviction', () => a.evictions.find((e) => e.ok), 30_000).catch((err: Error) => {
@@ -40,7 +47,10 @@ test('ephemeral-storage limit: the pod whose log outgrows it is evicted (ephemer
   assert.equal(rec.pod.uid, chatty.uid, `evicted ${rec.pod.name}: ${rec.message}`);
   assert.equal(rec.signal, 'ephemeralpodfs.limit');
   assert.match(rec.message, /ephemeral local storage usage exceeds the total limit of containers 8Mi/i);
-  assert.ok(a.evictions.every((e) => e.pod.uid !== calm.uid), 'the pod within its limit stays');
+  assert.ok(
+    a.evictions.every((e) => e.pod.uid !== calm.uid),
+    'the pod within its limit stays',
+  );
   assert.equal(await lab.sandboxReady(calm), true);
 });
 
@@ -65,7 +75,13 @@ test('emptyDir sizeLimit: the pod whose emptyDir outgrows it is evicted (emptydi
   const volume = emptyDirPath(rootDir, pod.uid, 'scratch');
   fs.mkdirSync(volume, { recursive: true });
   fs.writeFileSync(path.join(volume, 'small'), Buffer.alloc(MiB, 1));
-  const a = await startAgent(lab, { flags, housekeepingIntervalMs: 200, nodefsPath: rootDir, volumeStatsAggPeriodMs: 200, pods: { get: (uid) => (uid === pod.uid ? spec : undefined) } });
+  const a = await startAgent(lab, {
+    flags,
+    housekeepingIntervalMs: 200,
+    nodefsPath: rootDir,
+    volumeStatsAggPeriodMs: 200,
+    pods: { get: (uid) => (uid === pod.uid ? spec : undefined) },
+  });
   agents.push(a);
   // Under its limit for a few measurements: nothing happens.
   await waitFor('passes with the volume measured', () => a.agent.controller.stats.passes > 5);

@@ -12,7 +12,12 @@ test('memory.available: the BestEffort hog is evicted (its standing order, or a 
   const lab = await newLab('memory', { memoryLimitBytes: 384 * MiB });
   labs.push(lab);
   const guaranteed = await lab.runPod({ name: 'guaranteed', qos: 'Guaranteed', containers: [sleeper('app', 64 * MiB)] });
-  const burstable = await lab.runPod({ name: 'burstable', qos: 'Burstable', containers: [sleeper('app', 128 * MiB)], annotations: { 'evictd.io/requests': 'memory=32Mi' } });
+  const burstable = await lab.runPod({
+    name: 'burstable',
+    qos: 'Burstable',
+    containers: [sleeper('app', 128 * MiB)],
+    annotations: { 'evictd.io/requests': 'memory=32Mi' },
+  });
   const a = await startAgent(lab, { flags: { evictionHard: 'memory.available<128Mi' } });
   agents.push(a);
   await waitFor('the first pass', () => a.agent.controller.stats.passes > 0);
@@ -94,13 +99,22 @@ test('a soft threshold waits for its grace period, then evicts with a grace peri
   const lab = await newLab('soft', { memoryLimitBytes: 512 * MiB });
   labs.push(lab);
   const a = await startAgent(lab, {
-    flags: { evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=1500ms', evictionMaxPodGracePeriod: '5', evictionHard: 'memory.available<20Mi' },
+    flags: {
+      evictionSoft: 'memory.available<200Mi',
+      evictionSoftGracePeriod: 'memory.available=1500ms',
+      evictionMaxPodGracePeriod: '5',
+      evictionHard: 'memory.available<20Mi',
+    },
   });
   agents.push(a);
   await waitFor('the first pass', () => a.agent.controller.stats.passes > 0);
   // 360 MiB held: below the soft line (512 - 200 = 312 MiB of working set), far from the hard one.
   const hogPod = await lab.runPod({ name: 'hog', qos: 'BestEffort', containers: [hog(400, 360)] });
-  const metAt = await waitFor('the soft threshold to be met', () => (a.agent.lastEvaluation?.thresholdsMet.some((s) => s.kind === 'soft') ? Date.now() : 0), 10_000);
+  const metAt = await waitFor(
+    'the soft threshold to be met',
+    () => (a.agent.lastEvaluation?.thresholdsMet.some((s) => s.kind === 'soft') ? Date.now() : 0),
+    10_000,
+  );
   const rec = await waitFor('the eviction', () => a.evictions.find((e) => e.ok), 15_000).catch((err: Error) => {
     throw new Error(`${err.message}\n${logTail(a.logFile)}`);
   });
@@ -111,5 +125,8 @@ test('a soft threshold waits for its grace period, then evicts with a grace peri
   assert.equal(rec.threshold?.kind, 'soft');
   assert.ok(waited >= 1000, `evicted ${waited} ms after the threshold was met`);
   // The hog handles SIGTERM itself: it exits well within its grace period.
-  assert.ok(lab.podLog(hogPod, 'hog').some((l) => / term$/.test(l)), 'the hog got SIGTERM first');
+  assert.ok(
+    lab.podLog(hogPod, 'hog').some((l) => / term$/.test(l)),
+    'the hog got SIGTERM first',
+  );
 });

@@ -25,7 +25,10 @@ const kube: KubeParts[] = [];
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-kube-faults-'));
 after(async () => {
   // each agent's recording replayed as it stops; a difference fails the file once all is torn down
-  const replayed = await stopAgents(agents).then(() => null, (e: Error) => e);
+  const replayed = await stopAgents(agents).then(
+    () => null,
+    (e: Error) => e,
+  );
   for (const k of kube) {
     k.source.stop();
     k.close();
@@ -84,7 +87,11 @@ test('API down at start: a system-node-critical pod outside kube-system keeps it
   // The critical pod uses the most memory and requests none: by usage alone it would go first.
   const cni = await lab.runPod({ name: 'cni', namespace: 'net', qos: 'BestEffort', containers: [hog(400, 200)] });
   const app = await lab.runPod({ name: 'app', namespace: 'shop', qos: 'BestEffort', containers: [hog(400, 150)] });
-  await waitFor('both hogs to hold their memory', () => lab.podLog(cni, 'hog').some((l) => / 200$/.test(l)) && lab.podLog(app, 'hog').some((l) => / 150$/.test(l)), 10_000);
+  await waitFor(
+    'both hogs to hold their memory',
+    () => lab.podLog(cni, 'hog').some((l) => / 200$/.test(l)) && lab.podLog(app, 'hog').some((l) => / 150$/.test(l)),
+    10_000,
+  );
   const stateDir = path.join(tmp, 'state');
 
   // A first run with the API up learns the priorities (no threshold is met: it evicts nothing).
@@ -101,7 +108,9 @@ test('API down at start: a system-node-critical pod outside kube-system keeps it
   const learning = await startAgent(lab, { flags: { evictionHard: 'memory.available<1Mi' }, pods: up.source, stateDir, housekeepingIntervalMs: 500 });
   agents.push(learning);
   const file = path.join(stateDir, 'pod-priorities.json');
-  await waitFor('the priorities kept in the state dir', () => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes(cni.uid), 10_000).catch(fail(learning));
+  await waitFor('the priorities kept in the state dir', () => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes(cni.uid), 10_000).catch(
+    fail(learning),
+  );
   await learning.stop();
   up.source.stop();
   up.close();

@@ -17,7 +17,10 @@ let parts: KubeParts | null = null;
 let tmp: string | null = null;
 after(async () => {
   // each agent's recording replayed as it stops; a difference fails the file once all is torn down
-  const replayed = await stopAgents(agents).then(() => null, (e: Error) => e);
+  const replayed = await stopAgents(agents).then(
+    () => null,
+    (e: Error) => e,
+  );
   parts?.source.stop();
   parts?.close();
   await api?.stop();
@@ -37,7 +40,11 @@ test('with the Kubernetes pod source: API priorities and requests rank the pods,
   // ranking, fed by the API specs, evicts "small" (usage over request) first.
   const big = await lab.runPod({ name: 'big', namespace: 'shop', qos: 'Burstable', containers: [hog(400, 250)] });
   const small = await lab.runPod({ name: 'small', namespace: 'shop', qos: 'Burstable', containers: [hog(400, 60)] });
-  await waitFor('both hogs to hold their memory', () => lab.podLog(big, 'hog').some((l) => / 250$/.test(l)) && lab.podLog(small, 'hog').some((l) => / 60$/.test(l)), 10_000);
+  await waitFor(
+    'both hogs to hold their memory',
+    () => lab.podLog(big, 'hog').some((l) => / 250$/.test(l)) && lab.podLog(small, 'hog').some((l) => / 60$/.test(l)),
+    10_000,
+  );
 
   api = new FakeApiServer();
   const url = await api.start();
@@ -45,7 +52,12 @@ test('with the Kubernetes pod source: API priorities and requests rank the pods,
   // "small"'s author claims every protection an annotation could give: a static pod's source, the
   // old critical-pod mark, evictd's own priority and requests. None of it is the author's to
   // give (docs/kubernetes.md): it is still the one evicted.
-  const forged = { 'kubernetes.io/config.source': 'file', 'scheduler.alpha.kubernetes.io/critical-pod': '', 'evictd.io/priority': '2000001000', 'evictd.io/requests': 'memory=1Gi' };
+  const forged = {
+    'kubernetes.io/config.source': 'file',
+    'scheduler.alpha.kubernetes.io/critical-pod': '',
+    'evictd.io/priority': '2000001000',
+    'evictd.io/requests': 'memory=1Gi',
+  };
   api.addPod(makePod('small', { namespace: 'shop', uid: small.uid, annotations: forged }));
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-kube-'));
   const kubeconfig = path.join(tmp, 'kubeconfig');

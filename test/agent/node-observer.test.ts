@@ -133,7 +133,10 @@ test('the observer: node memory, allocatable, pids from a pids.max node, pods wi
   f.mkdir('kubepods/besteffort/podcccc-3/ctr');
   const hasPids = f.layout.pidsMount !== null;
   if (hasPids) f.setPidsMax(300);
-  const child = f.spawnIn('kubepods/besteffort/podcccc-3/ctr', "const b = Buffer.alloc(64*1024*1024, 1); console.log('ready'); setInterval(() => b[0]++, 1000);");
+  const child = f.spawnIn(
+    'kubepods/besteffort/podcccc-3/ctr',
+    "const b = Buffer.alloc(64*1024*1024, 1); console.log('ready'); setInterval(() => b[0]++, 1000);",
+  );
   await CgroupFixture.waitLine(child, /ready/);
 
   const obs = new NodeObserver({ layout: f.layout, cgroupRoot: f.root, podCgroupRoot: `${f.root}/kubepods`, nodefsPath: '/' }).observe();
@@ -148,14 +151,11 @@ test('the observer: node memory, allocatable, pids from a pids.max node, pods wi
     assert.equal(obs.node.pid!.maxPID, 300);
     assert.ok(obs.node.pid!.running >= 1);
   }
-  assert.deepEqual(
-    [...obs.pods.values()].map((p) => [p.uid, p.qos]).sort(),
-    [
-      ['aaaa-1', 'Guaranteed'],
-      ['bbbb-2', 'Burstable'],
-      ['cccc-3', 'BestEffort'],
-    ],
-  );
+  assert.deepEqual([...obs.pods.values()].map((p) => [p.uid, p.qos]).sort(), [
+    ['aaaa-1', 'Guaranteed'],
+    ['bbbb-2', 'Burstable'],
+    ['cccc-3', 'BestEffort'],
+  ]);
   const hog = obs.pods.get('cccc-3')!;
   assert.ok(hog.usage.memoryWorkingSetBytes >= 64 * MiB, `pod working set ${hog.usage.memoryWorkingSetBytes}`);
   assert.ok(hog.usage.processes! >= 1);

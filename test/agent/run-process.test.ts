@@ -49,7 +49,13 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   const kept = await lab.runPod({ name: 'kept', namespace: 'demo', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
   // --record as a user records a node: the admission answers land in it too (checked at the end).
   const recording = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-run-process-')), 'node.jsonl');
-  const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi', extraArgs: ['--admission-address', '127.0.0.1:0', '--record', recording], startTimeoutMs: slow(15_000) });
+  const agent = await AgentProcess.start({
+    lab,
+    endpoint,
+    evictionHard: 'memory.available<64Mi',
+    extraArgs: ['--admission-address', '127.0.0.1:0', '--record', recording],
+    startTimeoutMs: slow(15_000),
+  });
   procs.push(agent);
   const machineOom0 = NodeLab.oomKills();
   assert.ok(agent.metricsAddress, 'the starting line names the metrics address');
@@ -88,7 +94,14 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
     assert.match(metrics.body, new RegExp(`^evictd_notifier_mechanism\\{line="${String(l.line)}",mechanism="${expected}"\\} 1$`, 'm'));
   }
   const health = await get(`http://${agent.metricsAddress}/healthz`);
-  assert.equal(health.status, 200, `${health.body}\n${agent.lines.filter((l) => Number(l.level) >= 40).map((l) => JSON.stringify(l)).join('\n')}`);
+  assert.equal(
+    health.status,
+    200,
+    `${health.body}\n${agent.lines
+      .filter((l) => Number(l.level) >= 40)
+      .map((l) => JSON.stringify(l))
+      .join('\n')}`,
+  );
   const starting = agent.lines.find((l) => l.msg === 'evictd starting')!;
   assert.equal(starting.cgroupRoot, lab.root);
   assert.ok(['v1', 'v2', 'hybrid'].includes(String(starting.cgroups)));
@@ -97,7 +110,12 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   // Admission under the condition the eviction left (MemoryPressure, held for the transition
   // period): a BestEffort pod is refused, a Burstable one admitted.
   const admission = agent.lines.find((l) => l.msg === 'admission endpoint: POST /admit')!;
-  const pod = (name: string, resources: object) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'demo', uid: `u-${name}` }, spec: { containers: [{ name: 'c', resources }] } });
+  const pod = (name: string, resources: object) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'demo', uid: `u-${name}` },
+    spec: { containers: [{ name: 'c', resources }] },
+  });
   const be = await post(`http://${String(admission.address)}/admit`, pod('be', {}));
   assert.equal(be.status, 200, be.body);
   assert.equal(JSON.parse(be.body).admit, false, be.body);

@@ -32,7 +32,10 @@ let tmp: string | null = null;
 after(async () => {
   await server?.close().catch(() => undefined);
   // each agent's recording replayed as it stops; a difference fails the file once all is torn down
-  const replayed = await stopAgents(agents).then(() => null, (e: Error) => e);
+  const replayed = await stopAgents(agents).then(
+    () => null,
+    (e: Error) => e,
+  );
   parts?.source.stop();
   parts?.close();
   await api?.stop();
@@ -46,7 +49,12 @@ test(`a soft eviction with a ${GRACE_S} s grace period keeps /healthz at 200 thr
   if (skipped(t, missingE2e())) return;
   const lab = await newLab('soft-in-flight', { memoryLimitBytes: 512 * MiB });
   labs.push(lab);
-  const slowPod = await lab.runPod({ name: 'slow', namespace: 'shop', qos: 'BestEffort', containers: [hog(400, 340), { ...sleeper('stubborn'), command: ['/bin/sh', '-c', "trap '' TERM; while true; do sleep 1; done"] }] });
+  const slowPod = await lab.runPod({
+    name: 'slow',
+    namespace: 'shop',
+    qos: 'BestEffort',
+    containers: [hog(400, 340), { ...sleeper('stubborn'), command: ['/bin/sh', '-c', "trap '' TERM; while true; do sleep 1; done"] }],
+  });
   await waitFor('the slow pod to hold its memory', () => lab.podLog(slowPod, 'hog').some((l) => / 340$/.test(l)), 10_000);
 
   api = new FakeApiServer();
@@ -63,7 +71,12 @@ test(`a soft eviction with a ${GRACE_S} s grace period keeps /healthz at 200 thr
   // housekeeping interval is the kubelet's 10 s, so a pass blocked on the stop would turn
   // /healthz stale after 35 s.
   const a = await startAgent(lab, {
-    flags: { evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=5s', evictionMaxPodGracePeriod: String(GRACE_S), evictionHard: 'memory.available<64Mi' },
+    flags: {
+      evictionSoft: 'memory.available<200Mi',
+      evictionSoftGracePeriod: 'memory.available=5s',
+      evictionMaxPodGracePeriod: String(GRACE_S),
+      evictionHard: 'memory.available<64Mi',
+    },
     pods: parts.source,
   });
   agents.push(a);
@@ -75,7 +88,11 @@ test(`a soft eviction with a ${GRACE_S} s grace period keeps /healthz at 200 thr
     fs
       .readFileSync(a.logFile, 'utf8')
       .split('\n')
-      .flatMap((l) => (l.includes('graceful stop running in the background') ? [JSON.parse(l) as { uid: string; gracePeriodSeconds: number; threshold: { kind: string } }] : []))
+      .flatMap((l) =>
+        l.includes('graceful stop running in the background')
+          ? [JSON.parse(l) as { uid: string; gracePeriodSeconds: number; threshold: { kind: string } }]
+          : [],
+      )
       .find((l) => l.uid === slowPod.uid);
   const soft = await waitFor('the soft eviction to begin', began, 30_000).catch((err: Error) => {
     throw new Error(`${err.message}\n${logTail(a.logFile)}`);
@@ -107,7 +124,9 @@ test(`a soft eviction with a ${GRACE_S} s grace period keeps /healthz at 200 thr
   // From the notification (or the order's own wake-up) to the kill: what a pass costs, not a stop.
   const from = BigInt(hard.at.event ?? hard.at.notified);
   const reactionMs = Number(BigInt(hard.at.killSent!) - from) / 1e6;
-  t.diagnostic(`hard ramp: ${hard.action}, notification -> kill ${reactionMs.toFixed(2)} ms, ${((Date.now() - softBegan) / 1000).toFixed(1)} s into the soft stop`);
+  t.diagnostic(
+    `hard ramp: ${hard.action}, notification -> kill ${reactionMs.toFixed(2)} ms, ${((Date.now() - softBegan) / 1000).toFixed(1)} s into the soft stop`,
+  );
   assert.ok(reactionMs < slow(1000), `the hard kill ${reactionMs} ms after its notification`);
 
   const done = await waitFor('the soft stop to end', () => a.evictions.find((e) => e.pod.uid === slowPod.uid), GRACE_S * 1500 + 30_000);

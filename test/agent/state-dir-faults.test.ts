@@ -57,7 +57,13 @@ for (const how of ['full', 'read-only'] as const) {
     const lab = await newLab(`state-${how}`, { memoryLimitBytes: 384 * MiB });
     labs.push(lab);
     const stateDir = brokenStateDir(how);
-    const agent = await AgentProcess.start({ lab, endpoint, evictionHard: 'memory.available<64Mi', extraArgs: ['--state-dir', stateDir], startTimeoutMs: slow(15_000) });
+    const agent = await AgentProcess.start({
+      lab,
+      endpoint,
+      evictionHard: 'memory.available<64Mi',
+      extraArgs: ['--state-dir', stateDir],
+      startTimeoutMs: slow(15_000),
+    });
     procs.push(agent);
     const r = await runRamp(lab, agent, { name: 'hog', rateMiBs: 300, targetMiB: 448 });
     assert.equal(r.outcome, 'evicted', JSON.stringify({ ...r, labPod: undefined }));

@@ -48,7 +48,9 @@ test('the memory limit reaches the container cgroup', async (t) => {
   const st = await e2e.client.containerStatus(hogPod.containers.hog as string);
   assert.equal(st.status?.resources?.linux?.memoryLimitInBytes, 96 * MiB);
   const v1 = memcgV1Root();
-  const file = v1 ? `${v1}${hogPod.cgroupParent}/${hogPod.containers.hog}/memory.limit_in_bytes` : `/sys/fs/cgroup${hogPod.cgroupParent}/${hogPod.containers.hog}/memory.max`;
+  const file = v1
+    ? `${v1}${hogPod.cgroupParent}/${hogPod.containers.hog}/memory.limit_in_bytes`
+    : `/sys/fs/cgroup${hogPod.cgroupParent}/${hogPod.containers.hog}/memory.max`;
   assert.equal(Number(fs.readFileSync(file, 'utf8').trim()), 96 * MiB);
 });
 
@@ -76,7 +78,10 @@ test('reads container and pod stats: the hog shows the memory it touched', async
   assert.deepEqual(derived.map((s) => s.attributes?.id).sort(), ids);
   const hogDerived = derived.find((s) => s.attributes?.id === hogPod.sandboxId);
   assert.ok((hogDerived?.linux?.memory?.workingSetBytes?.value ?? 0) >= 48 * MiB);
-  assert.deepEqual(hogDerived?.linux?.containers.map((c) => c.attributes?.id), [hogId]);
+  assert.deepEqual(
+    hogDerived?.linux?.containers.map((c) => c.attributes?.id),
+    [hogId],
+  );
 });
 
 test('a hog that outgrows its limit is OOM-killed by the kernel, and the runtime says so', async (t) => {

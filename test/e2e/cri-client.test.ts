@@ -44,8 +44,19 @@ function stop(server: grpc.Server): void {
   server.forceShutdown();
 }
 
-const sandbox = (id: string, uid: string) => ({ id, metadata: { name: `pod-${id}`, uid, namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels: {}, annotations: {} });
-const cstats = (id: string, ws: number) => ({ attributes: { id, metadata: { name: id, attempt: 0 }, labels: {}, annotations: {} }, memory: { timestamp: 5, workingSetBytes: { value: ws }, usageBytes: { value: ws + 100 } }, cpu: { timestamp: 5, usageCoreNanoSeconds: { value: 10 } } });
+const sandbox = (id: string, uid: string) => ({
+  id,
+  metadata: { name: `pod-${id}`, uid, namespace: 'default', attempt: 0 },
+  state: 'SANDBOX_READY',
+  createdAt: 1,
+  labels: {},
+  annotations: {},
+});
+const cstats = (id: string, ws: number) => ({
+  attributes: { id, metadata: { name: id, attempt: 0 }, labels: {}, annotations: {} },
+  memory: { timestamp: 5, workingSetBytes: { value: ws }, usageBytes: { value: ws + 100 } },
+  cpu: { timestamp: 5, usageCoreNanoSeconds: { value: 10 } },
+});
 
 test('ListPodSandboxStats falls back to container stats when the runtime answers UNIMPLEMENTED', async () => {
   const sock = path.join(dir, 'fallback.sock');
@@ -252,7 +263,9 @@ test('requests reach the runtime with upstream field numbers (timeout, filters, 
     }
     server.addService(definition as grpc.ServiceDefinition, impl);
   }
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
   const client = CriClient.connect(`unix://${sock}`);
   try {
     // StopContainerRequest: container_id = 1, timeout = 2.
@@ -278,7 +291,13 @@ test('requests reach the runtime with upstream field numbers (timeout, filters, 
         mounts: [{ containerPath: '/c', hostPath: '/h', readonly: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' }],
         linux: {
           resources: { memoryLimitInBytes: 64 << 20 },
-          securityContext: { capabilities: { addCapabilities: ['KILL'], dropCapabilities: ['ALL'] }, readonlyRootfs: true, noNewPrivs: true, runAsGroup: { value: 7 }, seccomp: { profileType: 'Localhost', localhostRef: 'p.json' } },
+          securityContext: {
+            capabilities: { addCapabilities: ['KILL'], dropCapabilities: ['ALL'] },
+            readonlyRootfs: true,
+            noNewPrivs: true,
+            runAsGroup: { value: 7 },
+            seccomp: { profileType: 'Localhost', localhostRef: 'p.json' },
+          },
         },
       },
       { metadata: { name: 'p', uid: 'u', namespace: 'n', attempt: 0 } },
@@ -289,7 +308,10 @@ test('requests reach the runtime with upstream field numbers (timeout, filters, 
     const config = sub(create, 2);
     assert.equal(text(sub(config, 1), 1), 'm');
     assert.equal(text(sub(config, 2), 1), 'img');
-    assert.deepEqual(config.get(4)?.map((b) => (b as Buffer).toString()), ['1']);
+    assert.deepEqual(
+      config.get(4)?.map((b) => (b as Buffer).toString()),
+      ['1'],
+    );
     assert.equal(one(sub(sub(config, 15), 1), 4), BigInt(64 << 20));
     // Mount (ContainerConfig.mounts = 7): container_path = 1, host_path = 2, readonly = 3,
     // propagation = 5 (PROPAGATION_HOST_TO_CONTAINER = 1).
@@ -382,6 +404,9 @@ test('endpoints are taken as the kubelet takes them; anything else is a one-line
     assert.equal(client.socketPath, socketPath);
     client.close();
   }
-  assert.throws(() => CriClient.connect('tcp://10.0.0.1:1234'), (e: unknown) => e instanceof UsageError && /--container-runtime-endpoint: "tcp:\/\/10\.0\.0\.1:1234"/.test(e.message));
+  assert.throws(
+    () => CriClient.connect('tcp://10.0.0.1:1234'),
+    (e: unknown) => e instanceof UsageError && /--container-runtime-endpoint: "tcp:\/\/10\.0\.0\.1:1234"/.test(e.message),
+  );
   assert.throws(() => CriClient.connect('unix://relative.sock'), UsageError);
 });

@@ -56,7 +56,6 @@ export function podLog(pod: TestPod, container: string): string {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
 }
 
-
 /** A container that ignores SIGTERM (its shell is PID 1 and traps it), so only SIGKILL stops it. */
 export const stubborn = (name: string): ContainerSpec => ({
   name,

@@ -25,7 +25,10 @@ test('bench notify --quick --json: the line mechanism, its JS row, the pollers a
     timeout: slow(170_000),
   });
   assert.equal(r.status, 0, `bench notify failed:\n${r.stderr.slice(-2000)}`);
-  const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Row);
+  const rows = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Row);
   const byName = new Map(rows.map((row) => [row.mechanism, row]));
   const line = detectCgroups().memoryVersion === 1 ? 'memcg-threshold-eventfd' : 'bpf-tripwire';
   for (const name of [line, `${line}-js`, 'adaptive-poll', 'poll-100ms', 'poll-1s', 'poll-10s']) {
@@ -38,7 +41,10 @@ test('bench notify --quick --json: the line mechanism, its JS row, the pollers a
   assert.ok(Number(byName.get(`${line}-js`)!.p50_us) >= Number(byName.get(line)!.p50_us));
   const ratio = byName.get('ratio-to-poll-100ms');
   assert.ok(ratio && ratio.of === `${line}-js` && Number(ratio.p50_x) > 0, JSON.stringify(ratio));
-  assert.ok(rows.some((row) => row.mechanism === 'granularity' && row.of === line), 'usage past the line, per ramp rate');
+  assert.ok(
+    rows.some((row) => row.mechanism === 'granularity' && row.of === line),
+    'usage past the line, per ramp rate',
+  );
   assert.ok(byName.get('idle-cpu'), 'idle cost of armed watchers');
   // Where it ran is part of every figure: the VM lab says its CPUs are emulated.
   const env = byName.get('environment');

@@ -153,7 +153,10 @@ test('native errors carry code, errno, syscall and path like fs errors', (t) => 
       err.message === `ENOENT: no such file or directory, open '${path.join(missing, 'memory.usage_in_bytes')}'`,
   );
   const events = path.join(v2Root(), 'evictd-no-such-cgroup', 'cgroup.events');
-  assert.throws(() => watchCgroupEvents(events), (err: KernelError) => err.code === 'ENOENT' && err.syscall === 'open' && err.path === events);
+  assert.throws(
+    () => watchCgroupEvents(events),
+    (err: KernelError) => err.code === 'ENOENT' && err.syscall === 'open' && err.path === events,
+  );
   // A trigger the kernel rejects: EINVAL from the write.
   assert.throws(
     () => addon().openPsiTrigger('/proc/pressure/memory', 'some 0 2000000', () => undefined),
@@ -187,7 +190,7 @@ test("an unref'd watcher lets the process exit; a ref'd one keeps it alive", asy
     child.on('exit', (code) => reject(new Error(`exited (${code}) before it armed`)));
   });
   await sleep(1000);
-  assert.equal(child.exitCode, null, 'a ref\'d watcher keeps the process alive');
+  assert.equal(child.exitCode, null, "a ref'd watcher keeps the process alive");
   assert.equal(child.signalCode, null);
 });
 
@@ -221,9 +224,10 @@ test('a worker receives events, and terminating it with live watchers does not c
   t.after(() => v1?.remove());
   t.after(() => v2.remove());
   // 50 eventfd registrations on v1, or 50 memory.events watchers on pure v2.
-  const many = v1 !== null
-    ? `k.watchMemcgThreshold(${JSON.stringify(v1.dir)}, (i + 1) * 1048576 * 64)`
-    : `k.watchCgroupEvents(${JSON.stringify(v2.file('memory.events'))})`;
+  const many =
+    v1 !== null
+      ? `k.watchMemcgThreshold(${JSON.stringify(v1.dir)}, (i + 1) * 1048576 * 64)`
+      : `k.watchCgroupEvents(${JSON.stringify(v2.file('memory.events'))})`;
   const worker = `
     const k = require(${JSON.stringify(kernelModule)});
     const { parentPort } = require('node:worker_threads');

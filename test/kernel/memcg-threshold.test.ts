@@ -127,7 +127,7 @@ test('a memsw threshold fires where memory.memsw.usage_in_bytes exists', async (
   assert.ok((e.counters?.memsw_usage_in_bytes ?? 0) >= base + 16 * MiB);
 });
 
-test('a standing order on a memcg threshold kills its pod from the addon\'s thread at the crossing, while the JS loop is blocked', async (t) => {
+test("a standing order on a memcg threshold kills its pod from the addon's thread at the crossing, while the JS loop is blocked", async (t) => {
   if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
   const victim = victimPod(t, 'memcg-order-victim');
@@ -166,7 +166,9 @@ test('a standing order on a memcg threshold kills its pod from the addon\'s thre
   assert.equal(o.lineBytes, wsMoved, "the order's kill was checked against the kubelet's line");
   assert.ok(o.usageBytes >= wsMoved, `the working set at the kill ${o.usageBytes} is past the line ${wsMoved}`);
   assert.ok(o.killedNs >= o.firedNs && o.killedNs <= victimGoneAt!, 'woken <= killed, before the loop saw the victim gone');
-  t.diagnostic(`eventfd wake-up -> kill written: ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs, order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`);
+  t.diagnostic(
+    `eventfd wake-up -> kill written: ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs, order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`,
+  );
   // Once used, the order is spent: the way down and up again kill nobody else.
   await hog.free();
   await hog.alloc(96 * MiB);
@@ -174,7 +176,7 @@ test('a standing order on a memcg threshold kills its pod from the addon\'s thre
   assert.equal(orders.length, 1, 'a used order is never used again');
 });
 
-test('a memcg threshold\'s standing order kills within one charge batch of the crossing, though the kernel checks the threshold only every 512 KiB', async (t) => {
+test("a memcg threshold's standing order kills within one charge batch of the crossing, though the kernel checks the threshold only every 512 KiB", async (t) => {
   if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
   const { cg, hog } = await setup(t);
   // 50 MiB/s: the kernel's check every 128 page events (512 KiB) is 10 ms of this ramp, its
@@ -206,14 +208,16 @@ test('a memcg threshold\'s standing order kills within one charge batch of the c
     pastKiB.push((o.usageBytes - o.lineBytes) / 1024);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  t.diagnostic(`crossing -> kill written, ms: ${lateMs.map((x) => x.toFixed(2)).join(', ')}; working set read past the line, KiB: ${pastKiB.map((x) => x.toFixed(0)).join(', ')}`);
+  t.diagnostic(
+    `crossing -> kill written, ms: ${lateMs.map((x) => x.toFixed(2)).join(', ')}; working set read past the line, KiB: ${pastKiB.map((x) => x.toFixed(0)).join(', ')}`,
+  );
   // The hog stamps its last read below the line, at most 16 pages (1.25 ms of this ramp) before
   // the counter crossed; a read after the next charge batch (256 KiB: 5 ms) is late by far more.
   assert.ok(median(lateMs) < 3, `the kill within about one read of the crossing (median ${median(lateMs).toFixed(2)} ms at 50 MiB/s)`);
   assert.ok(median(pastKiB) <= 256, `the working set read at the kill within one charge batch past the line (median ${median(pastKiB).toFixed(0)} KiB)`);
 });
 
-test('a memcg threshold\'s standing order is never used once expired or withdrawn, nor on the way down', async (t) => {
+test("a memcg threshold's standing order is never used once expired or withdrawn, nor on the way down", async (t) => {
   if (skipped(t, missingKernel({ cgroup2: true })) || needsV1(t)) return;
   const { cg, hog, base } = await setup(t);
   await hog.alloc(64 * MiB);

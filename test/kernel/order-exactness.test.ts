@@ -23,7 +23,8 @@ import { MiB, missingKernel, scratchDir, sleep, v1Root, victimPod, writePageCach
 const V2 = '/sys/fs/cgroup';
 
 function missingTripwire(): string | null {
-  if (!fs.readFileSync(`${V2}/cgroup.subtree_control`, 'utf8').includes('memory')) return 'the memory controller is not enabled for children of the cgroup2 root';
+  if (!fs.readFileSync(`${V2}/cgroup.subtree_control`, 'utf8').includes('memory'))
+    return 'the memory controller is not enabled for children of the cgroup2 root';
   const why = tripwireUnavailable();
   return why === null ? null : `memcg tripwire unavailable: ${why}`;
 }
@@ -112,7 +113,10 @@ async function cacheThenRamp(t: TestContext, tag: string, trial: Trial, extra?: 
     `${tag}: working set ${(ws0 / MiB).toFixed(1)} -> ${(ws1 / MiB).toFixed(1)} MiB against a line at ${(wsLine / MiB).toFixed(1)} MiB (usage ${(usage1 / MiB).toFixed(1)} MiB)${more}; ` +
       `refused at the kill: ${trial.refused() - refused0}`,
   );
-  assert.ok(ws1 < wsLine, `the kubelet's number stayed below the line (${(ws1 / MiB).toFixed(1)} < ${(wsLine / MiB).toFixed(1)} MiB): the trial is void otherwise`);
+  assert.ok(
+    ws1 < wsLine,
+    `the kubelet's number stayed below the line (${(ws1 / MiB).toFixed(1)} < ${(wsLine / MiB).toFixed(1)} MiB): the trial is void otherwise`,
+  );
   assert.equal(orders.length, 0, 'no order used while the kubelet would spare the pod');
   assert.equal(victim.cg.pids().length, 1, 'the victim lives');
   const refused = trial.refused() - refused0;
@@ -143,7 +147,10 @@ test('cgroup v1: clean page cache past a usage line with an order in place kills
     // Page cache passes the usage line with the working set still below the kubelet's line.
     arm: (wsLine, victimDir) => armV1UsageLine(cg.dir, wsLine, victimDir),
   });
-  assert.ok(refused >= 1, `the usage line was crossed by page cache and the order thread refused it (${refused} refusals): without the fresh check the victim dies here`);
+  assert.ok(
+    refused >= 1,
+    `the usage line was crossed by page cache and the order thread refused it (${refused} refusals): without the fresh check the victim dies here`,
+  );
 });
 
 test("cgroup v1, the node's line on the root memcg: page cache kills nobody, an anonymous ramp does", async (t) => {
@@ -196,7 +203,10 @@ test('cgroup v2, a usage line holding an order (the tripwire on the counter): pa
       return w;
     },
   });
-  assert.ok(refused >= 1, `the counter crossed its line on page cache and the thread refused (${refused} refusals); the order still killed at the real crossing after`);
+  assert.ok(
+    refused >= 1,
+    `the counter crossed its line on page cache and the thread refused (${refused} refusals); the order still killed at the real crossing after`,
+  );
 });
 
 test("cgroup v2, the node's line on the root: page cache and slab growth kill nobody, an anonymous ramp does", async (t) => {

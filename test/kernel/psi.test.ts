@@ -52,7 +52,9 @@ test('PSI triggers (and on cgroup v2 memory.events) fire under real page-cache t
 
   // With CAP_SYS_RESOURCE (root in the VM) the kernel takes a 500 ms window; without it the
   // window must be a multiple of 2 s.
-  const trigger = hasCapSysResource() ? { kind: 'some' as const, stallUs: 50_000, windowUs: 500_000 } : { kind: 'some' as const, stallUs: 20_000, windowUs: 2_000_000 };
+  const trigger = hasCapSysResource()
+    ? { kind: 'some' as const, stallUs: 50_000, windowUs: 500_000 }
+    : { kind: 'some' as const, stallUs: 20_000, windowUs: 2_000_000 };
   const cgroupPsi = new Recorder(watchPsi(unified.file('memory.pressure'), trigger));
   const systemPsi = new Recorder(watchPsi('/proc/pressure/memory', trigger));
   // The memory controller's own word on v2: memory.events, whose "max" counter grows each time

@@ -18,7 +18,8 @@ import { MiB, missingKernel, Recorder, scratchDir, sleep, victimPod, writePageCa
 const V2 = '/sys/fs/cgroup';
 
 function missingTripwire(): string | null {
-  if (!fs.readFileSync(`${V2}/cgroup.subtree_control`, 'utf8').includes('memory')) return 'the memory controller is not enabled for children of the cgroup2 root';
+  if (!fs.readFileSync(`${V2}/cgroup.subtree_control`, 'utf8').includes('memory'))
+    return 'the memory controller is not enabled for children of the cgroup2 root';
   const why = tripwireUnavailable();
   return why === null ? null : `memcg tripwire unavailable: ${why}`;
 }
@@ -57,7 +58,9 @@ test("a node working-set line on the v2 root: page cache does not cross it, anon
   const up = await rec.waitEvent((e) => e.counters?.above === 1, 10_000);
   const at = up.counters!.usage_bytes;
   const now = rootWorkingSetBytes();
-  t.diagnostic(`crossing: the program computed ${(at / MiB).toFixed(2)} MiB, line ${(line / MiB).toFixed(2)} MiB (${((at - line) / MiB).toFixed(2)} MiB past); /proc/meminfo right after: ${(now / MiB).toFixed(2)} MiB`);
+  t.diagnostic(
+    `crossing: the program computed ${(at / MiB).toFixed(2)} MiB, line ${(line / MiB).toFixed(2)} MiB (${((at - line) / MiB).toFixed(2)} MiB past); /proc/meminfo right after: ${(now / MiB).toFixed(2)} MiB`,
+  );
   assert.ok(at >= line, 'fired at or past the line');
   // One anonymous charge batch (64 pages per CPU, 2 MiB for a huge page) plus the per-CPU
   // vmstat deltas not yet folded into the global counters (/proc/meminfo has the same lag).
@@ -146,7 +149,9 @@ test('a standing order kills its pod from the order thread at the crossing, whil
   assert.ok(o.usageBytes >= line && o.lineBytes <= line + 4096, `crossed at ${o.usageBytes} for line ${o.lineBytes}`);
   assert.ok(o.killedNs >= o.firedNs && o.firedNs >= o.chargeBeganNs, 'charge began <= fired <= killed');
   assert.ok(o.killedNs <= victimGoneAt!, 'killed before the loop saw the victim gone');
-  t.diagnostic(`crossing charge -> kill written: ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs (fired -> killed ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs), order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`);
+  t.diagnostic(
+    `crossing charge -> kill written: ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs (fired -> killed ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs), order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`,
+  );
 });
 
 test("the node's lines are re-checked in the kernel every millisecond while the root has lines, and only then", async (t) => {

@@ -26,7 +26,8 @@ const V2 = '/sys/fs/cgroup';
  * needsPureV2 (a skip only outside the VM); inside it, anything else missing is a failure.
  */
 function missingTripwire(): string | null {
-  if (!fs.readFileSync(`${V2}/cgroup.subtree_control`, 'utf8').includes('memory')) return 'the memory controller is not enabled for children of the cgroup2 root';
+  if (!fs.readFileSync(`${V2}/cgroup.subtree_control`, 'utf8').includes('memory'))
+    return 'the memory controller is not enabled for children of the cgroup2 root';
   const why = tripwireUnavailable();
   return why === null ? null : `memcg tripwire unavailable: ${why}`;
 }
@@ -157,7 +158,10 @@ test("an event is stamped when it is read: one written while another line's list
   const a = await low.waitEvent((e) => e.counters?.above === 1, 10_000);
   const b = await high.waitEvent((e) => e.counters?.above === 1, 10_000);
   assert.ok(blockedMs >= 500, 'the low line held the thread');
-  for (const [name, e] of [['low', a], ['high', b]] as const) {
+  for (const [name, e] of [
+    ['low', a],
+    ['high', b],
+  ] as const) {
     const fired = BigInt(e.counters?.fired_ns ?? 0);
     assert.ok(e.monotonicNs >= fired, `${name}: read at ${e.monotonicNs}, not before it fired at ${fired} (${Number(fired - e.monotonicNs) / 1e6} ms early)`);
   }
@@ -214,7 +218,10 @@ test('at most one event per line is in flight: a storm of crossings while JS is 
   const exited = new Promise((r) => hog.on('exit', r));
   const replies = () => {
     try {
-      return fs.readFileSync(path.join(dir, 'out'), 'utf8').split('\n').filter((l) => l.startsWith('ok')).length;
+      return fs
+        .readFileSync(path.join(dir, 'out'), 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('ok')).length;
     } catch {
       return 0;
     }
@@ -230,7 +237,7 @@ test('at most one event per line is in flight: a storm of crossings while JS is 
   assert.equal(rec.events.length, 1, `${rec.events.length} events after a storm of ${crossings} crossings`);
 });
 
-test('stop() holds a line\'s crossings and start() delivers them, counted, with the last crossing', async (t) => {
+test("stop() holds a line's crossings and start() delivers them, counted, with the last crossing", async (t) => {
   if (skipped(t, missingKernel()) || needsPureV2(t) || skipped(t, missingTripwire())) return;
   const { cg, hog, base } = await setup(t);
   const line = base + 16 * MiB;
@@ -266,7 +273,10 @@ test("an unref'd line lets the process exit (and unloads the program), its close
   assert.equal(unrefd.status, 0, unrefd.stderr);
   assert.equal(unrefd.stdout.trim(), 'armed 1');
   // Nothing else holds this loop: the close callback still runs before the process exits.
-  const closing = spawnSync(process.execPath, ['-e', `${script(true)}; w.close().then(() => console.log('closed ' + k.tripwireStatus().lines))`], { encoding: 'utf8', timeout: slow(20_000) });
+  const closing = spawnSync(process.execPath, ['-e', `${script(true)}; w.close().then(() => console.log('closed ' + k.tripwireStatus().lines))`], {
+    encoding: 'utf8',
+    timeout: slow(20_000),
+  });
   assert.equal(closing.status, 0, closing.stderr);
   assert.equal(closing.stdout.trim(), 'armed 1\nclosed 0');
   const child = spawn(process.execPath, ['-e', script(false)], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -47,14 +47,19 @@ test('unix socket: created mode 0600, answers /admit, a stale socket is replaced
 
   // An agent killed without closing leaves its socket behind: the next start takes the path.
   const stale = path.join(dir, 'stale.sock');
-  spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`], { stdio: 'ignore' });
+  spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`], {
+    stdio: 'ignore',
+  });
   assert.ok(fs.lstatSync(stale).isSocket(), 'a killed process left its socket');
   const second = await startAdmissionServer({ ...serve(), listen: { path: stale } });
   await second.close();
 
   const file = path.join(dir, 'not-a-socket');
   fs.writeFileSync(file, 'keep me');
-  await assert.rejects(startAdmissionServer({ ...serve(), listen: { path: file } }), (err: NodeJS.ErrnoException) => err.code === 'EEXIST' && /not a socket/.test(err.message));
+  await assert.rejects(
+    startAdmissionServer({ ...serve(), listen: { path: file } }),
+    (err: NodeJS.ErrnoException) => err.code === 'EEXIST' && /not a socket/.test(err.message),
+  );
   assert.equal(fs.readFileSync(file, 'utf8'), 'keep me', 'never removed');
 });
 
@@ -62,11 +67,44 @@ test('unix socket: created mode 0600, answers /admit, a stale socket is replaced
 function certificates(dir: string): Record<'ca' | 'serverCert' | 'serverKey' | 'clientCert' | 'clientKey' | 'otherCert' | 'otherKey', string> {
   const f = (n: string) => path.join(dir, n);
   const ssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-  const ca = (name: string) => ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', f(`${name}.key`), '-out', f(`${name}.crt`), '-days', '2', '-subj', `/CN=${name}`);
+  const ca = (name: string) =>
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      f(`${name}.key`),
+      '-out',
+      f(`${name}.crt`),
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+    );
   const leaf = (name: string, issuer: string, ext: string) => {
     ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', `/CN=${name}`);
     fs.writeFileSync(f(`${name}.ext`), ext);
-    ssl('x509', '-req', '-in', f(`${name}.csr`), '-CA', f(`${issuer}.crt`), '-CAkey', f(`${issuer}.key`), '-CAcreateserial', '-out', f(`${name}.crt`), '-days', '2', '-extfile', f(`${name}.ext`));
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      f(`${name}.csr`),
+      '-CA',
+      f(`${issuer}.crt`),
+      '-CAkey',
+      f(`${issuer}.key`),
+      '-CAcreateserial',
+      '-out',
+      f(`${name}.crt`),
+      '-days',
+      '2',
+      '-extfile',
+      f(`${name}.ext`),
+    );
   };
   ca('ca');
   ca('other-ca');
@@ -74,15 +112,37 @@ function certificates(dir: string): Record<'ca' | 'serverCert' | 'serverKey' | '
   leaf('client', 'ca', 'extendedKeyUsage=clientAuth\n');
   leaf('other', 'other-ca', 'extendedKeyUsage=clientAuth\n');
   const r = (n: string) => fs.readFileSync(f(n), 'utf8');
-  return { ca: r('ca.crt'), serverCert: r('server.crt'), serverKey: r('server.key'), clientCert: r('client.crt'), clientKey: r('client.key'), otherCert: r('other.crt'), otherKey: r('other.key') };
+  return {
+    ca: r('ca.crt'),
+    serverCert: r('server.crt'),
+    serverKey: r('server.key'),
+    clientCert: r('client.crt'),
+    clientKey: r('client.key'),
+    otherCert: r('other.crt'),
+    otherKey: r('other.key'),
+  };
 }
 
 test('TLS: only a client with a certificate from the client CA is answered', async (t) => {
   const c = certificates(scratch(t));
-  const server = await startAdmissionServer({ ...serve(), listen: { host: '127.0.0.1', port: 0, tls: { cert: c.serverCert, key: c.serverKey, clientCa: c.ca } } });
+  const server = await startAdmissionServer({
+    ...serve(),
+    listen: { host: '127.0.0.1', port: 0, tls: { cert: c.serverCert, key: c.serverKey, clientCa: c.ca } },
+  });
   t.after(() => server.close());
   const ask = (client: { cert?: string; key?: string }) =>
-    answer(https.request({ host: '127.0.0.1', port: server.port, path: '/admit', method: 'POST', ca: c.ca, ...client, headers: { 'content-type': 'application/json' }, agent: false }));
+    answer(
+      https.request({
+        host: '127.0.0.1',
+        port: server.port,
+        path: '/admit',
+        method: 'POST',
+        ca: c.ca,
+        ...client,
+        headers: { 'content-type': 'application/json' },
+        agent: false,
+      }),
+    );
   const ok = await ask({ cert: c.clientCert, key: c.clientKey });
   assert.equal(ok.status, 200, ok.body);
   assert.equal(JSON.parse(ok.body).admit, true);

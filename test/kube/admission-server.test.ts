@@ -75,7 +75,10 @@ describe('admission endpoint', () => {
 
   test('bad bodies get 400 naming the field', async () => {
     assert.deepEqual(await post(server.port, '/admit', '{nope'), { status: 400, json: { error: 'body: not JSON' } });
-    assert.deepEqual(await post(server.port, '/admit', '{"kind":"AdmissionReview","request":{"object":{}}}'), { status: 400, json: { error: 'request.uid: missing' } });
+    assert.deepEqual(await post(server.port, '/admit', '{"kind":"AdmissionReview","request":{"object":{}}}'), {
+      status: 400,
+      json: { error: 'request.uid: missing' },
+    });
     assert.deepEqual(await post(server.port, '/admit', '{"spec":{}}'), { status: 400, json: { error: 'metadata.name: missing' } });
     assert.equal((await post(server.port, '/admit', '[1]')).status, 400);
   });

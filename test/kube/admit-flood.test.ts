@@ -17,7 +17,8 @@ import readline from 'node:readline';
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 const UPLOADS = 300;
 
-const kib = (pid: number, field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+const kib = (pid: number, field: 'VmRSS' | 'VmHWM'): number =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
 
 function get(url: string): Promise<{ status: number; body: string; ms: number }> {
   const t0 = performance.now();
@@ -34,7 +35,21 @@ function get(url: string): Promise<{ status: number; body: string; ms: number }>
 
 test(`${UPLOADS} stalled 1 MB uploads to /admit: evictd stays up, its RSS bounded, /healthz and its passes on time`, async (t) => {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-admit-flood-'));
-  const child = spawn(process.execPath, [bin, 'run', '--pod-source=runtime', '--container-runtime-endpoint=unix:///nonexistent/evictd-test.sock', '--housekeeping-interval=1s', '--metrics-address=127.0.0.1:0', '--admission-address=127.0.0.1:0', `--state-dir=${stateDir}`, '--lock-memory=false'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      'run',
+      '--pod-source=runtime',
+      '--container-runtime-endpoint=unix:///nonexistent/evictd-test.sock',
+      '--housekeeping-interval=1s',
+      '--metrics-address=127.0.0.1:0',
+      '--admission-address=127.0.0.1:0',
+      `--state-dir=${stateDir}`,
+      '--lock-memory=false',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   t.after(() => {
     child.kill('SIGKILL');
     fs.rmSync(stateDir, { recursive: true, force: true });
@@ -65,7 +80,9 @@ test(`${UPLOADS} stalled 1 MB uploads to /admit: evictd stays up, its RSS bounde
   for (let i = 0; i < UPLOADS; i++) {
     const s = net.connect(port, host);
     s.on('error', () => undefined);
-    s.on('connect', () => s.write(`POST /admit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n${'x'.repeat(256 * 1024)}`));
+    s.on('connect', () =>
+      s.write(`POST /admit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n${'x'.repeat(256 * 1024)}`),
+    );
     sockets.push(s);
   }
   // While they stall (the request timeout is 10 s), /healthz answers and passes go on.
@@ -78,7 +95,9 @@ test(`${UPLOADS} stalled 1 MB uploads to /admit: evictd stays up, its RSS bounde
   const passes1 = await passes();
   const hwm = kib(child.pid!, 'VmHWM');
   for (const s of sockets) s.destroy();
-  t.diagnostic(`RSS ${(rss0 / 1024).toFixed(1)} MiB before, peak ${(hwm / 1024).toFixed(1)} MiB; slowest /healthz ${slowest.toFixed(1)} ms; passes ${passes0} -> ${passes1} in 5 s`);
+  t.diagnostic(
+    `RSS ${(rss0 / 1024).toFixed(1)} MiB before, peak ${(hwm / 1024).toFixed(1)} MiB; slowest /healthz ${slowest.toFixed(1)} ms; passes ${passes0} -> ${passes1} in 5 s`,
+  );
   assert.equal(child.exitCode, null, 'evictd is up');
   assert.ok(hwm / 1024 < 160, `peak RSS ${(hwm / 1024).toFixed(1)} MiB`);
   assert.ok(slowest < 1000, `/healthz took ${slowest.toFixed(1)} ms`);

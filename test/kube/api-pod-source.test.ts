@@ -38,7 +38,10 @@ describe('ApiPodSource against the in-repo fake API server (real HTTP and watch 
     api.addPod(makePod('elsewhere', { node: 'node-b' }));
     await startSource();
     assert.equal(source.healthy, true);
-    assert.deepEqual(source.list().map((p) => p.name), ['web']);
+    assert.deepEqual(
+      source.list().map((p) => p.name),
+      ['web'],
+    );
     const web = source.get('uid-web')!;
     assert.equal(web.priority, 1000);
     assert.equal(web.terminationGracePeriodSeconds, 30);
@@ -103,8 +106,17 @@ describe('ApiPodSource against the in-repo fake API server (real HTTP and watch 
     await waitFor('c after reconnect', () => source.get('uid-c') !== undefined && source.get('uid-a') === undefined);
     assert.equal(listRequests().length, 1, 'no re-list for a dropped watch');
     const rewatches = watchRequests().slice(1);
-    assert.ok(rewatches.every((r) => r.query.get('resourceVersion') === rvAfterB), 'every re-watch resumes from the last version seen');
-    assert.deepEqual(source.list().map((p) => p.name).sort(), ['b', 'c']);
+    assert.ok(
+      rewatches.every((r) => r.query.get('resourceVersion') === rvAfterB),
+      'every re-watch resumes from the last version seen',
+    );
+    assert.deepEqual(
+      source
+        .list()
+        .map((p) => p.name)
+        .sort(),
+      ['b', 'c'],
+    );
     assert.equal(source.healthy, true);
   });
 
@@ -134,7 +146,13 @@ describe('ApiPodSource against the in-repo fake API server (real HTTP and watch 
     api.compact();
     await waitFor('re-listed', () => source.stats.relistsAfterGone === 1 && source.get('uid-new') !== undefined);
     assert.equal(source.get('uid-gone'), undefined);
-    assert.deepEqual(source.list().map((p) => p.name).sort(), ['keep', 'new']);
+    assert.deepEqual(
+      source
+        .list()
+        .map((p) => p.name)
+        .sort(),
+      ['keep', 'new'],
+    );
     const relist = listRequests()[1];
     assert.equal(relist.query.get('resourceVersion'), null, 'after 410 the re-list must not be served from a possibly older cache');
     await waitFor('watch again', () => api.openWatches === 1);

@@ -59,10 +59,22 @@ describe('credentials', () => {
   test('kubeconfig errors name the field and value', () => {
     const dir = tmp();
     const file = path.join(dir, 'kc.yaml');
-    fs.writeFileSync(file, 'current-context: x\nclusters: [{name: c, cluster: {server: "https://h:1"}}]\nusers: [{name: u, user: {exec: {command: aws}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n');
-    assert.throws(() => loadKubeconfig(file), (e: Error) => e instanceof UsageError && /users\[u\]\.exec/.test(e.message));
-    assert.throws(() => loadKubeconfig(file, 'other'), (e: Error) => e instanceof UsageError && /contexts: "other": not found/.test(e.message));
-    assert.throws(() => loadKubeconfig(path.join(dir, 'missing')), (e: Error) => e instanceof UsageError && /--kubeconfig/.test(e.message));
+    fs.writeFileSync(
+      file,
+      'current-context: x\nclusters: [{name: c, cluster: {server: "https://h:1"}}]\nusers: [{name: u, user: {exec: {command: aws}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n',
+    );
+    assert.throws(
+      () => loadKubeconfig(file),
+      (e: Error) => e instanceof UsageError && /users\[u\]\.exec/.test(e.message),
+    );
+    assert.throws(
+      () => loadKubeconfig(file, 'other'),
+      (e: Error) => e instanceof UsageError && /contexts: "other": not found/.test(e.message),
+    );
+    assert.throws(
+      () => loadKubeconfig(path.join(dir, 'missing')),
+      (e: Error) => e instanceof UsageError && /--kubeconfig/.test(e.message),
+    );
     fs.writeFileSync(file, 'current-context: x\nclusters: [{name: c, cluster: {server: "h:1"}}]\ncontexts: [{name: x, context: {cluster: c}}]\n');
     assert.throws(() => loadKubeconfig(file), /clusters\[c\]\.server: "h:1": must be an http\(s\) URL/);
   });
@@ -85,9 +97,18 @@ describe('credentials', () => {
   });
 
   test('a value from the environment is named by its variable, a missing file by its code', () => {
-    assert.throws(() => resolveNodeName(undefined, { NODE_NAME: 'bad_name' }), (err: unknown) => err instanceof UsageError && err.message === '$NODE_NAME: "bad_name": not a valid node name (RFC 1123 subdomain)');
+    assert.throws(
+      () => resolveNodeName(undefined, { NODE_NAME: 'bad_name' }),
+      (err: unknown) => err instanceof UsageError && err.message === '$NODE_NAME: "bad_name": not a valid node name (RFC 1123 subdomain)',
+    );
     const missing = path.join(tmp(), 'nope');
-    assert.throws(() => credentials(undefined, { KUBECONFIG: `${missing}:/other` }), (err: unknown) => err instanceof UsageError && err.message === `$KUBECONFIG: ${JSON.stringify(missing)}: ENOENT`);
-    assert.throws(() => credentials(missing, {}), (err: unknown) => err instanceof UsageError && err.message === `--kubeconfig: ${JSON.stringify(missing)}: ENOENT`);
+    assert.throws(
+      () => credentials(undefined, { KUBECONFIG: `${missing}:/other` }),
+      (err: unknown) => err instanceof UsageError && err.message === `$KUBECONFIG: ${JSON.stringify(missing)}: ENOENT`,
+    );
+    assert.throws(
+      () => credentials(missing, {}),
+      (err: unknown) => err instanceof UsageError && err.message === `--kubeconfig: ${JSON.stringify(missing)}: ENOENT`,
+    );
   });
 });

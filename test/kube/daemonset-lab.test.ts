@@ -46,7 +46,11 @@ test("the DaemonSet's container reaches CRI as written: mounts, security context
     assert.equal(m.readonly, vm.readOnly === true, `${vm.name} read-only as written`);
     assert.equal(m.propagation, vm.mountPropagation === 'HostToContainer' ? 'PROPAGATION_HOST_TO_CONTAINER' : 'PROPAGATION_PRIVATE', `${vm.name} propagation`);
   }
-  assert.deepEqual(cfg.mounts!.find((x) => x.containerPath === '/opt/evictd'), { containerPath: '/opt/evictd', hostPath: '/checkout', readonly: true }, "the image's content, read-only");
+  assert.deepEqual(
+    cfg.mounts!.find((x) => x.containerPath === '/opt/evictd'),
+    { containerPath: '/opt/evictd', hostPath: '/checkout', readonly: true },
+    "the image's content, read-only",
+  );
   const sc = cfg.linux!.securityContext!;
   assert.deepEqual(sc.capabilities, { addCapabilities: ['KILL', 'SYS_NICE', 'BPF', 'PERFMON', 'IPC_LOCK'], dropCapabilities: ['ALL'] });
   assert.equal(sc.readonlyRootfs, true);

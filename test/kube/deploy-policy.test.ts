@@ -10,7 +10,6 @@ import { describe, test } from 'node:test';
 import { isCelError, run } from '@bufbuild/cel';
 import { deployDir, docs, type Doc } from './manifests';
 
-
 /** The Kubernetes manifests (the Prometheus rules file is for Prometheus, not the API server). */
 const manifests = () => fs.readdirSync(deployDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && f !== 'prometheus-rules.yaml');
 const all = () => manifests().flatMap((f) => docs(f).map((d) => ({ file: f, doc: d })));
@@ -54,10 +53,15 @@ const event = (host: string, kind: 'Pod' | 'Node', about: string) => ({
 describe('deploy/ as a whole', () => {
   test('every object of every manifest parses and is a Kubernetes object', () => {
     const objs = all();
-    assert.deepEqual(
-      objs.map((o) => o.doc.kind).sort(),
-      ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'ServiceAccount', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'],
-    );
+    assert.deepEqual(objs.map((o) => o.doc.kind).sort(), [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'ConfigMap',
+      'DaemonSet',
+      'ServiceAccount',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+    ]);
     for (const { file, doc } of objs) assert.ok(doc.apiVersion && doc.kind && doc.metadata?.name, `${file}: ${JSON.stringify(doc).slice(0, 80)}`);
   });
 
@@ -96,7 +100,7 @@ describe('deploy/ as a whole', () => {
     }
   });
 
-  test('the policy lets evictd patch the status of its own node\'s pods only', () => {
+  test("the policy lets evictd patch the status of its own node's pods only", () => {
     const [policy] = docs('node-restriction.yaml');
     assert.equal(admit(policy, as('node-a', 'pods'), pod('node-a')), 'allow');
     assert.match(admit(policy, as('node-a', 'pods'), pod('node-b')), /own node/);

@@ -19,7 +19,6 @@ import { client } from './helpers';
 import { waitFor } from '../support/wait';
 import { deployDir, docs, type Doc } from './manifests';
 
-
 /** The DaemonSet's args with the config path pointed at the ConfigMap's file, written to a temp dir. */
 function daemonSetArgs(): string[] {
   const [cm] = docs('configmap.yaml');
@@ -80,7 +79,13 @@ describe('deploy/', () => {
     assert.equal(settings.podSource, 'api');
     const hard = settings.policy.thresholds.filter((t) => t.kind === 'hard').map((t) => `${t.signal}<${t.value.text}`);
     // allocatableMemory.available mirrors memory.available under the default enforceNodeAllocatable=pods, as in the kubelet
-    assert.deepEqual(hard.sort(), ['allocatableMemory.available<500Mi', 'imagefs.available<15%', 'memory.available<500Mi', 'nodefs.available<10%', 'nodefs.inodesFree<5%']);
+    assert.deepEqual(hard.sort(), [
+      'allocatableMemory.available<500Mi',
+      'imagefs.available<15%',
+      'memory.available<500Mi',
+      'nodefs.available<10%',
+      'nodefs.inodesFree<5%',
+    ]);
     assert.ok(settings.policy.thresholds.some((t) => t.kind === 'soft' && t.signal === 'memory.available'));
   });
 
@@ -135,7 +140,13 @@ describe('deploy/', () => {
       await waitFor('watch', () => api.openWatches === 1);
       api.faults.push({ match: (r) => r.method === 'PATCH', status: 500 });
       const reporter = new EvictionReporter({ client: kc, nodeName: 'node-a', initialBackoffMs: 5 });
-      await reporter.report({ pod: { namespace: 'default', name: 'victim', uid: 'uid-victim' }, signal: 'memory.available', gracePeriodSeconds: 0, message: 'm', annotations: {} });
+      await reporter.report({
+        pod: { namespace: 'default', name: 'victim', uid: 'uid-victim' },
+        signal: 'memory.available',
+        gracePeriodSeconds: 0,
+        message: 'm',
+        annotations: {},
+      });
       await source.stopped();
     } finally {
       kc.close();

@@ -52,7 +52,9 @@ test('10^6 entries with 400,000 hard links: the walk stays bounded in memory, ne
   const r = spawnSync(process.execPath, ['-e', child, dir], { encoding: 'utf8', timeout: 120_000 });
   assert.equal(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout) as { u: { bytes: number; inodes: number; partial?: string }; rss0: number; peak: number; lagMs: number; ms: number };
-  t.diagnostic(`walk of ${FILES + LINKS} entries: ${Math.round(out.ms)} ms, RSS ${out.rss0.toFixed(1)} -> peak ${out.peak.toFixed(1)} MiB, longest loop lag ${out.lagMs.toFixed(1)} ms, ${JSON.stringify(out.u)}`);
+  t.diagnostic(
+    `walk of ${FILES + LINKS} entries: ${Math.round(out.ms)} ms, RSS ${out.rss0.toFixed(1)} -> peak ${out.peak.toFixed(1)} MiB, longest loop lag ${out.lagMs.toFixed(1)} ms, ${JSON.stringify(out.u)}`,
+  );
   // 400,000 linked inodes are more than the walk remembers (262,144): it stops counting the
   // ones it cannot remember, and says so; what it counted is a lower bound.
   assert.equal(out.u.partial, 'links');

@@ -5,7 +5,8 @@ import { type Eviction, EvictionReporter, resourceOfSignal } from '../../src/kub
 import { FakeApiServer, makePod } from './fake-api-server';
 import { client, MemoryLogger } from './helpers';
 
-const MESSAGE = 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. Container main was using 900Mi, request is 128Mi, has larger consumption of memory. ';
+const MESSAGE =
+  'The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. Container main was using 900Mi, request is 128Mi, has larger consumption of memory. ';
 
 function eviction(name: string, signal = 'memory.available'): Eviction {
   return {
@@ -231,7 +232,15 @@ describe('EvictionReporter against the in-repo fake API server (real HTTP)', () 
     assert.equal(nodeEvents().length, 1);
     // The next process (a new reporter) repeats it from the journal: the status is read back and
     // found written, the event meets 409 under its name, no node event is sent again.
-    const next = new EvictionReporter({ client: kc, nodeName: 'node-a', log, initialBackoffMs: 10, maxBackoffMs: 50, maxAttempts: 6, now: () => new Date(at.getTime() + 60_000) });
+    const next = new EvictionReporter({
+      client: kc,
+      nodeName: 'node-a',
+      log,
+      initialBackoffMs: 10,
+      maxBackoffMs: 50,
+      maxAttempts: 6,
+      now: () => new Date(at.getTime() + 60_000),
+    });
     await next.report({ ...first, recovered: true });
     assert.equal(api.statusWrites.length, 1, 'no second status write');
     assert.equal(podEvents('victim').length, 1, 'no second Evicted event');
@@ -250,14 +259,19 @@ describe('EvictionReporter against the in-repo fake API server (real HTTP)', () 
     await Promise.all(['a', 'b'].map((n) => reporter.report(eviction(n))));
     await reporter.report(eviction('c', 'nodefs.available'));
     await reporter.thresholdMet('memory.available');
-    assert.deepEqual(nodeEvents().map((e) => e.message).sort(), ['Attempting to reclaim ephemeral-storage', 'Attempting to reclaim memory']);
+    assert.deepEqual(
+      nodeEvents()
+        .map((e) => e.message)
+        .sort(),
+      ['Attempting to reclaim ephemeral-storage', 'Attempting to reclaim memory'],
+    );
     const names = events().map((e) => e.metadata.name);
     assert.equal(new Set(names).size, names.length, 'event names never collide');
   });
 
   test('many evictions under random faults: every pod written exactly once', async () => {
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const pods = Array.from({ length: 30 }, (_, i) => `p${i}`);
     for (const n of pods) api.addPod(makePod(n));
     const kinds = [{ status: 500 }, { status: 429 }, { delayMs: 450 }, { reset: true, afterApply: true }, { reset: true }, { status: 403 }];

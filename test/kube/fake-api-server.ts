@@ -146,7 +146,8 @@ export class FakeApiServer {
   }
 
   bookmark(): void {
-    for (const w of this.watchers) this.send(w, { type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(this.rv) } } });
+    for (const w of this.watchers)
+      this.send(w, { type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(this.rv) } } });
   }
 
   private record(type: HistoryEntry['type'], pod: Pod): void {
@@ -188,7 +189,8 @@ export class FakeApiServer {
       const fault = this.takeFault(info);
       if (fault?.reset && !fault.afterApply) return void req.socket.destroy();
       if (fault?.status) {
-        const answer = () => status(res, fault.status!, fault.status === 410 ? 'Expired' : http.STATUS_CODES[fault.status!] ?? 'Error', `injected ${fault.status}`);
+        const answer = () =>
+          status(res, fault.status!, fault.status === 410 ? 'Expired' : (http.STATUS_CODES[fault.status!] ?? 'Error'), `injected ${fault.status}`);
         if (fault.delayMs) setTimeout(answer, fault.delayMs);
         else answer();
         return;
@@ -229,13 +231,20 @@ export class FakeApiServer {
         const p = this.pods.get(`${ns}/${decodeURIComponent(parts[5])}`);
         return p ? respond(200, p) : status(res, 404, 'NotFound', `pods "${parts[5]}" not found`);
       }
-      if (parts[4] === 'pods' && parts[6] === 'status' && info.method === 'PATCH') return this.patchStatus(info, ns, decodeURIComponent(parts[5]), res, respond);
+      if (parts[4] === 'pods' && parts[6] === 'status' && info.method === 'PATCH')
+        return this.patchStatus(info, ns, decodeURIComponent(parts[5]), res, respond);
       if (parts[4] === 'events' && parts.length === 5 && info.method === 'POST') {
         const ev = info.body as { metadata?: { name?: string; namespace?: string } };
         const name = ev.metadata?.name;
         if (!name) return status(res, 422, 'Invalid', 'metadata.name: Required value');
         if (ev.metadata?.namespace && ev.metadata.namespace !== ns) return status(res, 400, 'BadRequest', 'namespace mismatch');
-        if (this.events.some((e) => (e as { metadata: { name: string; namespace: string } }).metadata.name === name && (e as { metadata: { namespace: string } }).metadata.namespace === ns)) {
+        if (
+          this.events.some(
+            (e) =>
+              (e as { metadata: { name: string; namespace: string } }).metadata.name === name &&
+              (e as { metadata: { namespace: string } }).metadata.namespace === ns,
+          )
+        ) {
           return status(res, 409, 'AlreadyExists', `events "${name}" already exists`);
         }
         const stored = { ...(info.body as object), metadata: { ...(ev.metadata ?? {}), namespace: ns } } as Record<string, unknown>;
@@ -282,7 +291,17 @@ export class FakeApiServer {
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     const w: Watcher = { node, res, sent: 0 };
     if (fault?.watchErrorCode) {
-      this.send(w, { type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: fault.watchErrorCode, reason: fault.watchErrorCode === 410 ? 'Expired' : 'InternalError', message: 'injected' } });
+      this.send(w, {
+        type: 'ERROR',
+        object: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          code: fault.watchErrorCode,
+          reason: fault.watchErrorCode === 410 ? 'Expired' : 'InternalError',
+          message: 'injected',
+        },
+      });
       res.end();
       return;
     }
@@ -313,7 +332,19 @@ function status(res: http.ServerResponse, code: number, reason: string, message:
 }
 
 /** A v1.Pod for tests. */
-export function makePod(name: string, opts: { node?: string; uid?: string; namespace?: string; priority?: number; memRequest?: string; memLimit?: string; annotations?: Record<string, string>; phase?: string } = {}): Pod {
+export function makePod(
+  name: string,
+  opts: {
+    node?: string;
+    uid?: string;
+    namespace?: string;
+    priority?: number;
+    memRequest?: string;
+    memLimit?: string;
+    annotations?: Record<string, string>;
+    phase?: string;
+  } = {},
+): Pod {
   const resources: Record<string, Record<string, string>> = {};
   if (opts.memRequest) resources.requests = { memory: opts.memRequest, cpu: '100m' };
   if (opts.memLimit) resources.limits = { memory: opts.memLimit, cpu: '100m' };
@@ -333,7 +364,14 @@ export function makePod(name: string, opts: { node?: string; uid?: string; names
 export function writeKubeconfig(file: string, url: string): string {
   fs.writeFileSync(
     file,
-    ['apiVersion: v1', 'kind: Config', 'current-context: t', 'contexts: [{name: t, context: {cluster: c, user: u}}]', `clusters: [{name: c, cluster: {server: "${url}"}}]`, 'users: [{name: u, user: {token: t0k3n}}]'].join('\n'),
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'current-context: t',
+      'contexts: [{name: t, context: {cluster: c, user: u}}]',
+      `clusters: [{name: c, cluster: {server: "${url}"}}]`,
+      'users: [{name: u, user: {token: t0k3n}}]',
+    ].join('\n'),
   );
   return file;
 }

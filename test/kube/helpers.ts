@@ -1,7 +1,6 @@
 import { KubeClient } from '../../src/kube/client';
 import type { Logger } from '../../src/kube/pod-source';
 
-
 export function client(url: string, timeoutMs = 1000): KubeClient {
   return new KubeClient({ server: url, token: 'test-token' }, { timeoutMs });
 }

@@ -14,7 +14,9 @@ function stalledUpload(port: number): { closed: Promise<{ ms: number; answer: st
   const socket = net.connect(port, '127.0.0.1');
   let answer = '';
   socket.on('data', (d) => (answer += d.toString()));
-  socket.on('connect', () => socket.write(`POST /admit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n${'x'.repeat(64 * 1024)}`));
+  socket.on('connect', () =>
+    socket.write(`POST /admit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n${'x'.repeat(64 * 1024)}`),
+  );
   socket.on('error', () => undefined);
   return { closed: new Promise((resolve) => socket.on('close', () => resolve({ ms: Date.now() - t0, answer }))) };
 }
@@ -39,7 +41,11 @@ test('stalled uploads: at most maxConnections held, each dropped at the request 
     const e = await extra.closed;
     assert.ok(e.ms < 300, `the connection past the cap was closed at once (${e.ms} ms)`);
     const ends = await Promise.all(held.map((h) => h.closed));
-    for (const x of ends) assert.ok(x.ms >= bounds.requestTimeoutMs - 50 && x.ms < bounds.requestTimeoutMs + 1500, `a stalled upload is dropped at the request timeout (${x.ms} ms)`);
+    for (const x of ends)
+      assert.ok(
+        x.ms >= bounds.requestTimeoutMs - 50 && x.ms < bounds.requestTimeoutMs + 1500,
+        `a stalled upload is dropped at the request timeout (${x.ms} ms)`,
+      );
     assert.equal(await get(server.port), 200, 'the endpoint answers again');
   } finally {
     await server.close();

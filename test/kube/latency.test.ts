@@ -28,7 +28,13 @@ const ms = (x: number) => `${x.toFixed(2)} ms`;
  * one turn). A change that does not arrive within `deadlineMs` fails the test (the behaviour
  * under test: every change reaches the cache), instead of hanging it.
  */
-async function propagation(api: FakeApiServer, source: { get(uid: string): PodSpec | undefined }, n: number, spreadMs: number, deadlineMs = 5000): Promise<number[]> {
+async function propagation(
+  api: FakeApiServer,
+  source: { get(uid: string): PodSpec | undefined },
+  n: number,
+  spreadMs: number,
+  deadlineMs = 5000,
+): Promise<number[]> {
   const out: number[] = [];
   for (let i = 1; i <= n; i++) {
     const t0 = process.hrtime.bigint();
@@ -94,7 +100,13 @@ describe('kube latency figures', () => {
     const lat: number[] = [];
     for (const n of names) {
       const t0 = process.hrtime.bigint();
-      await reporter.report({ pod: { namespace: 'default', name: n, uid: `uid-${n}` }, signal: 'memory.available', gracePeriodSeconds: 0, message: 'm', annotations: {} });
+      await reporter.report({
+        pod: { namespace: 'default', name: n, uid: `uid-${n}` },
+        signal: 'memory.available',
+        gracePeriodSeconds: 0,
+        message: 'm',
+        annotations: {},
+      });
       lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
     assert.equal(reporter.stats.statusWrites, 100);

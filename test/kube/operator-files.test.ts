@@ -47,7 +47,23 @@ describe('deploy/ operator files against a real /metrics', () => {
     const kubeconfig = path.join(tmp, 'kubeconfig');
     writeKubeconfig(kubeconfig, url);
     const state = path.join(tmp, 'state');
-    child = spawn(process.execPath, [bin, 'run', '--pod-source=api', '--pod-cgroup-root=/evictd-operator-test-no-pods', '--eviction-hard=memory.available<1Ki', `--kubeconfig=${kubeconfig}`, '--node-name=node-a', '--notifications=none', '--metrics-address=127.0.0.1:0', '--container-runtime-endpoint=unix:///nonexistent/evictd.sock', `--state-dir=${state}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    child = spawn(
+      process.execPath,
+      [
+        bin,
+        'run',
+        '--pod-source=api',
+        '--pod-cgroup-root=/evictd-operator-test-no-pods',
+        '--eviction-hard=memory.available<1Ki',
+        `--kubeconfig=${kubeconfig}`,
+        '--node-name=node-a',
+        '--notifications=none',
+        '--metrics-address=127.0.0.1:0',
+        '--container-runtime-endpoint=unix:///nonexistent/evictd.sock',
+        `--state-dir=${state}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     const starting = await waitFor('evictd starting', () => out.split('\n').find((l) => l.includes('"evictd starting"')), 20_000);
@@ -80,7 +96,10 @@ describe('deploy/ operator files against a real /metrics', () => {
   test('the Grafana dashboard: valid JSON, every panel queries metrics evictd serves', () => {
     const dash = JSON.parse(fs.readFileSync(path.join(deployDir, 'grafana-dashboard.json'), 'utf8')) as Doc;
     assert.equal(dash.uid, 'evictd');
-    const exprs: string[] = [dash.templating.list.find((v: Doc) => v.name === 'instance').query, ...dash.panels.flatMap((p: Doc) => p.targets.map((t: Doc) => t.expr))];
+    const exprs: string[] = [
+      dash.templating.list.find((v: Doc) => v.name === 'instance').query,
+      ...dash.panels.flatMap((p: Doc) => p.targets.map((t: Doc) => t.expr)),
+    ];
     assert.ok(dash.panels.length >= 8);
     for (const e of exprs) {
       const used = metricsIn(e);

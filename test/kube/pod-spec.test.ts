@@ -6,12 +6,21 @@ import { fromV1Pod } from '../../src/kube/pod-spec';
 describe('v1.Pod -> PodSpec', () => {
   test('carries what the policy ranks and limits on', () => {
     const k = fromV1Pod({
-      metadata: { name: 'db', namespace: 'prod', uid: 'u1', resourceVersion: '9', annotations: { a: 'b' }, ownerReferences: [{ kind: 'StatefulSet', name: 'db', controller: true }] },
+      metadata: {
+        name: 'db',
+        namespace: 'prod',
+        uid: 'u1',
+        resourceVersion: '9',
+        annotations: { a: 'b' },
+        ownerReferences: [{ kind: 'StatefulSet', name: 'db', controller: true }],
+      },
       spec: {
         nodeName: 'n',
         priority: -5,
         terminationGracePeriodSeconds: 45,
-        containers: [{ name: 'main', resources: { requests: { memory: '1Gi', cpu: '500m' }, limits: { memory: '1Gi', cpu: '500m', 'ephemeral-storage': '2G' } } }],
+        containers: [
+          { name: 'main', resources: { requests: { memory: '1Gi', cpu: '500m' }, limits: { memory: '1Gi', cpu: '500m', 'ephemeral-storage': '2G' } } },
+        ],
         initContainers: [{ name: 'init', resources: { limits: { memory: 268435456 } } }],
         volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '500Mi' } }, { name: 'shm', emptyDir: { medium: 'Memory' } }, { name: 'cfg' }],
         tolerations: [{ key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' }],
@@ -48,7 +57,12 @@ describe('v1.Pod -> PodSpec', () => {
 
   test("a static pod's mirror is keyed by the runtime's uid (config.mirror), not the API's", () => {
     const k = fromV1Pod({
-      metadata: { name: 'etcd-n', namespace: 'kube-system', uid: 'api-uid', annotations: { 'kubernetes.io/config.mirror': 'hash-uid', 'kubernetes.io/config.source': 'file' } },
+      metadata: {
+        name: 'etcd-n',
+        namespace: 'kube-system',
+        uid: 'api-uid',
+        annotations: { 'kubernetes.io/config.mirror': 'hash-uid', 'kubernetes.io/config.source': 'file' },
+      },
       spec: { containers: [] },
     })!;
     assert.equal(k.spec.uid, 'hash-uid');
@@ -57,14 +71,19 @@ describe('v1.Pod -> PodSpec', () => {
   });
 
   test("the author's kubernetes.io/config.source is dropped: an API pod cannot declare itself static", () => {
-    const k = fromV1Pod({ metadata: { name: 'hog', uid: 'u', annotations: { 'kubernetes.io/config.source': 'file', team: 'a' } }, spec: { containers: [{ name: 'c' }] } })!;
+    const k = fromV1Pod({
+      metadata: { name: 'hog', uid: 'u', annotations: { 'kubernetes.io/config.source': 'file', team: 'a' } },
+      spec: { containers: [{ name: 'c' }] },
+    })!;
     assert.deepEqual(k.spec.annotations, { team: 'a' });
     assert.equal(isCritical(k.spec), false);
   });
 
   test('a quantity our parser refuses is reported and left out, not thrown', () => {
     const bad: string[] = [];
-    const k = fromV1Pod({ metadata: { name: 'x', uid: 'u' }, spec: { containers: [{ name: 'c', resources: { limits: { memory: '12 parsecs' } } }] } }, (f) => bad.push(f))!;
+    const k = fromV1Pod({ metadata: { name: 'x', uid: 'u' }, spec: { containers: [{ name: 'c', resources: { limits: { memory: '12 parsecs' } } }] } }, (f) =>
+      bad.push(f),
+    )!;
     assert.deepEqual(k.spec.containers[0].limits, {});
     assert.deepEqual(bad, ['default/x containers[c].resources.limits.memory']);
   });

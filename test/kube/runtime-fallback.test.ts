@@ -56,7 +56,10 @@ describe('fallback to runtime-only pod specs', () => {
     await waitFor('api back', () => s.mode === 'api');
     assert.equal(s.get('uid-web')!.priority, 500, 'API spec once known');
     assert.equal(s.get('uid-web')!.containers[0].requests.memory!.toString(), '1Gi');
-    assert.deepEqual(s.list().map((p) => p.name), ['web']);
+    assert.deepEqual(
+      s.list().map((p) => p.name),
+      ['web'],
+    );
     assert.ok(log.has('info', /pod specs from the api source again/));
     text = await registry.metrics();
     assert.match(text, /evictd_kube_pod_source_healthy 1/);

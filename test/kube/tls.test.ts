@@ -22,14 +22,17 @@ describe('KubeClient over TLS', () => {
   const seen: { cn?: string; auth?: string }[] = [];
 
   before(async () => {
-    server = https.createServer({ key: read('server.key'), cert: read('server.crt'), ca: read('ca.crt'), requestCert: true, rejectUnauthorized: false }, (req, res) => {
-      const peer = (req.socket as TLSSocket).getPeerCertificate();
-      const cn = peer && peer.subject ? String(peer.subject.CN) : undefined;
-      seen.push({ cn, auth: req.headers.authorization });
-      const ok = (cn && (req.socket as TLSSocket).authorized) || req.headers.authorization === `Bearer ${expectedToken}`;
-      res.writeHead(ok ? 200 : 401, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify(ok ? { kind: 'PodList', items: [] } : { kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
-    });
+    server = https.createServer(
+      { key: read('server.key'), cert: read('server.crt'), ca: read('ca.crt'), requestCert: true, rejectUnauthorized: false },
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        const cn = peer && peer.subject ? String(peer.subject.CN) : undefined;
+        seen.push({ cn, auth: req.headers.authorization });
+        const ok = (cn && (req.socket as TLSSocket).authorized) || req.headers.authorization === `Bearer ${expectedToken}`;
+        res.writeHead(ok ? 200 : 401, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(ok ? { kind: 'PodList', items: [] } : { kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
+      },
+    );
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });

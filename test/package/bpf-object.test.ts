@@ -49,7 +49,7 @@ function toolchain(): { missing: string | null; clang: string; headers: string }
   };
 }
 
-test('native/bpf/build.sh rebuilds the committed object byte for byte with the manifest\'s clang and headers', (t) => {
+test("native/bpf/build.sh rebuilds the committed object byte for byte with the manifest's clang and headers", (t) => {
   const tools = toolchain();
   if (skipped(t, tools.missing)) return;
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bpf-'));
@@ -59,10 +59,16 @@ test('native/bpf/build.sh rebuilds the committed object byte for byte with the m
     const same = tools.clang === manifest.clang && tools.headers === manifest.libbpfHeaders;
     if (!same) {
       // Another compiler emits other bytes for the same source: the build must still succeed.
-      t.diagnostic(`built with "${tools.clang}", headers ${tools.headers}; the object was built with "${manifest.clang}", headers ${manifest.libbpfHeaders}: bytes not compared`);
+      t.diagnostic(
+        `built with "${tools.clang}", headers ${tools.headers}; the object was built with "${manifest.clang}", headers ${manifest.libbpfHeaders}: bytes not compared`,
+      );
       return;
     }
-    assert.equal(sha256(path.join(out, 'memcg_tripwire.bpf.o')), manifest.object, 'the committed object is not what its sources build: run sh native/bpf/build.sh and commit the result');
+    assert.equal(
+      sha256(path.join(out, 'memcg_tripwire.bpf.o')),
+      manifest.object,
+      'the committed object is not what its sources build: run sh native/bpf/build.sh and commit the result',
+    );
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }

@@ -71,14 +71,37 @@ test('the tarball holds the product: no lab, no tests, no VM or harness scripts,
     .filter((f) => f !== '')
     .map((f) => f.replace(/^package\//, ''));
   const refused = files.filter(
-    (f) => f.startsWith('dist/src/lab/') || f.startsWith('dist/test/') || f.startsWith('test/') || f.startsWith('scripts/') || f.startsWith('native/tools/') || f.startsWith('src/'),
+    (f) =>
+      f.startsWith('dist/src/lab/') ||
+      f.startsWith('dist/test/') ||
+      f.startsWith('test/') ||
+      f.startsWith('scripts/') ||
+      f.startsWith('native/tools/') ||
+      f.startsWith('src/'),
   );
   assert.deepEqual(refused, []);
   // What an install needs: the CLI, the compiled product, and what node-gyp builds the addon from.
-  for (const f of ['package.json', 'bin/evictd.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/cli/main.js', 'dist/src/cli/main.bundle.js', 'binding.gyp', 'native/addon.cc', 'native/bpf/build.sh', 'native/bpf/embed.js', 'native/bpf/memcg_tripwire.bpf.c', 'native/bpf/memcg_tripwire.bpf.o', 'docs/embedding.md']) {
+  for (const f of [
+    'package.json',
+    'bin/evictd.js',
+    'dist/src/index.js',
+    'dist/src/index.d.ts',
+    'dist/src/cli/main.js',
+    'dist/src/cli/main.bundle.js',
+    'binding.gyp',
+    'native/addon.cc',
+    'native/bpf/build.sh',
+    'native/bpf/embed.js',
+    'native/bpf/memcg_tripwire.bpf.c',
+    'native/bpf/memcg_tripwire.bpf.o',
+    'docs/embedding.md',
+  ]) {
     assert.ok(files.includes(f), `${f} is in the tarball`);
   }
-  assert.ok(files.some((f) => f.startsWith('proto/')), 'the CRI protos are in the tarball');
+  assert.ok(
+    files.some((f) => f.startsWith('proto/')),
+    'the CRI protos are in the tarball',
+  );
 });
 
 test('npm pack + npm install: require("evictd") loads and the docs/embedding.md example runs', { timeout: 600_000 }, () => {
@@ -117,7 +140,11 @@ test('the installed CLI runs; demo and bench say in one line (exit 2) that they 
   const loaded = [...help.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(embedder(), m[1]!));
   assert.ok(loaded.includes(path.join('node_modules', 'evictd', 'dist', 'src', 'cli', 'main.bundle.js')), `the bundle ran: ${loaded.join(', ')}`);
   assert.ok(!loaded.some((f) => f.endsWith(path.join('cli', 'main.js'))), `not the tree: ${loaded.join(', ')}`);
-  for (const [command, args] of [['demo', ['demo']], ['bench', ['bench', 'policy']], ['bench', ['bench']]] as const) {
+  for (const [command, args] of [
+    ['demo', ['demo']],
+    ['bench', ['bench', 'policy']],
+    ['bench', ['bench']],
+  ] as const) {
     const r = spawnSync(bin, [...args], { encoding: 'utf8' });
     assert.equal(r.status, 2, `evictd ${args.join(' ')}: ${r.stderr}`);
     assert.equal(r.stdout, '');
@@ -126,34 +153,39 @@ test('the installed CLI runs; demo and bench say in one line (exit 2) that they 
   }
 });
 
-test('npm install with no BPF toolchain: the tripwire is built in from the committed object, and a node without libbpf.so.1 says so in one line', { timeout: 600_000 }, () => {
-  // The toolchain the tripwire once needed, made unusable: clang, llvm-strip, bpftool and
-  // pkg-config first on PATH as stubs that leave a mark if anything runs them, and, as root,
-  // libbpf's headers hidden under an empty directory in a private mount namespace. Everything
-  // else (make, g++, python3) is the machine's, as on a fresh one.
-  const bin = path.join(dir, 'no-bpf-bin');
-  const marks = path.join(dir, 'no-bpf-called');
-  fs.mkdirSync(bin);
-  for (const tool of ['clang', 'llvm-strip', 'bpftool', 'pkg-config']) {
-    fs.writeFileSync(path.join(bin, tool), `#!/bin/sh\necho ${tool} >> ${marks}\nexit 127\n`, { mode: 0o755 });
-  }
-  const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, EVICTD_TRIPWIRE: '' };
-  const hide = process.getuid?.() === 0 && fs.existsSync('/usr/include/bpf') && spawnSync('unshare', ['--version']).status === 0;
-  const result = install('no-bpf', env, hide ? { hide: ['/usr/include/bpf'] } : undefined);
-  assert.equal(fs.existsSync(marks) ? fs.readFileSync(marks, 'utf8') : '', '', 'the build ran none of the BPF tools');
-  const addon = path.join(result.app, 'node_modules', 'evictd', 'build', 'Release', 'evictd_kernel.node');
-  assert.doesNotMatch(sh('ldd', [addon], result.app), /libbpf/, 'libbpf is opened at run time, not linked');
+test(
+  'npm install with no BPF toolchain: the tripwire is built in from the committed object, and a node without libbpf.so.1 says so in one line',
+  { timeout: 600_000 },
+  () => {
+    // The toolchain the tripwire once needed, made unusable: clang, llvm-strip, bpftool and
+    // pkg-config first on PATH as stubs that leave a mark if anything runs them, and, as root,
+    // libbpf's headers hidden under an empty directory in a private mount namespace. Everything
+    // else (make, g++, python3) is the machine's, as on a fresh one.
+    const bin = path.join(dir, 'no-bpf-bin');
+    const marks = path.join(dir, 'no-bpf-called');
+    fs.mkdirSync(bin);
+    for (const tool of ['clang', 'llvm-strip', 'bpftool', 'pkg-config']) {
+      fs.writeFileSync(path.join(bin, tool), `#!/bin/sh\necho ${tool} >> ${marks}\nexit 127\n`, { mode: 0o755 });
+    }
+    const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, EVICTD_TRIPWIRE: '' };
+    const hide = process.getuid?.() === 0 && fs.existsSync('/usr/include/bpf') && spawnSync('unshare', ['--version']).status === 0;
+    const result = install('no-bpf', env, hide ? { hide: ['/usr/include/bpf'] } : undefined);
+    assert.equal(fs.existsSync(marks) ? fs.readFileSync(marks, 'utf8') : '', '', 'the build ran none of the BPF tools');
+    const addon = path.join(result.app, 'node_modules', 'evictd', 'build', 'Release', 'evictd_kernel.node');
+    assert.doesNotMatch(sh('ldd', [addon], result.app), /libbpf/, 'libbpf is opened at run time, not linked');
 
-  const probe = "const e = require('evictd'); process.stdout.write(JSON.stringify({ native: e.nativeAvailable(), status: e.tripwireStatus(), why: e.tripwireUnavailable() }))";
-  type Got = { native: boolean; status: { built: boolean }; why: string | null };
-  const here = JSON.parse(sh('node', ['-e', probe], result.app)) as Got;
-  assert.equal(here.native, true);
-  assert.equal(here.status.built, true, 'the tripwire is in the addon');
-  // Where the kernel takes it (the pure cgroup v2 lab) it loads; this host's kernel refuses it
-  // (symbols it cannot resolve): either way it is not for want of anything at build time.
-  assert.doesNotMatch(here.why ?? '', /left out|not found|too old/, `why: ${here.why}`);
+    const probe =
+      "const e = require('evictd'); process.stdout.write(JSON.stringify({ native: e.nativeAvailable(), status: e.tripwireStatus(), why: e.tripwireUnavailable() }))";
+    type Got = { native: boolean; status: { built: boolean }; why: string | null };
+    const here = JSON.parse(sh('node', ['-e', probe], result.app)) as Got;
+    assert.equal(here.native, true);
+    assert.equal(here.status.built, true, 'the tripwire is in the addon');
+    // Where the kernel takes it (the pure cgroup v2 lab) it loads; this host's kernel refuses it
+    // (symbols it cannot resolve): either way it is not for want of anything at build time.
+    assert.doesNotMatch(here.why ?? '', /left out|not found|too old/, `why: ${here.why}`);
 
-  const gone = JSON.parse(sh('node', ['-e', probe], result.app, { ...process.env, EVICTD_LIBBPF: '/nonexistent/libbpf.so.1' })) as Got;
-  assert.equal(gone.status.built, true);
-  assert.match(gone.why ?? '', /^\/nonexistent\/libbpf\.so\.1 not found \(Debian: apt-get install libbpf1\): [^\n]+$/, 'one line naming what is missing');
-});
+    const gone = JSON.parse(sh('node', ['-e', probe], result.app, { ...process.env, EVICTD_LIBBPF: '/nonexistent/libbpf.so.1' })) as Got;
+    assert.equal(gone.status.built, true);
+    assert.match(gone.why ?? '', /^\/nonexistent\/libbpf\.so\.1 not found \(Debian: apt-get install libbpf1\): [^\n]+$/, 'one line naming what is missing');
+  },
+);

@@ -94,7 +94,8 @@ export function configuration(): string {
   const kernel = os.release();
   if (setting() === 'v2vm') return `pure cgroup v2 VM (scripts/v2vm), kernel ${kernel}`;
   const mode = cgroupMode();
-  const detail = mode === 'hybrid' ? `hybrid cgroups (v1 controllers, cgroup2 at ${cgroup2Root() ?? '?'})` : mode === 'v2' ? 'pure cgroup v2' : `cgroups ${mode}`;
+  const detail =
+    mode === 'hybrid' ? `hybrid cgroups (v1 controllers, cgroup2 at ${cgroup2Root() ?? '?'})` : mode === 'v2' ? 'pure cgroup v2' : `cgroups ${mode}`;
   return `host, ${detail}, kernel ${kernel}`;
 }
 

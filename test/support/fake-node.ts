@@ -137,7 +137,15 @@ export class FakeNode {
       volumes: [],
       containers: [{ name: 'c', requests: p.requestMi ? { memory: Quantity.fromNumber(p.requestMi * MiB, 'BinarySI') } : {}, limits: {} }],
     };
-    this.pods.set(uid, { spec, workingSetBytes: p.workingSetMi * MiB, stop: p.stop ?? 'ok', memoryHigh: p.memoryHigh ?? 'max', ready: true, cgroup: true, processes: true });
+    this.pods.set(uid, {
+      spec,
+      workingSetBytes: p.workingSetMi * MiB,
+      stop: p.stop ?? 'ok',
+      memoryHigh: p.memoryHigh ?? 'max',
+      ready: true,
+      cgroup: true,
+      processes: true,
+    });
   }
 
   /** Ends a held stop: the pod's handler is done, its memory back, its sandbox stopped. */
@@ -195,7 +203,14 @@ export class FakeNode {
       const p = this.byDir(dir);
       if (!p?.cgroup) return null;
       const ws = p.workingSetBytes;
-      return { capacityBytes: this.capacityBytes, usageBytes: ws, inactiveFileBytes: 0, workingSetBytes: ws, availableBytes: this.capacityBytes - ws, limited: false };
+      return {
+        capacityBytes: this.capacityBytes,
+        usageBytes: ws,
+        inactiveFileBytes: 0,
+        workingSetBytes: ws,
+        availableBytes: this.capacityBytes - ws,
+        limited: false,
+      };
     },
     kill: (podPath): KillResult => {
       const p = this.byDir(`/fake${podPath}`)!;
@@ -206,7 +221,10 @@ export class FakeNode {
   };
 
   readonly runtime: RuntimePort = {
-    listPods: () => (this.runtimeDown ? Promise.reject(new Error('rpc error: code = Unavailable')) : Promise.resolve([...this.pods.values()].filter((p) => p.ready).map((p) => this.runtimePod(p)))),
+    listPods: () =>
+      this.runtimeDown
+        ? Promise.reject(new Error('rpc error: code = Unavailable'))
+        : Promise.resolve([...this.pods.values()].filter((p) => p.ready).map((p) => this.runtimePod(p))),
     stopPod: (pod: RuntimePod, grace: number): Promise<StopTimings> => {
       const p = this.pods.get(pod.uid)!;
       this.stops.push([p.spec.name, grace]);
@@ -238,7 +256,12 @@ export class FakeNode {
 
   /** NodeObserver's face: the node is the whole machine, the pods under /ns */
   readonly observer = {
-    opts: { layout: { memoryMount: '/fake', memoryVersion: 2 as const, unifiedMount: null, pidsMount: null, mode: 'v2' as const }, cgroupRoot: '/', podCgroupRoot: '/ns', nodefsPath: '/' },
+    opts: {
+      layout: { memoryMount: '/fake', memoryVersion: 2 as const, unifiedMount: null, pidsMount: null, mode: 'v2' as const },
+      cgroupRoot: '/',
+      podCgroupRoot: '/ns',
+      nodefsPath: '/',
+    },
     memoryDir: '/fake',
     podRootMemoryDir: '/fake/ns',
     observeMemory: () => {
@@ -250,10 +273,22 @@ export class FakeNode {
       for (const p of this.pods.values()) {
         if (!p.cgroup) continue;
         const ws = p.workingSetBytes;
-        pods.set(p.spec.uid, { uid: p.spec.uid, qos: 'Burstable', path: `/ns/pod${p.spec.uid}`, usage: { memoryWorkingSetBytes: ws, memoryUsageBytes: ws, processes: p.processes ? 1 : 0 } });
+        pods.set(p.spec.uid, {
+          uid: p.spec.uid,
+          qos: 'Burstable',
+          path: `/ns/pod${p.spec.uid}`,
+          usage: { memoryWorkingSetBytes: ws, memoryUsageBytes: ws, processes: p.processes ? 1 : 0 },
+        });
       }
       const available = this.availableBytes();
-      const memory: MemoryReading = { capacityBytes: this.capacityBytes, usageBytes: this.capacityBytes - available, inactiveFileBytes: 0, workingSetBytes: this.capacityBytes - available, availableBytes: available, limited: false };
+      const memory: MemoryReading = {
+        capacityBytes: this.capacityBytes,
+        usageBytes: this.capacityBytes - available,
+        inactiveFileBytes: 0,
+        workingSetBytes: this.capacityBytes - available,
+        availableBytes: available,
+        limited: false,
+      };
       return { node: { memory: { availableBytes: available, workingSetBytes: memory.workingSetBytes } }, layout: 'single', memory, allocatable: null, pods };
     },
   };

@@ -88,7 +88,14 @@ export class FakeNotifications implements NotificationPort {
     const crossedNs = this.now();
     const ageMs = Number(crossedNs - o.placedNs) / 1e6;
     if (ageMs > o.order.ttlMs) return;
-    const fired: OrderFired = { podCgroupDir: o.order.podCgroupDir, crossedNs, killedNs: crossedNs + 40_000n, ageMs, valueBytes: this.usage.get(l.dir) ?? 0, lineBytes: l.bytes };
+    const fired: OrderFired = {
+      podCgroupDir: o.order.podCgroupDir,
+      crossedNs,
+      killedNs: crossedNs + 40_000n,
+      ageMs,
+      valueBytes: this.usage.get(l.dir) ?? 0,
+      lineBytes: l.bytes,
+    };
     if (this.killError !== null) fired.error = this.killError;
     else this.onKill?.(o.order.podCgroupDir);
     this.fired.push(fired);

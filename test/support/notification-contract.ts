@@ -68,7 +68,10 @@ export function notificationContract(label: string, subject: () => Promise<Contr
     await cg.grow(16 * MiB);
     const w = await waitFor('a wake-up for the crossing', () => r.wakeups[0], s.deliveryMs);
     assert.ok(typeof w.source === 'string' && w.source.length > 0, 'the wake-up names its source');
-    assert.ok(w.monotonicNs !== undefined && w.monotonicNs >= before && w.monotonicNs <= process.hrtime.bigint(), 'CLOCK_MONOTONIC stamp after the crossing began and before the callback');
+    assert.ok(
+      w.monotonicNs !== undefined && w.monotonicNs >= before && w.monotonicNs <= process.hrtime.bigint(),
+      'CLOCK_MONOTONIC stamp after the crossing began and before the callback',
+    );
     assert.deepEqual(r.errors, []);
   });
 

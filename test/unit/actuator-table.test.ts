@@ -31,10 +31,27 @@ const eviction = (name: string, gracePeriodSeconds = 0, signal = 'memory.availab
   annotations: {},
   reasons: [`${name} ranked`],
 });
-const threshold: ThresholdStatus = { signal: 'memory.available', kind: 'hard', quantity: '100Mi', gracePeriodMet: true, observed: { available: 50 * MiB, capacity: 1024 * MiB } };
+const threshold: ThresholdStatus = {
+  signal: 'memory.available',
+  kind: 'hard',
+  quantity: '100Mi',
+  gracePeriodMet: true,
+  observed: { available: 50 * MiB, capacity: 1024 * MiB },
+};
 /** a standing order the kernel side used on `name` (the effect reads only the stamps; the rule's own data is standing-order-policy.test.ts's) */
-const confirmOrder = (name: string): Action => ({ type: 'confirm-order', eviction: eviction(name), threshold, confirmation: { crossedNs: 1_000n, killedNs: 1_040n } as OrderConfirmation });
-const evictOne = (names: string[], hard = true, grace = 0): Action => ({ type: 'evict-one', signal: 'memory.available', hard, threshold, candidates: names.map((n) => eviction(n, grace)) });
+const confirmOrder = (name: string): Action => ({
+  type: 'confirm-order',
+  eviction: eviction(name),
+  threshold,
+  confirmation: { crossedNs: 1_000n, killedNs: 1_040n } as OrderConfirmation,
+});
+const evictOne = (names: string[], hard = true, grace = 0): Action => ({
+  type: 'evict-one',
+  signal: 'memory.available',
+  hard,
+  threshold,
+  candidates: names.map((n) => eviction(n, grace)),
+});
 
 interface Row {
   name: string;
@@ -58,7 +75,10 @@ interface Row {
 const rows: Row[] = [
   {
     name: 'the first candidate stops: it alone is evicted, and the pass looks again',
-    pods: [{ name: 'a', workingSetMi: 300 }, { name: 'b', workingSetMi: 200 }],
+    pods: [
+      { name: 'a', workingSetMi: 300 },
+      { name: 'b', workingSetMi: 200 },
+    ],
     actions: [evictOne(['a', 'b'], false, 30)],
     stops: [['a', 30]],
     records: [['a', true, 'stop']],
@@ -67,16 +87,28 @@ const rows: Row[] = [
   },
   {
     name: 'a failed stop falls through to the next candidate',
-    pods: [{ name: 'a', workingSetMi: 300, stop: 'fail' }, { name: 'b', workingSetMi: 200 }],
+    pods: [
+      { name: 'a', workingSetMi: 300, stop: 'fail' },
+      { name: 'b', workingSetMi: 200 },
+    ],
     actions: [evictOne(['a', 'b'], false, 30)],
-    stops: [['a', 30], ['b', 30]],
-    records: [['a', false, 'stop'], ['b', true, 'stop']],
+    stops: [
+      ['a', 30],
+      ['b', 30],
+    ],
+    records: [
+      ['a', false, 'stop'],
+      ['b', true, 'stop'],
+    ],
     again: true,
     logged: ['eviction failed; trying the next candidate', 'evicted pod'],
   },
   {
     name: 'a stop reported failed after the memory came back: no next candidate, re-evaluate',
-    pods: [{ name: 'a', workingSetMi: 300, stop: 'fail-freed' }, { name: 'b', workingSetMi: 200 }],
+    pods: [
+      { name: 'a', workingSetMi: 300, stop: 'fail-freed' },
+      { name: 'b', workingSetMi: 200 },
+    ],
     actions: [evictOne(['a', 'b'], false, 30)],
     stops: [['a', 30]],
     records: [['a', true, 'stop', 'the runtime reported the stop as failed, but the pod released its memory; re-evaluating before any other eviction']],
@@ -84,16 +116,28 @@ const rows: Row[] = [
   },
   {
     name: 'every candidate fails: each tried once, an error, no look again',
-    pods: [{ name: 'a', workingSetMi: 300, stop: 'fail' }, { name: 'b', workingSetMi: 200, stop: 'fail' }],
+    pods: [
+      { name: 'a', workingSetMi: 300, stop: 'fail' },
+      { name: 'b', workingSetMi: 200, stop: 'fail' },
+    ],
     actions: [evictOne(['a', 'b'], false, 30)],
-    stops: [['a', 30], ['b', 30]],
-    records: [['a', false, 'stop'], ['b', false, 'stop']],
+    stops: [
+      ['a', 30],
+      ['b', 30],
+    ],
+    records: [
+      ['a', false, 'stop'],
+      ['b', false, 'stop'],
+    ],
     again: false,
     logged: ['no candidate could be evicted this pass'],
   },
   {
     name: 'a hard memory threshold with fast kill: cgroup.kill, the stop in the background with grace 0',
-    pods: [{ name: 'a', workingSetMi: 300 }, { name: 'b', workingSetMi: 200 }],
+    pods: [
+      { name: 'a', workingSetMi: 300 },
+      { name: 'b', workingSetMi: 200 },
+    ],
     actions: [evictOne(['a', 'b'])],
     fastKill: true,
     stops: [['a', 0]],
@@ -134,15 +178,28 @@ const rows: Row[] = [
   },
   {
     name: 'local-storage limits: every pod over its limit is evicted with grace 0',
-    pods: [{ name: 'a', workingSetMi: 10 }, { name: 'b', workingSetMi: 10 }, { name: 'c', workingSetMi: 10 }],
+    pods: [
+      { name: 'a', workingSetMi: 10 },
+      { name: 'b', workingSetMi: 10 },
+      { name: 'c', workingSetMi: 10 },
+    ],
     actions: [{ type: 'evict-all', evictions: [eviction('a', 0, 'emptydirfs.limit'), eviction('c', 0, 'ephemeralpodfs.limit')] }],
-    stops: [['a', 0], ['c', 0]],
-    records: [['a', true, 'stop'], ['c', true, 'stop']],
+    stops: [
+      ['a', 0],
+      ['c', 0],
+    ],
+    records: [
+      ['a', true, 'stop'],
+      ['c', true, 'stop'],
+    ],
     again: true,
   },
   {
     name: 'a braked pod past the bound: stopped with grace 0, and the pass ends before the plan',
-    pods: [{ name: 'held', workingSetMi: 300 }, { name: 'b', workingSetMi: 200 }],
+    pods: [
+      { name: 'held', workingSetMi: 300 },
+      { name: 'b', workingSetMi: 200 },
+    ],
     actions: [{ type: 'stop-braked', evictions: [eviction('held')] }, evictOne(['b'], false, 30)],
     stops: [['held', 0]],
     records: [['held', true, 'stop']],
@@ -151,7 +208,10 @@ const rows: Row[] = [
   },
   {
     name: 'a candidate that ended on its own (cgroup gone): counted done, nobody else evicted',
-    pods: [{ name: 'gone', workingSetMi: 300 }, { name: 'b', workingSetMi: 200 }],
+    pods: [
+      { name: 'gone', workingSetMi: 300 },
+      { name: 'b', workingSetMi: 200 },
+    ],
     actions: [evictOne(['gone', 'b'], false, 30)],
     endsFirst: 'gone',
     stops: [],
@@ -160,7 +220,10 @@ const rows: Row[] = [
   },
   {
     name: 'a used standing order: StopPodSandbox with grace 0 and the report, no kill of our own; the pass ends there',
-    pods: [{ name: 'a', workingSetMi: 300 }, { name: 'b', workingSetMi: 200 }],
+    pods: [
+      { name: 'a', workingSetMi: 300 },
+      { name: 'b', workingSetMi: 200 },
+    ],
     actions: [confirmOrder('a'), evictOne(['b'])],
     fastKill: true,
     stops: [['a', 0]],
@@ -180,10 +243,19 @@ const rows: Row[] = [
   },
   {
     name: 'a used standing order whose stop fails: a failed record, and the pass goes on with what it decided',
-    pods: [{ name: 'a', workingSetMi: 300, stop: 'fail' }, { name: 'b', workingSetMi: 200 }],
+    pods: [
+      { name: 'a', workingSetMi: 300, stop: 'fail' },
+      { name: 'b', workingSetMi: 200 },
+    ],
     actions: [confirmOrder('a'), evictOne(['b'], false, 30)],
-    stops: [['a', 0], ['b', 30]],
-    records: [['a', false, 'standing-order'], ['b', true, 'stop']],
+    stops: [
+      ['a', 0],
+      ['b', 30],
+    ],
+    records: [
+      ['a', false, 'standing-order'],
+      ['b', true, 'stop'],
+    ],
     again: true,
     logged: ['StopPodSandbox after a standing order failed; the pod is already killed, the stop is tried again'],
   },
@@ -223,7 +295,11 @@ for (const row of rows) {
     const obs = node.observer.observe();
     const joined = joinPods(await node.runtime.listPods(), obs.pods, node.specs);
     if (row.endsFirst) node.pod(row.endsFirst).cgroup = false;
-    const stamps: PassStamps = { trigger: { sources: { test: 1 }, firstEventNs: null, firstNotifiedNs: node.clock.now() }, observedNs: node.clock.now(), decisionNs: node.clock.now() };
+    const stamps: PassStamps = {
+      trigger: { sources: { test: 1 }, firstEventNs: null, firstNotifiedNs: node.clock.now() },
+      observedNs: node.clock.now(),
+      decisionNs: node.clock.now(),
+    };
     const result = await actuator.execute(row.actions, joined, stamps);
     await actuator.settle();
     assert.deepEqual(node.stops, row.stops, 'StopPodSandbox calls');
@@ -244,14 +320,21 @@ for (const row of rows) {
 }
 
 test('actuator: a fast kill whose memory does not come back waits for the runtime, and a failed stop there falls through', async () => {
-  const node = new FakeNode(1024, [{ name: 'stuck', workingSetMi: 300, stop: 'fail' }, { name: 'b', workingSetMi: 200 }]);
+  const node = new FakeNode(1024, [
+    { name: 'stuck', workingSetMi: 300, stop: 'fail' },
+    { name: 'b', workingSetMi: 200 },
+  ]);
   // The kill signals nothing away: the pod's memory stays (a D-state process, say).
   const cgroups = { ...node.cgroups, kill: () => ({ method: 'cgroup.kill' as const, signalled: 0 }) };
   const metrics = new AgentMetrics();
   const deps: EvictionDeps = { runtime: node.runtime, cgroups, clock: node.clock, logger: node.logger, metrics, releaseTimeoutMs: 50 };
   const records: EvictionRecord[] = [];
   const actuator = new Actuator({
-    effects: { fastKill: new FastKill(deps, () => undefined), stop: new CriStop(deps), reclaim: new NodeReclaim({ policy, runtime: node.runtime, observe: () => node.observer.observe(), logger: node.logger, metrics }) },
+    effects: {
+      fastKill: new FastKill(deps, () => undefined),
+      stop: new CriStop(deps),
+      reclaim: new NodeReclaim({ policy, runtime: node.runtime, observe: () => node.observer.observe(), logger: node.logger, metrics }),
+    },
     logger: node.logger,
     metrics,
     dryRun: false,

@@ -40,11 +40,18 @@ test('runtime-only specs keep the QoS class of the cgroup path', () => {
 });
 
 test('trusted (the lab), annotations give priority and requests; kube-system without a priority is critical', () => {
-  const s = specFromSandbox(sandbox('a', { annotations: { 'evictd.io/priority': '1000', 'evictd.io/requests': 'memory=128Mi,cpu=250m' } }), cgroup('a', 'Burstable', 1), true);
+  const s = specFromSandbox(
+    sandbox('a', { annotations: { 'evictd.io/priority': '1000', 'evictd.io/requests': 'memory=128Mi,cpu=250m' } }),
+    cgroup('a', 'Burstable', 1),
+    true,
+  );
   assert.equal(s.priority, 1000);
   assert.equal(s.containers[0]!.requests.memory!.value(), 128 * MiB);
   assert.equal(isCritical(specFromSandbox(sandbox('k', { namespace: 'kube-system' }), cgroup('k', 'Burstable', 1), true)), true);
-  assert.equal(isCritical(specFromSandbox(sandbox('k2', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k2', 'Burstable', 1), true)), false);
+  assert.equal(
+    isCritical(specFromSandbox(sandbox('k2', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k2', 'Burstable', 1), true)),
+    false,
+  );
   // A malformed annotation is ignored, not fatal.
   const bad = specFromSandbox(sandbox('x', { annotations: { 'evictd.io/requests': 'memory' } }), cgroup('x', 'BestEffort', 1), true);
   assert.equal(qosClass(bad), 'BestEffort');
@@ -58,9 +65,16 @@ test("by default a pod's own evictd.io annotations are not believed: a declared 
   assert.equal(qosClass(s), 'BestEffort', 'requests from the cgroup path, not the annotation');
   const [joined] = joinPods([sandbox('a', { annotations: forged })], new Map([['a', cgroup('a', 'BestEffort', 1)]]));
   assert.equal(joined!.active.spec.priority, 0);
-  assert.equal(joinPods([sandbox('a', { annotations: forged })], new Map([['a', cgroup('a', 'BestEffort', 1)]]), undefined, { trustAnnotations: true })[0]!.active.spec.priority, 2_000_000_000);
+  assert.equal(
+    joinPods([sandbox('a', { annotations: forged })], new Map([['a', cgroup('a', 'BestEffort', 1)]]), undefined, { trustAnnotations: true })[0]!.active.spec
+      .priority,
+    2_000_000_000,
+  );
   // kube-system stays protected on a guess (a tenant cannot create pods there).
-  assert.equal(isCritical(specFromSandbox(sandbox('k', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k', 'Burstable', 1))), true);
+  assert.equal(
+    isCritical(specFromSandbox(sandbox('k', { namespace: 'kube-system', annotations: { 'evictd.io/priority': '0' } }), cgroup('k', 'Burstable', 1))),
+    true,
+  );
 });
 
 test('joinPods: static comes from the kubelet through the runtime; an API pod claiming to mirror a running API pod is not believed', () => {
@@ -73,9 +87,15 @@ test('joinPods: static comes from the kubelet through the runtime; an API pod cl
   const spec = (uid: string, annotations: Record<string, string>) => ({ ...specFromSandbox(sandbox(uid), cgroups.get(uid)), priority: 5, annotations });
   const forged = spec('victim', { 'kubernetes.io/config.mirror': 'victim' });
   const mirror = spec('static', { 'kubernetes.io/config.mirror': 'static' });
-  const specs = new Map([['victim', forged], ['static', mirror]]);
+  const specs = new Map([
+    ['victim', forged],
+    ['static', mirror],
+  ]);
   const joined = joinPods(
-    [sandbox('victim', { annotations: { 'kubernetes.io/config.source': 'api' } }), sandbox('static', { annotations: { 'kubernetes.io/config.source': 'file' } })],
+    [
+      sandbox('victim', { annotations: { 'kubernetes.io/config.source': 'api' } }),
+      sandbox('static', { annotations: { 'kubernetes.io/config.source': 'file' } }),
+    ],
     cgroups,
     { get: (uid) => specs.get(uid) },
   );
@@ -92,7 +112,10 @@ test('joinPods: static comes from the kubelet through the runtime; an API pod cl
   assert.equal(staticPod!.active.spec.annotations['kubernetes.io/config.source'], 'file');
   assert.equal(isCritical(staticPod!.active.spec), true);
   // Runtime-only: a sandbox carrying a mirror annotation (a pod author's) is not made critical.
-  const own = specFromSandbox(sandbox('x', { annotations: { 'kubernetes.io/config.source': 'api', 'kubernetes.io/config.mirror': 'x' } }), cgroup('x', 'BestEffort', 1));
+  const own = specFromSandbox(
+    sandbox('x', { annotations: { 'kubernetes.io/config.source': 'api', 'kubernetes.io/config.mirror': 'x' } }),
+    cgroup('x', 'BestEffort', 1),
+  );
   assert.equal(isCritical(own), false);
 });
 
@@ -102,7 +125,9 @@ test('joinPods: only ready pods with a cgroup under this node, usage from the cg
     ['b', cgroup('b', 'BestEffort', 70 * MiB)],
   ]);
   const fromApi = specFromSandbox(sandbox('a', { annotations: { 'evictd.io/priority': '7' } }), cgroups.get('a'), true);
-  const joined = joinPods([sandbox('a'), sandbox('b'), sandbox('c'), sandbox('d', { ready: false })], cgroups, { get: (uid) => (uid === 'a' ? fromApi : undefined) });
+  const joined = joinPods([sandbox('a'), sandbox('b'), sandbox('c'), sandbox('d', { ready: false })], cgroups, {
+    get: (uid) => (uid === 'a' ? fromApi : undefined),
+  });
   assert.deepEqual(
     joined.map((j) => [j.runtime.uid, j.specSource]),
     [
@@ -137,14 +162,19 @@ test('/metrics, /livez, /readyz and /healthz on a real socket: live and ready ar
   m.evictions.inc({ signal: 'memory.available' });
   let healthy = false;
   let live = false;
-  const server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, m.registry, { live: () => ({ ok: live, reason: 'no pass for 35000 ms' }), ready: () => ({ ok: healthy, reason: 'no pass yet' }) });
+  const server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, m.registry, {
+    live: () => ({ ok: live, reason: 'no pass for 35000 ms' }),
+    ready: () => ({ ok: healthy, reason: 'no pass yet' }),
+  });
   const get = (p: string) =>
     new Promise<{ status: number; body: string }>((resolve, reject) => {
-      http.get(`http://${server.address}${p}`, (res) => {
-        let body = '';
-        res.on('data', (d) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      }).on('error', reject);
+      http
+        .get(`http://${server.address}${p}`, (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        })
+        .on('error', reject);
     });
   try {
     const metrics = await get('/metrics');
@@ -167,7 +197,6 @@ test('/metrics, /livez, /readyz and /healthz on a real socket: live and ready ar
   }
 });
 
-
 const reading = (capacity: number, usage: number, inactive: number): MemoryReading => ({
   capacityBytes: capacity,
   usageBytes: usage,
@@ -180,20 +209,37 @@ const reading = (capacity: number, usage: number, inactive: number): MemoryReadi
 // capacity - threshold (+ inactive_file in usage terms), in MiB.
 const line = (mib: number): number => mib * MiB + 1;
 
-
 test("arming: the kubelet's line (capacity - threshold + inactive_file), moved only past the tolerance", () => {
-  const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=1m' }));
+  const policy = compileConfig(
+    configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<200Mi', evictionSoftGracePeriod: 'memory.available=1m' }),
+  );
   const port = new FakeNotifications();
   const { created, rearms } = port;
-  const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 1, nodeIsRoot: false });
+  const a = new Arming({
+    port,
+    policy,
+    logger: pino({ level: 'silent' }),
+    wake: () => {},
+    nodeMemoryDir: '/n',
+    podRootMemoryDir: '/n/kubepods',
+    podRootUnifiedDir: null,
+    memoryVersion: 1,
+    nodeIsRoot: false,
+  });
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), null);
-  assert.deepEqual(created.map((c) => c.bytes).sort((x, y) => x - y), [line(1024 - 200 + 40), line(1024 - 100 + 40)]);
+  assert.deepEqual(
+    created.map((c) => c.bytes).sort((x, y) => x - y),
+    [line(1024 - 200 + 40), line(1024 - 100 + 40)],
+  );
   // inactive_file moved by 512 KiB: under the tolerance (max(1 MiB, capacity/512 = 2 MiB)), nothing moves.
   a.update(reading(1024 * MiB, 300 * MiB, 40.5 * MiB), null);
   assert.equal(rearms.length, 0);
   // by 30 MiB: both lines follow.
   a.update(reading(1024 * MiB, 300 * MiB, 70 * MiB), null);
-  assert.deepEqual(rearms.sort((x, y) => x - y), [line(1024 - 200 + 70), line(1024 - 100 + 70)]);
+  assert.deepEqual(
+    rearms.sort((x, y) => x - y),
+    [line(1024 - 200 + 70), line(1024 - 100 + 70)],
+  );
   // usage passed the hard line (964 MiB) but inactive_file grew by 1.5 MiB, under the
   // tolerance: the signal is not met, and the line must move above usage or the crossing is missed.
   rearms.length = 0;
@@ -208,7 +254,17 @@ test('arming: a tripwire line follows inactive_file to the page (moving it is fr
   const policy = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi' }));
   const port = new FakeNotifications();
   port.lineMechanism = 'bpf-tripwire';
-  const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
+  const a = new Arming({
+    port,
+    policy,
+    logger: pino({ level: 'silent' }),
+    wake: () => {},
+    nodeMemoryDir: '/n',
+    podRootMemoryDir: '/n/kubepods',
+    podRootUnifiedDir: null,
+    memoryVersion: 2,
+    nodeIsRoot: false,
+  });
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), null);
   // 512 KiB of drift: a v1 eventfd line would stay (the test above); this one moves.
   a.update(reading(1024 * MiB, 300 * MiB, 40.5 * MiB), null);
@@ -247,7 +303,17 @@ test("arming: where the mechanism computes the kubelet's working set, the line s
     watchPsi: () => ({ windowUs: 2_000_000, close: async () => {} }),
     watchFile: () => ({ close: async () => {} }),
   };
-  const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
+  const a = new Arming({
+    port,
+    policy,
+    logger: pino({ level: 'silent' }),
+    wake: () => {},
+    nodeMemoryDir: '/n',
+    podRootMemoryDir: '/n/kubepods',
+    podRootUnifiedDir: null,
+    memoryVersion: 2,
+    nodeIsRoot: false,
+  });
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
   assert.deepEqual(created, [
     { dir: '/n', bytes: line(1024 - 100), measure: 'working-set' },
@@ -275,7 +341,17 @@ test('arming: inactive_file shrinking brings the line down to flat usage: the dr
   const port = new FakeNotifications();
   port.lineMechanism = 'bpf-tripwire';
   const wakes: string[] = [];
-  const a = new Arming({ port, policy, logger: pino({ level: 'silent' }), wake: (w) => wakes.push(w.source), nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
+  const a = new Arming({
+    port,
+    policy,
+    logger: pino({ level: 'silent' }),
+    wake: (w) => wakes.push(w.source),
+    nodeMemoryDir: '/n',
+    podRootMemoryDir: '/n/kubepods',
+    podRootUnifiedDir: null,
+    memoryVersion: 2,
+    nodeIsRoot: false,
+  });
   // usage 950 MiB, inactive_file 60 MiB: available 134 MiB, the line at 984 MiB (34 MiB above usage).
   a.update(reading(1024 * MiB, 950 * MiB, 60 * MiB), null, { wakeOnMet: true });
   assert.equal(a.headroomBytes(), 34 * MiB + 1);
@@ -320,7 +396,10 @@ test('arming: the node line is armed on the cgroup v2 root too, and each line re
     onLineMechanism: (line, mechanism) => seen.push([line, mechanism]),
   });
   a.update(reading(1024 * MiB, 300 * MiB, 40 * MiB), reading(512 * MiB, 100 * MiB, 10 * MiB));
-  assert.ok(created.some((c) => c.dir === '/sys/fs/cgroup' && c.bytes === line(1024 - 100 + 40)), JSON.stringify(created));
+  assert.ok(
+    created.some((c) => c.dir === '/sys/fs/cgroup' && c.bytes === line(1024 - 100 + 40)),
+    JSON.stringify(created),
+  );
   assert.deepEqual(a.mechanisms(), { 'node:line0': 'bpf-tripwire', 'pods:line0': 'adaptive-poll' });
   assert.deepEqual(seen, [
     ['node:line0', 'bpf-tripwire'],

@@ -5,7 +5,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { kubeletOomScoreAdj } from '../../src/lab/bench/peers/pods';
-import { cellOf, formatMs, formatSummary, notRunCell, ratios, renderConditions, renderHeadline, renderTable, svg, toJson, withMovedLine } from '../../src/lab/bench/peers/report';
+import {
+  cellOf,
+  formatMs,
+  formatSummary,
+  notRunCell,
+  ratios,
+  renderConditions,
+  renderHeadline,
+  renderTable,
+  svg,
+  toJson,
+  withMovedLine,
+} from '../../src/lab/bench/peers/report';
 import { parse } from '../../src/lab/bench/peers/bench';
 import { printReport, readSummary, type Summary } from '../../src/lab/bench/peers/summary';
 import { nodeMeminfo } from '../../src/lab/bench/peers/trial';
@@ -36,7 +48,11 @@ const trial = (contender: string, outcome: Trial['outcome'], own: number | null,
   ownInferred: false,
   windowMs: 2,
   ownLeadMs: contender === 'evictd' ? 5 : 0,
-  kill: { sig: contender === 'earlyoom' ? 15 : 9, sender: `${contender === 'kernel' ? 'containerd' : contender}-42`, by: contender === 'kernel' ? 'kernel OOM killer (in containerd)' : contender },
+  kill: {
+    sig: contender === 'earlyoom' ? 15 : 9,
+    sender: `${contender === 'kernel' ? 'containerd' : contender}-42`,
+    by: contender === 'kernel' ? 'kernel OOM killer (in containerd)' : contender,
+  },
   exitAfterKillMs: 3,
   availableAtKillMiB: 20,
   kubeletAtKillMiB: 80,
@@ -56,10 +72,30 @@ const many = (n: number, f: (i: number) => Trial) => Array.from({ length: n }, (
 
 test('report: medians with a 95% interval from 10 trials, the ratio from each own line, where evictd is and is not ahead', () => {
   const cells = [
-    cellOf('evictd', 100, many(10, (i) => trial('evictd', 'stopped', i + 1, i + 3, 'CRI')), 3.125),
-    cellOf('earlyoom', 100, many(10, (i) => trial('earlyoom', 'stopped', 10 * (i + 1), 10 * (i + 1), 'bare kill')), 3.125),
-    cellOf('oomd', 100, many(10, (i) => trial('oomd', i < 4 ? 'oom-killed' : 'stopped', i < 4 ? Infinity : 1, 1, i < 4 ? 'kernel' : 'bare kill')), 3.125),
-    cellOf('kernel', 100, many(10, () => trial('kernel', 'oom-killed', 9000, 9000, 'kernel')), 3.125),
+    cellOf(
+      'evictd',
+      100,
+      many(10, (i) => trial('evictd', 'stopped', i + 1, i + 3, 'CRI')),
+      3.125,
+    ),
+    cellOf(
+      'earlyoom',
+      100,
+      many(10, (i) => trial('earlyoom', 'stopped', 10 * (i + 1), 10 * (i + 1), 'bare kill')),
+      3.125,
+    ),
+    cellOf(
+      'oomd',
+      100,
+      many(10, (i) => trial('oomd', i < 4 ? 'oom-killed' : 'stopped', i < 4 ? Infinity : 1, 1, i < 4 ? 'kernel' : 'bare kill')),
+      3.125,
+    ),
+    cellOf(
+      'kernel',
+      100,
+      many(10, () => trial('kernel', 'oom-killed', 9000, 9000, 'kernel')),
+      3.125,
+    ),
     notRunCell('systemd-oomd', 100, 'needs systemd as PID 1'),
   ];
   const [e, early, oomd, kern] = cells;
@@ -80,20 +116,41 @@ test('report: medians with a 95% interval from 10 trials, the ratio from each ow
   assert.equal(r!.headline!.ratio, 59 / 11.5);
   assert.ok(r!.headline!.lo! > 1 && r!.headline!.hi! >= r!.headline!.ratio!, 'a bootstrap interval around the ratio, above 1');
   assert.equal(r!.loses, false);
-  assert.match(r!.text, /^90 MiB\/s reached \(100 asked\): common line -> memory back, evictd 12 \[8\.0, 15\] \/ max 16 ms \(10\/10 stopped\) vs best peer earlyoom 59 \[24, 94\] \/ max 104 ms/);
-  assert.match(r!.text, /ratio earlyoom\/evictd 5\.13 \[[\d.]+, [\d.]+\] \(bootstrap 95%, 2000 reps, seed \d+\): evictd gives memory back 5\.13x sooner \(the whole interval above 1\)/);
+  assert.match(
+    r!.text,
+    /^90 MiB\/s reached \(100 asked\): common line -> memory back, evictd 12 \[8\.0, 15\] \/ max 16 ms \(10\/10 stopped\) vs best peer earlyoom 59 \[24, 94\] \/ max 104 ms/,
+  );
+  assert.match(
+    r!.text,
+    /ratio earlyoom\/evictd 5\.13 \[[\d.]+, [\d.]+\] \(bootstrap 95%, 2000 reps, seed \d+\): evictd gives memory back 5\.13x sooner \(the whole interval above 1\)/,
+  );
   // Where evictd is not ahead, the text says so.
-  const slow = cellOf('evictd', 100, many(10, () => trial('evictd', 'stopped', 110, 110, 'CRI')), 3.125);
+  const slow = cellOf(
+    'evictd',
+    100,
+    many(10, () => trial('evictd', 'stopped', 110, 110, 'CRI')),
+    3.125,
+  );
   const [s] = ratios([slow, early!], [100]);
   assert.match(s!.text, /evictd LOSES here: memory back 1\.93x later than earlyoom/);
   assert.equal(s!.loses, true);
-  const beforeLine = cellOf('evictd', 100, many(10, (i) => ({ ...trial('evictd', 'stopped', 1, 1, 'CRI'), commonToBackMs: i < 7 ? -Infinity : 50 })), 3.125);
+  const beforeLine = cellOf(
+    'evictd',
+    100,
+    many(10, (i) => ({ ...trial('evictd', 'stopped', 1, 1, 'CRI'), commonToBackMs: i < 7 ? -Infinity : 50 })),
+    3.125,
+  );
   const [b] = ratios([beforeLine, cells[1]!], [100]);
   assert.equal(b!.headline!.ratio, Infinity, '"<0" ranks as the soonest');
   assert.match(b!.text, /evictd ahead on rank only \(its median <0 against 59\): no finite ratio/);
   assert.match(b!.text, /killed before the hog's readings reached the common line \("<0", ranked soonest\): evictd 7\/10: its own line was crossed first/);
   assert.doesNotMatch(r!.text, /killed before/, 'said only when it happened');
-  const close = cellOf('evictd', 100, many(10, (i) => trial('evictd', 'stopped', 10 * (i + 1) - 5, 10 * (i + 1) - 5, 'CRI')), 3.125);
+  const close = cellOf(
+    'evictd',
+    100,
+    many(10, (i) => trial('evictd', 'stopped', 10 * (i + 1) - 5, 10 * (i + 1) - 5, 'CRI')),
+    3.125,
+  );
   assert.match(ratios([close, early!], [100])[0]!.text, /the interval reaches 1: NOT shown ahead/);
   assert.equal(early!.senders, 'earlyoom (TERM)');
   assert.equal(kern!.senders, 'kernel OOM killer (in containerd) (KILL)');
@@ -112,7 +169,10 @@ test('report: medians with a 95% interval from 10 trials, the ratio from each ow
   assert.match(picture, />not stopped</, 'a band of its own for the hogs nobody stopped');
   assert.match(picture, /worst stall/);
   assert.match(picture, /<rect x="[\d.]+" y="[\d.]+" width="10" height="10" fill="#d95f02"><title>earlyoom/, 'each contender its own marker');
-  assert.ok(whatFavoursWhom(cells).some((l) => /evictd 5\.0 ms/.test(l)), 'the own-line lead, measured');
+  assert.ok(
+    whatFavoursWhom(cells).some((l) => /evictd 5\.0 ms/.test(l)),
+    'the own-line lead, measured',
+  );
 });
 
 test('formatMs and toJson: the infinities are spelled out, not lost', () => {
@@ -124,8 +184,28 @@ test('formatMs and toJson: the infinities are spelled out, not lost', () => {
 });
 
 test('formatSummary: "max" instead of "p95" below 20 trials', () => {
-  assert.match(formatSummary(cellOf('evictd', 1, many(19, (i) => trial('evictd', 'stopped', i, i, 'CRI')), 1).own), / \/ max 18$/);
-  assert.match(formatSummary(cellOf('evictd', 1, many(20, (i) => trial('evictd', 'stopped', i, i, 'CRI')), 1).own), / \/ p95 18$/);
+  assert.match(
+    formatSummary(
+      cellOf(
+        'evictd',
+        1,
+        many(19, (i) => trial('evictd', 'stopped', i, i, 'CRI')),
+        1,
+      ).own,
+    ),
+    / \/ max 18$/,
+  );
+  assert.match(
+    formatSummary(
+      cellOf(
+        'evictd',
+        1,
+        many(20, (i) => trial('evictd', 'stopped', i, i, 'CRI')),
+        1,
+      ).own,
+    ),
+    / \/ p95 18$/,
+  );
 });
 
 test('flags: 20 trials by default, --quick 1 unless --trials says otherwise, one evictd row, a bad value named', () => {
@@ -147,7 +227,10 @@ test('flags: 20 trials by default, --quick 1 unless --trials says otherwise, one
   assert.equal(parse(['--quick']).trials, 1);
   assert.equal(parse(['--trials', '4', '--quick']).trials, 4);
   assert.equal(parse(['--quick', '--trials=4']).trials, 4);
-  assert.deepEqual(parse(['--peers=evictd-poll,kernel']).contenders.map((c) => c.name), ['evictd-poll', 'kernel']);
+  assert.deepEqual(
+    parse(['--peers=evictd-poll,kernel']).contenders.map((c) => c.name),
+    ['evictd-poll', 'kernel'],
+  );
   assert.throws(() => parse(['--trials', '0']), /--trials.*"0"/);
   assert.throws(() => parse(['--peers=evictd,foo']), /--peers.*foo/);
   assert.throws(() => parse(['--bogus']), UsageError);
@@ -161,11 +244,42 @@ test('nohangConfig: the line and min_sleep 0.01 in the stock file; a file withou
 
 test('--from: a saved --json summary prints the same tables and writes the picture, infinities intact', () => {
   const cells = [
-    cellOf('evictd', 50, many(10, (i) => trial('evictd', 'stopped', i + 1, i + 3, 'CRI')), 3.125),
-    cellOf('kubelet', 50, many(10, () => trial('kubelet', 'oom-killed', Infinity, Infinity, 'kernel')), 3.125),
-    cellOf('earlyoom', 50, many(10, (i) => trial('earlyoom', 'stopped', 10 * (i + 1), 10 * (i + 1), 'bare kill')), 3.125),
+    cellOf(
+      'evictd',
+      50,
+      many(10, (i) => trial('evictd', 'stopped', i + 1, i + 3, 'CRI')),
+      3.125,
+    ),
+    cellOf(
+      'kubelet',
+      50,
+      many(10, () => trial('kubelet', 'oom-killed', Infinity, Infinity, 'kernel')),
+      3.125,
+    ),
+    cellOf(
+      'earlyoom',
+      50,
+      many(10, (i) => trial('earlyoom', 'stopped', 10 * (i + 1), 10 * (i + 1), 'bare kill')),
+      3.125,
+    ),
   ];
-  const summary: Summary = { bench: 'protect-peers', environment: 'lab', lineMiB: 32, evictdLineMiB: 97, oomdFreeLineMiB: 63, calibration: 'x', realMarginMiB: 100, rates: [50], trials: 10, contenders: ['evictd', 'kubelet', 'earlyoom'], cells, configs: { evictd: 'a', kubelet: 'b', earlyoom: 'c' }, ran: {}, errors: [], seconds: 1 };
+  const summary: Summary = {
+    bench: 'protect-peers',
+    environment: 'lab',
+    lineMiB: 32,
+    evictdLineMiB: 97,
+    oomdFreeLineMiB: 63,
+    calibration: 'x',
+    realMarginMiB: 100,
+    rates: [50],
+    trials: 10,
+    contenders: ['evictd', 'kubelet', 'earlyoom'],
+    cells,
+    configs: { evictd: 'a', kubelet: 'b', earlyoom: 'c' },
+    ran: {},
+    errors: [],
+    seconds: 1,
+  };
   const back = readSummary(`{"cell":{}}\n${toJson(summary)}\n`);
   assert.equal(back.cells[1]!.own!.median, Infinity);
   assert.deepEqual(back.cells, cells, 'every value back, the infinities too');
@@ -174,7 +288,10 @@ test('--from: a saved --json summary prints the same tables and writes the pictu
   const r = printReport(back, (l) => out.push(l), file);
   assert.equal(r[0]!.peer!.contender, 'earlyoom');
   assert.match(out.join('\n'), /kubelet +\| .*\| none \[none, none\] \/ max none/);
-  assert.ok(out.indexOf(out.find((l) => l.startsWith('\nheadline'))!) < out.indexOf(out.find((l) => l.startsWith('\nmechanism'))!), 'the headline table first, the mechanism second');
+  assert.ok(
+    out.indexOf(out.find((l) => l.startsWith('\nheadline'))!) < out.indexOf(out.find((l) => l.startsWith('\nmechanism'))!),
+    'the headline table first, the mechanism second',
+  );
   assert.match(fs.readFileSync(file, 'utf8'), /^<svg /);
   fs.rmSync(file);
   assert.throws(() => readSummary('not json'), /neither the summary/);
@@ -182,8 +299,24 @@ test('--from: a saved --json summary prints the same tables and writes the pictu
 });
 
 test('--from: a run cut short (header and trial lines, no summary) is summed up by the same cellOf, and says so', () => {
-  const header = { environment: 'lab', lineMiB: 32, evictdLineMiB: 97, oomdFreeLineMiB: 63, calibration: 'x', realMarginMiB: 100, rates: [50, 200], trials: 10, contenders: ['evictd', 'earlyoom'], configs: { evictd: 'a', earlyoom: 'c' }, ownLines: { evictd: 'memory.available < 97 MiB', earlyoom: 'MemAvailable < 32 MiB' } };
-  const ts = [...many(10, (i) => ({ ...trial('evictd', 'stopped', i + 1, i + 3, 'CRI'), rateMiBs: 50 })), ...many(10, (i) => ({ ...trial('earlyoom', 'stopped', 10 * (i + 1), Infinity, 'bare kill'), rateMiBs: 50 })), { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200 }];
+  const header = {
+    environment: 'lab',
+    lineMiB: 32,
+    evictdLineMiB: 97,
+    oomdFreeLineMiB: 63,
+    calibration: 'x',
+    realMarginMiB: 100,
+    rates: [50, 200],
+    trials: 10,
+    contenders: ['evictd', 'earlyoom'],
+    configs: { evictd: 'a', earlyoom: 'c' },
+    ownLines: { evictd: 'memory.available < 97 MiB', earlyoom: 'MemAvailable < 32 MiB' },
+  };
+  const ts = [
+    ...many(10, (i) => ({ ...trial('evictd', 'stopped', i + 1, i + 3, 'CRI'), rateMiBs: 50 })),
+    ...many(10, (i) => ({ ...trial('earlyoom', 'stopped', 10 * (i + 1), Infinity, 'bare kill'), rateMiBs: 50 })),
+    { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200 },
+  ];
   const text = [toJson({ run: header }), 'a progress line', ...ts.map((t) => toJson({ trial: t }))].join('\n');
   const back = readSummary(text);
   assert.match(back.environment, /cut short: 21 of 40 trials$/);
@@ -195,8 +328,26 @@ test('--from: a run cut short (header and trial lines, no summary) is summed up 
 });
 
 test("--from: a run cut short takes each cell's own lines where the cell wrote them, the header's elsewhere", () => {
-  const header = { environment: 'lab', lineMiB: 32, evictdLineMiB: 151, oomdFreeLineMiB: 63, calibration: 'no agent', realMarginMiB: 100, rates: [50, 200], trials: 10, contenders: ['evictd', 'earlyoom'], configs: {}, ownLines: { evictd: 'memory.available < 151 MiB', earlyoom: 'MemAvailable < 32 MiB' } };
-  const cellLines = { rateMiBs: 200, evictdLineMiB: 176, oomdFreeLineMiB: 60, note: 'cell', ownLines: { evictd: 'memory.available < 176 MiB', earlyoom: 'MemAvailable < 32 MiB' } };
+  const header = {
+    environment: 'lab',
+    lineMiB: 32,
+    evictdLineMiB: 151,
+    oomdFreeLineMiB: 63,
+    calibration: 'no agent',
+    realMarginMiB: 100,
+    rates: [50, 200],
+    trials: 10,
+    contenders: ['evictd', 'earlyoom'],
+    configs: {},
+    ownLines: { evictd: 'memory.available < 151 MiB', earlyoom: 'MemAvailable < 32 MiB' },
+  };
+  const cellLines = {
+    rateMiBs: 200,
+    evictdLineMiB: 176,
+    oomdFreeLineMiB: 60,
+    note: 'cell',
+    ownLines: { evictd: 'memory.available < 176 MiB', earlyoom: 'MemAvailable < 32 MiB' },
+  };
   const text = [toJson({ run: header }), toJson({ cellLines }), toJson({ trial: { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200 } })].join('\n');
   const back = readSummary(text);
   const cell = (c: string, r: number) => back.cells.find((x) => x.contender === c && x.rateMiBs === r)!;
@@ -206,7 +357,8 @@ test("--from: a run cut short takes each cell's own lines where the cell wrote t
 });
 
 test('nodeMeminfo: the fields that part the two signals, in MiB; a field the kernel lacks is NaN', () => {
-  const text = 'MemTotal:         983040 kB\nMemFree:           66560 kB\nMemAvailable:      32768 kB\nActive(file):      10240 kB\nInactive(file):    20480 kB\nSUnreclaim:        51200 kB\n';
+  const text =
+    'MemTotal:         983040 kB\nMemFree:           66560 kB\nMemAvailable:      32768 kB\nActive(file):      10240 kB\nInactive(file):    20480 kB\nSUnreclaim:        51200 kB\n';
   const n = nodeMeminfo(text);
   assert.equal(n.MemFree, 65);
   assert.equal(n.MemAvailable, 32);
@@ -227,23 +379,52 @@ test("calibrationCheck: evictd's line against the kubelet's number where each tr
 });
 
 test("calibrationCheck and the cell's own line: a line that moved with the cell is read from its trials' lines", () => {
-  const at = (c: string, kub: number | null, line?: number): Trial => ({ ...trial(c, 'stopped', 1, 2, 'CRI'), kubeletAtCommonMiB: kub, ...(line === undefined ? {} : { ownLineMiB: line }) });
-  const evictd = withMovedLine({ ...cellOf('evictd', 100, [at('evictd', null, 160), at('evictd', 166, 165), at('evictd', null, 165)], 3.125), ownLine: 'memory.available < 160 MiB' });
+  const at = (c: string, kub: number | null, line?: number): Trial => ({
+    ...trial(c, 'stopped', 1, 2, 'CRI'),
+    kubeletAtCommonMiB: kub,
+    ...(line === undefined ? {} : { ownLineMiB: line }),
+  });
+  const evictd = withMovedLine({
+    ...cellOf('evictd', 100, [at('evictd', null, 160), at('evictd', 166, 165), at('evictd', null, 165)], 3.125),
+    ownLine: 'memory.available < 160 MiB',
+  });
   assert.deepEqual(evictd.ownLinesMiB, [160, 165, 165]);
   assert.equal(evictd.ownLine, 'memory.available < 160-165 MiB', 'the range its trials ran with');
   const peer = { ...cellOf('nohang', 100, [at('nohang', 162), at('nohang', 168), at('nohang', 164)], 3.125), ownLine: 'MemAvailable < 32 MiB' };
-  assert.equal(peer.ownLinesMiB, undefined, 'a peer has no line on the kubelet\'s signal');
+  assert.equal(peer.ownLinesMiB, undefined, "a peer has no line on the kubelet's signal");
   assert.equal(withMovedLine(peer).ownLine, 'MemAvailable < 32 MiB');
-  assert.match(calibrationCheck([evictd, peer])!, /evictd's lines 160-165 MiB \(median over its trials 165\) against a median of 165\.0 MiB \(162\.0-168\.0, 4 trials\): on it/);
+  assert.match(
+    calibrationCheck([evictd, peer])!,
+    /evictd's lines 160-165 MiB \(median over its trials 165\) against a median of 165\.0 MiB \(162\.0-168\.0, 4 trials\): on it/,
+  );
   const still = withMovedLine({ ...cellOf('evictd', 100, [at('evictd', null, 170), at('evictd', null, 170)], 3.125), ownLine: 'memory.available < 170 MiB' });
   assert.equal(still.ownLine, 'memory.available < 170 MiB', 'a line that never moved is left as it was');
   assert.match(calibrationCheck([still, peer])!, /evictd's line 170 MiB against a median of 164\.0 MiB .*: 6\.0 MiB high/);
 });
 
 test('--from: the line moves a run recorded come back with it', () => {
-  const header = { environment: 'lab', lineMiB: 32, evictdLineMiB: 151, oomdFreeLineMiB: 63, calibration: 'no agent', realMarginMiB: 100, rates: [200], trials: 10, contenders: ['evictd'], configs: {}, ownLines: { evictd: 'memory.available < 151 MiB' } };
+  const header = {
+    environment: 'lab',
+    lineMiB: 32,
+    evictdLineMiB: 151,
+    oomdFreeLineMiB: 63,
+    calibration: 'no agent',
+    realMarginMiB: 100,
+    rates: [200],
+    trials: 10,
+    contenders: ['evictd'],
+    configs: {},
+    ownLines: { evictd: 'memory.available < 151 MiB' },
+  };
   const moves = { rateMiBs: 200, moves: [{ contender: 'evictd', beforeTrial: 3, fromMiB: 151, toMiB: 156, readings: 12 }] };
-  const back = readSummary([toJson({ run: header }), toJson({ trial: { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200, ownLineMiB: 151 } }), toJson({ trial: { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200, ownLineMiB: 156 } }), toJson({ lineMoves: moves })].join('\n'));
+  const back = readSummary(
+    [
+      toJson({ run: header }),
+      toJson({ trial: { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200, ownLineMiB: 151 } }),
+      toJson({ trial: { ...trial('evictd', 'stopped', 2, 4, 'CRI'), rateMiBs: 200, ownLineMiB: 156 } }),
+      toJson({ lineMoves: moves }),
+    ].join('\n'),
+  );
   assert.deepEqual(back.lineMoves, { '200': moves.moves });
   assert.equal(back.cells[0]!.ownLine, 'memory.available < 151-156 MiB');
 });
@@ -261,7 +442,13 @@ test('a peer whose program cannot be executed is "not run" with the reason, neve
   const notExecutable = path.join(dir, 'earlyoom');
   fs.writeFileSync(notExecutable, '', { mode: 0o644 });
   const ctx = { workDir: dir } as ContenderContext;
-  await assert.rejects(startDaemon(ctx, 'earlyoom', notExecutable, [], /never/, 5000), (e: Error) => e instanceof ContenderUnavailable && /^earlyoom could not be run: .*EACCES/.test(e.message));
-  await assert.rejects(startDaemon(ctx, 'earlyoom', path.join(dir, 'absent'), [], /never/, 5000), (e: Error) => e instanceof ContenderUnavailable && /ENOENT/.test(e.message));
+  await assert.rejects(
+    startDaemon(ctx, 'earlyoom', notExecutable, [], /never/, 5000),
+    (e: Error) => e instanceof ContenderUnavailable && /^earlyoom could not be run: .*EACCES/.test(e.message),
+  );
+  await assert.rejects(
+    startDaemon(ctx, 'earlyoom', path.join(dir, 'absent'), [], /never/, 5000),
+    (e: Error) => e instanceof ContenderUnavailable && /ENOENT/.test(e.message),
+  );
   fs.rmSync(dir, { recursive: true, force: true });
 });

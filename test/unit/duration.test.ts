@@ -117,7 +117,10 @@ test('parseDuration: Go parseDurationErrorTests, with Go messages', () => {
     ['5"s', 'time: unknown unit "\\"s" in duration "5\\"s"'],
   ];
   for (const [input, message] of other) {
-    assert.throws(() => parseDuration(input), (err: unknown) => err instanceof DurationError && err.message === message);
+    assert.throws(
+      () => parseDuration(input),
+      (err: unknown) => err instanceof DurationError && err.message === message,
+    );
   }
 });
 

@@ -30,7 +30,11 @@ test('harness.sh: packages it cannot install end it with one line naming them an
     assert.equal(r.status, 1);
     // Its progress line, then the one line that says why it stopped: no stack, no apt noise.
     const lines = r.stderr.trim().split('\n');
-    assert.deepEqual(lines.slice(0, -1).filter((l) => !l.startsWith('harness: installing')), [], r.stderr);
+    assert.deepEqual(
+      lines.slice(0, -1).filter((l) => !l.startsWith('harness: installing')),
+      [],
+      r.stderr,
+    );
     assert.match(lines[lines.length - 1], /^harness: could not install containerd runc .*dpkg lock held for more than 1 s/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -18,7 +18,7 @@ const fixtures = path.join(__dirname, '..', '..', '..', 'test', 'unit', 'fixture
 const read = (name: string) => fs.readFileSync(path.join(fixtures, name), 'utf8');
 const MiB = 1024 * 1024;
 
-test("the v2 root: anon + file - inactive_file of its memory.stat, the number cAdvisor gives the kubelet", () => {
+test('the v2 root: anon + file - inactive_file of its memory.stat, the number cAdvisor gives the kubelet', () => {
   const m = kubeletMemory('v2-root', read('v2-root-memory.stat'));
   // anon 344064 + file 10129408 = 10473472; minus inactive_file 2961408.
   assert.deepEqual(m, { usageBytes: 10_473_472, inactiveFileBytes: 2_961_408, workingSetBytes: 7_512_064 });

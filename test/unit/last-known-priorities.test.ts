@@ -11,8 +11,21 @@ import type { ObservedPodCgroup } from '../../src/node/observer';
 import { isCritical } from '../../src/policy/pods';
 
 const silent = pino({ level: 'silent' });
-const sandbox = (uid: string, namespace = 'net'): RuntimePod => ({ sandboxId: `sb-${uid}`, uid, name: `pod-${uid}`, namespace, labels: {}, annotations: { 'kubernetes.io/config.source': 'api' }, ready: true });
-const cgroup = (uid: string): ObservedPodCgroup => ({ uid, qos: 'Burstable', path: `/kubepods/burstable/pod${uid}`, usage: { memoryWorkingSetBytes: 1 << 20, memoryUsageBytes: 1 << 20 } });
+const sandbox = (uid: string, namespace = 'net'): RuntimePod => ({
+  sandboxId: `sb-${uid}`,
+  uid,
+  name: `pod-${uid}`,
+  namespace,
+  labels: {},
+  annotations: { 'kubernetes.io/config.source': 'api' },
+  ready: true,
+});
+const cgroup = (uid: string): ObservedPodCgroup => ({
+  uid,
+  qos: 'Burstable',
+  path: `/kubepods/burstable/pod${uid}`,
+  usage: { memoryWorkingSetBytes: 1 << 20, memoryUsageBytes: 1 << 20 },
+});
 const pod = (uid: string, priority: number, fromSource = true) => ({ uid, namespace: 'net', name: `pod-${uid}`, priority, fromSource });
 
 test('a system-critical pod the source once named stays protected across a restart while the source is down', () => {
@@ -25,7 +38,11 @@ test('a system-critical pod the source once named stays protected across a resta
   // The next process: no spec from the source (the API is unreachable at start).
   const after = new LastKnownPriorities({ stateDir: dir, logger: silent });
   after.load();
-  const cgroups = new Map([['cni', cgroup('cni')], ['web', cgroup('web')], ['new', cgroup('new')]]);
+  const cgroups = new Map([
+    ['cni', cgroup('cni')],
+    ['web', cgroup('web')],
+    ['new', cgroup('new')],
+  ]);
   const joined = joinPods([sandbox('cni'), sandbox('web'), sandbox('new')], cgroups, { get: () => undefined }, { lastKnownPriority: after.priorityOf });
   const by = new Map(joined.map((j) => [j.runtime.uid, j]));
   assert.equal(by.get('cni')!.specSource, 'last-known');

@@ -35,9 +35,11 @@ function setup(original = 'max') {
   const metrics = new AgentMetrics();
   const cgroups = hostCgroups({ memoryMount: mount, memoryVersion: 2, unifiedMount: null });
   const node = { availableBytes: null as number | null };
-  const make = () => new MemoryBrakes({ stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger, metrics, nodeAvailableBytes: () => node.availableBytes });
+  const make = () =>
+    new MemoryBrakes({ stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger, metrics, nodeAvailableBytes: () => node.availableBytes });
   const high = () => fs.readFileSync(path.join(dir, 'memory.high'), 'utf8');
-  const record = () => (fs.existsSync(path.join(stateDir, BRAKE_RECORD_FILE)) ? JSON.parse(fs.readFileSync(path.join(stateDir, BRAKE_RECORD_FILE), 'utf8')) : null);
+  const record = () =>
+    fs.existsSync(path.join(stateDir, BRAKE_RECORD_FILE)) ? JSON.parse(fs.readFileSync(path.join(stateDir, BRAKE_RECORD_FILE), 'utf8')) : null;
   return { root, mount, podPath, dir, stateDir, lines, logger, metrics, make, high, record, node };
 }
 
@@ -144,9 +146,23 @@ test('a record entry naming a cgroup outside the pod cgroup root is never writte
   fs.writeFileSync(path.join(outside, 'memory.high'), '4096');
   const rec = e.record();
   rec.brakes.push({ ...rec.brakes[0], pod: { namespace: 'x', name: 'y', uid: 'zzz' }, dir: outside, value: '4096', original: '0' });
-  rec.brakes.push({ ...rec.brakes[0], pod: { namespace: 'x', name: 'up', uid: 'up' }, dir: path.join(e.mount, 'kubepods', '..', 'system.slice', 'sshd.service'), value: '4096', original: '0' });
+  rec.brakes.push({
+    ...rec.brakes[0],
+    pod: { namespace: 'x', name: 'up', uid: 'up' },
+    dir: path.join(e.mount, 'kubepods', '..', 'system.slice', 'sshd.service'),
+    value: '4096',
+    original: '0',
+  });
   fs.writeFileSync(path.join(e.stateDir, BRAKE_RECORD_FILE), JSON.stringify(rec));
-  new MemoryBrakes({ stateDir: e.stateDir, cgroups: hostCgroups({ memoryMount: e.mount, memoryVersion: 2, unifiedMount: null }), clock: systemClock, marginBytes: mi(8), logger: e.logger, metrics: e.metrics, podRootDir: path.join(e.mount, 'kubepods') }).recover();
+  new MemoryBrakes({
+    stateDir: e.stateDir,
+    cgroups: hostCgroups({ memoryMount: e.mount, memoryVersion: 2, unifiedMount: null }),
+    clock: systemClock,
+    marginBytes: mi(8),
+    logger: e.logger,
+    metrics: e.metrics,
+    podRootDir: path.join(e.mount, 'kubepods'),
+  }).recover();
   assert.equal(fs.readFileSync(path.join(outside, 'memory.high'), 'utf8'), '4096');
   assert.equal(e.high(), 'max', "the pod's own brake is released");
   assert.equal(e.lines.filter((l) => l.msg === 'memory brake record names a cgroup outside the pod cgroup root: not touched').length, 2);
@@ -161,7 +177,11 @@ test('a link in place of the record is not followed: refused with an error line,
   fs.symlinkSync(elsewhere, path.join(e.stateDir, BRAKE_RECORD_FILE));
   const brakes = e.make();
   brakes.recover();
-  assert.equal(e.lines.filter((l) => l.msg === 'memory brake record unreadable: brakes it names (if any) are not released' && /ELOOP|symbolic link/.test(String(l.err))).length, 1);
+  assert.equal(
+    e.lines.filter((l) => l.msg === 'memory brake record unreadable: brakes it names (if any) are not released' && /ELOOP|symbolic link/.test(String(l.err)))
+      .length,
+    1,
+  );
   brakes.apply(apply, e.podPath, systemClock.now());
   assert.equal(fs.readFileSync(elsewhere, 'utf8'), theirs, 'the file the link named is untouched');
   assert.equal(fs.lstatSync(path.join(e.stateDir, BRAKE_RECORD_FILE)).isSymbolicLink(), false, 'the record is a file of its own again');
@@ -175,12 +195,19 @@ test('a crash loop cannot keep a pod braked past the bound: a brake set again ri
   const next = e.make();
   next.recover(); // released; the pressure is still there, so the next pass brakes again
   next.apply(apply, e.podPath);
-  assert.deepEqual(next.active.map((b) => b.since), [Number(since)], 'the bound counts from the first brake');
+  assert.deepEqual(
+    next.active.map((b) => b.since),
+    [Number(since)],
+    'the bound counts from the first brake',
+  );
   // A later brake of the same pod (after the inherited one was used) starts afresh.
   fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(308)}\n`);
   next.release('abc', 'recovered');
   next.apply(apply, e.podPath, 5n);
-  assert.deepEqual(next.active.map((b) => b.since), [5]);
+  assert.deepEqual(
+    next.active.map((b) => b.since),
+    [5],
+  );
 });
 
 test('stateDirProblem: a state dir others can write, a link, or another owner is refused; an absent one is fine', () => {
@@ -297,7 +324,11 @@ for (const [point, then] of [
     const e = setup(original);
     const r = spawnSync(process.execPath, [...CRASH_AT_REQUIRE, '-e', childScript], {
       encoding: 'utf8',
-      env: { ...process.env, EVICTD_CRASH_AT: point, BRAKE_TEST: JSON.stringify({ stateDir: e.stateDir, mount: e.mount, podPath: e.podPath, dir: e.dir, apply, then }) },
+      env: {
+        ...process.env,
+        EVICTD_CRASH_AT: point,
+        BRAKE_TEST: JSON.stringify({ stateDir: e.stateDir, mount: e.mount, podPath: e.podPath, dir: e.dir, apply, then }),
+      },
     });
     assert.equal(r.signal, 'SIGKILL', `the child was to die at ${point}: ${r.stdout}${r.stderr}`);
     assert.notEqual(e.record(), null, 'the dead run left its record');
@@ -311,7 +342,11 @@ test('EVICTD_CRASH_AT alone arms nothing: without the test hook loaded the run g
   const e = setup('1073741824');
   const r = spawnSync(process.execPath, ['-e', childScript], {
     encoding: 'utf8',
-    env: { ...process.env, EVICTD_CRASH_AT: 'brake:set', BRAKE_TEST: JSON.stringify({ stateDir: e.stateDir, mount: e.mount, podPath: e.podPath, dir: e.dir, apply, then: 'none' }) },
+    env: {
+      ...process.env,
+      EVICTD_CRASH_AT: 'brake:set',
+      BRAKE_TEST: JSON.stringify({ stateDir: e.stateDir, mount: e.mount, podPath: e.podPath, dir: e.dir, apply, then: 'none' }),
+    },
   });
   assert.equal(r.signal, null, r.stderr);
   assert.match(r.stdout, /no crash/);

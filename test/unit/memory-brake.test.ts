@@ -5,7 +5,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { brakeValue, decideBrakes, killedAtOnce, nextBrakeDeadline, type ActiveBrake } from '../../src/policy/brake';
-import { compileConfig, configFromFlags, configFromKubeletConfiguration, ConfigError, MEMORY_BRAKE_MARGIN_BYTES, type EvictionConfig } from '../../src/policy/config';
+import {
+  compileConfig,
+  configFromFlags,
+  configFromKubeletConfiguration,
+  ConfigError,
+  MEMORY_BRAKE_MARGIN_BYTES,
+  type EvictionConfig,
+} from '../../src/policy/config';
 import { assess, initialState, planEvictions, type PolicyState } from '../../src/policy/evaluate';
 import type { ActivePod } from '../../src/policy/types';
 import { checkMemoryBrake, parseFlags, settingsFromFlags } from '../../src/cli/run';
@@ -82,7 +89,11 @@ test('no memory threshold met: no brake; the brake off: no decision at all', () 
   const off = compileConfig({ ...SOFT, memoryBrake: false });
   assert.equal(off.memoryBrake, undefined);
   const a = assess(off, initialState(), { now: 0, layout: 'single', node: { memory: { availableBytes: mi(32), workingSetBytes: mi(4096) } } });
-  assert.deepEqual(decideBrakes(off, a, { now: 0, layout: 'single', pods, present, active: [{ uid: 'uid-over', since: 0 }] }), { apply: null, release: [], stop: [] });
+  assert.deepEqual(decideBrakes(off, a, { now: 0, layout: 'single', pods, present, active: [{ uid: 'uid-over', since: 0 }] }), {
+    apply: null,
+    release: [],
+    stop: [],
+  });
 });
 
 test('a brake holds above the line until the signal clears line plus minimum reclaim, then is released', () => {
@@ -97,7 +108,13 @@ test('a brake holds above the line until the signal clears line plus minimum rec
 });
 
 test('a braked pod that is gone is released and the next pod of the ranking braked; a new top pod is braked beside an older brake', () => {
-  const d = pass(initialState(), S, 900, [{ uid: 'uid-far-over', since: 0 }], pods.filter((p) => p.spec.name !== 'far-over')).d;
+  const d = pass(
+    initialState(),
+    S,
+    900,
+    [{ uid: 'uid-far-over', since: 0 }],
+    pods.filter((p) => p.spec.name !== 'far-over'),
+  ).d;
   assert.deepEqual(d.release, [{ uid: 'uid-far-over', why: 'pod-gone' }]);
   assert.equal(d.apply?.pod.uid, 'uid-over');
   const beside = pass(initialState(), S, 900, [{ uid: 'uid-over', since: 0 }]);
@@ -130,7 +147,9 @@ test('the brake value: usage plus the margin, rounded up to a page', () => {
 test('config: the flag and the file field turn it on; the bound is read and checked', () => {
   const fromFlag = compileConfig(configFromFlags({ memoryBrake: true, memoryBrakeMaxDuration: '90s' }));
   assert.deepEqual(fromFlag.memoryBrake, { maxDurationNs: 90 * S, marginBytes: mi(8), field: '--memory-brake' });
-  const fromFile = compileConfig(configFromKubeletConfiguration({ kind: 'KubeletConfiguration', memoryBrake: true, memoryBrakeMaxDuration: '3m' }, 'node.yaml: '));
+  const fromFile = compileConfig(
+    configFromKubeletConfiguration({ kind: 'KubeletConfiguration', memoryBrake: true, memoryBrakeMaxDuration: '3m' }, 'node.yaml: '),
+  );
   assert.equal(fromFile.memoryBrake?.field, 'node.yaml: memoryBrake');
   assert.equal(fromFile.memoryBrake?.maxDurationNs, 180 * S);
   // The flag wins over the file, as in the kubelet.
@@ -147,15 +166,24 @@ test('config refusals name the field and the value', () => {
   refuses(() => configFromKubeletConfiguration({ memoryBrakes: true }, 'f: '), /^f: memoryBrakes: true: unknown eviction field/);
   refuses(() => compileConfig(configFromFlags({ memoryBrake: true, memoryBrakeMaxDuration: '0s' })), /^--memory-brake-max-duration: "0s": must be positive$/);
   refuses(() => compileConfig(configFromFlags({ memoryBrake: true, memoryBrakeMaxDuration: '2 minutes' })), /^--memory-brake-max-duration: "2 minutes": /);
-  refuses(() => compileConfig(configFromFlags({ memoryBrake: true, memoryBrakeMaxDuration: '600h' })), /^--memory-brake-max-duration: "600h": must be at most 596h31m23.647s/);
+  refuses(
+    () => compileConfig(configFromFlags({ memoryBrake: true, memoryBrakeMaxDuration: '600h' })),
+    /^--memory-brake-max-duration: "600h": must be at most 596h31m23.647s/,
+  );
 });
 
 test('config warnings: a bound shorter than the soft grace plus pod grace; a bound without the brake', () => {
   const short = compileConfig({ ...SOFT, memoryBrakeMaxDuration: '20s' });
-  assert.ok(short.warnings.some((w) => /memoryBrakeMaxDuration: "20s": shorter than the memory.available soft grace period plus evictionMaxPodGracePeriod/.test(w)), short.warnings.join('\n'));
+  assert.ok(
+    short.warnings.some((w) => /memoryBrakeMaxDuration: "20s": shorter than the memory.available soft grace period plus evictionMaxPodGracePeriod/.test(w)),
+    short.warnings.join('\n'),
+  );
   assert.ok(!compileConfig(SOFT).warnings.some((w) => /shorter than/.test(w)), 'the default bound (2m) covers 5s + 30s');
   const unused = compileConfig(configFromFlags({ memoryBrakeMaxDuration: '1m' }));
-  assert.ok(unused.warnings.some((w) => /^--memory-brake-max-duration: "1m": ignored: memoryBrake is off$/.test(w)), unused.warnings.join('\n'));
+  assert.ok(
+    unused.warnings.some((w) => /^--memory-brake-max-duration: "1m": ignored: memoryBrake is off$/.test(w)),
+    unused.warnings.join('\n'),
+  );
 });
 
 const layout = (mode: CgroupLayout['mode'], memoryVersion: 1 | 2): CgroupLayout => ({
@@ -174,7 +202,9 @@ test('cgroup v1 (or hybrid): --memory-brake is refused at start, in one line tha
       () => checkMemoryBrake(s.policy, l),
       (e: unknown) =>
         e instanceof UsageError &&
-        /^--memory-brake: true: needs cgroup v2 \(memory.high on the pod cgroup\); this node's memory controller is on cgroup v1 \((v1|hybrid) cgroups at \/sys\/fs\/cgroup\/memory\)$/.test(e.message),
+        /^--memory-brake: true: needs cgroup v2 \(memory.high on the pod cgroup\); this node's memory controller is on cgroup v1 \((v1|hybrid) cgroups at \/sys\/fs\/cgroup\/memory\)$/.test(
+          e.message,
+        ),
     );
   }
   checkMemoryBrake(s.policy, layout('v2', 2));

@@ -17,7 +17,11 @@ test('memory.stat / memory.events / cgroup.events: only unsigned integers are ke
 });
 
 test('PSI lines and single counters: negatives and garbage are left out, decimals kept', () => {
-  assert.deepEqual(parseCounters('some avg10=0.12 avg60=-1.00 avg300=nan total=345\nfull avg10=1e2 total=7\n'), { some_avg10: 0.12, some_total: 345, full_total: 7 });
+  assert.deepEqual(parseCounters('some avg10=0.12 avg60=-1.00 avg300=nan total=345\nfull avg10=1e2 total=7\n'), {
+    some_avg10: 0.12,
+    some_total: 345,
+    full_total: 7,
+  });
   assert.deepEqual(parseCounters('-17\n', 'usage'), {});
   assert.deepEqual(parseCounters('17301504\n', 'usage'), { usage: 17301504 });
   assert.deepEqual(parseCounters('populated 1\nfrozen -1\n'), { populated: 1 });
@@ -41,6 +45,10 @@ test('a single-number cgroup file with a negative or garbage value is refused, n
 test('/proc/meminfo: MemFree or Inactive(file) above MemTotal is clamped to MemTotal', () => {
   const m = readMeminfo('MemTotal:       1000 kB\nMemFree:        5000 kB\nInactive(file):  7000 kB\n');
   assert.deepEqual(m, { totalBytes: 1000 * 1024, freeBytes: 1000 * 1024, inactiveFileBytes: 1000 * 1024 });
-  assert.deepEqual(readMeminfo('MemTotal: 1000 kB\nMemFree: 10 kB\nInactive(file): 20 kB\n'), { totalBytes: 1024000, freeBytes: 10240, inactiveFileBytes: 20480 });
+  assert.deepEqual(readMeminfo('MemTotal: 1000 kB\nMemFree: 10 kB\nInactive(file): 20 kB\n'), {
+    totalBytes: 1024000,
+    freeBytes: 10240,
+    inactiveFileBytes: 20480,
+  });
   assert.throws(() => readMeminfo('MemTotal: 1000 kB\n'), /^Error: \/proc\/meminfo: no MemFree line$/);
 });

@@ -26,7 +26,7 @@ function entry(uid: string, line = 'node:line0'): OrderEntry {
     signal: 'memory.available',
     message: 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 99Mi. ',
     gracePeriodSeconds: 0,
-    annotations: { 'offending_containers': 'app' },
+    annotations: { offending_containers: 'app' },
   };
 }
 
@@ -99,7 +99,10 @@ test('a refreshed order writes nothing; a new pod on the line, or a new sandbox,
   j.placed({ ...entry('a'), sandboxId: 'restarted' });
   assert.notEqual(fs.statSync(j.ordersFile).ino, first, 'the pod restarted in place: a new sandbox to stop');
   const text = JSON.parse(fs.readFileSync(j.ordersFile, 'utf8')) as { orders: OrderEntry[] };
-  assert.deepEqual(text.orders.map((o) => o.sandboxId), ['restarted']);
+  assert.deepEqual(
+    text.orders.map((o) => o.sandboxId),
+    ['restarted'],
+  );
   assert.equal(fs.statSync(j.ordersFile).mode & 0o777, 0o600);
 });
 

@@ -20,7 +20,11 @@ import { compileConfig, type EvictionConfig } from '../../src/policy/config';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 import { stepUntil, waitFor } from '../support/wait';
 
-function start(node: FakeNode, config: EvictionConfig, opts: { dryRun?: boolean; fastKill?: boolean; stateDir?: string; reporter?: EvictionReporter; specs?: PodSpecSource } = {}) {
+function start(
+  node: FakeNode,
+  config: EvictionConfig,
+  opts: { dryRun?: boolean; fastKill?: boolean; stateDir?: string; reporter?: EvictionReporter; specs?: PodSpecSource } = {},
+) {
   const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
   const agent = new Agent({
     policy: compileConfig(config),
@@ -79,21 +83,32 @@ test('pass: an eviction is journaled until reported; a run that died before the 
   node.otherBytes = 60 * MiB;
   // The first run's report never ends: the process "dies" with the eviction unreported.
   const stuck: Parameters<EvictionReporter['report']>[0][] = [];
-  const first = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { reporter: { report: (e) => (stuck.push(e), new Promise<void>(() => undefined)) } });
+  const first = start(
+    node,
+    { evictionHard: { 'memory.available': '100Mi' } },
+    { reporter: { report: (e) => (stuck.push(e), new Promise<void>(() => undefined)) } },
+  );
   await first.agent.controller.idle();
   assert.deepEqual(node.kills, ['grower']);
   const journal = path.join(first.stateDir, EVICTION_JOURNAL_FILE);
   const entry = JSON.parse(fs.readFileSync(journal, 'utf8')).evictions[0];
   assert.equal(entry.pod.name, 'grower');
-  assert.equal(entry.podEventName, stuck[0]!.podEventName, 'the report carries the journal\'s event name');
+  assert.equal(entry.podEventName, stuck[0]!.podEventName, "the report carries the journal's event name");
   // The next start on the same state dir: the sandbox is stopped again (idempotent) and the same
   // report repeated, as one that may have landed; then the journal is empty.
   node.stops.length = 0;
   const again: Parameters<EvictionReporter['report']>[0][] = [];
-  const next = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir: first.stateDir, reporter: { report: (e) => (again.push(e), Promise.resolve()) } });
+  const next = start(
+    node,
+    { evictionHard: { 'memory.available': '100Mi' } },
+    { stateDir: first.stateDir, reporter: { report: (e) => (again.push(e), Promise.resolve()) } },
+  );
   await waitFor('the report repeated', () => again.length === 1, 2000);
   assert.deepEqual(node.stops, [['grower', 0]]);
-  assert.deepEqual([again[0]!.pod.uid, again[0]!.podEventName, again[0]!.recovered, again[0]!.at?.getTime()], [entry.pod.uid, entry.podEventName, true, entry.atMs]);
+  assert.deepEqual(
+    [again[0]!.pod.uid, again[0]!.podEventName, again[0]!.recovered, again[0]!.at?.getTime()],
+    [entry.pod.uid, entry.podEventName, true, entry.atMs],
+  );
   await waitFor('the journal emptied', () => !fs.existsSync(journal), 2000);
   assert.ok(node.logged('eviction from a previous run: finishing it (stop, then report)').length === 1);
   await next.agent.stop();
@@ -112,7 +127,11 @@ test('pass: an eviction a crashed run began whose stop fails at the next start i
   grower.stop = 'fail';
   node.stops.length = 0;
   const again: Parameters<EvictionReporter['report']>[0][] = [];
-  const next = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir: first.stateDir, reporter: { report: (e) => (again.push(e), Promise.resolve()) } });
+  const next = start(
+    node,
+    { evictionHard: { 'memory.available': '100Mi' } },
+    { stateDir: first.stateDir, reporter: { report: (e) => (again.push(e), Promise.resolve()) } },
+  );
   // The retries' backoff (250 ms, doubling) runs on the node's clock: stepped, not waited for.
   await stepUntil(node.clock, 'two failed stops', () => node.stops.length >= 2, 5000);
   assert.equal(again.length, 0, 'no report before the stop');
@@ -125,13 +144,19 @@ test('pass: an eviction a crashed run began whose stop fails at the next start i
   await first.agent.stop();
 });
 
-test('pass: the first candidate\'s stop fails: the next one is evicted in the same pass', async () => {
-  const node = new FakeNode(1000, [{ name: 'a', workingSetMi: 300, stop: 'fail' }, { name: 'b', workingSetMi: 250 }]);
+test("pass: the first candidate's stop fails: the next one is evicted in the same pass", async () => {
+  const node = new FakeNode(1000, [
+    { name: 'a', workingSetMi: 300, stop: 'fail' },
+    { name: 'b', workingSetMi: 250 },
+  ]);
   node.otherBytes = 400 * MiB;
   const a = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { fastKill: false });
   await a.agent.controller.idle();
   await a.agent.stop();
-  assert.deepEqual(node.stops, [['a', 0], ['b', 0]]);
+  assert.deepEqual(node.stops, [
+    ['a', 0],
+    ['b', 0],
+  ]);
   assert.deepEqual(
     a.records.map((r) => [r.pod.name, r.ok]),
     [
@@ -147,12 +172,22 @@ test("pass: a soft eviction's graceful stop runs in the background: the loop sta
     { name: 'hog', workingSetMi: 100, requestMi: 90 },
   ]);
   node.otherBytes = 420 * MiB; // 80Mi available: under the soft line, above the hard one
-  const a = start(node, { evictionHard: { 'memory.available': '10Mi' }, evictionSoft: { 'memory.available': '100Mi' }, evictionSoftGracePeriod: { 'memory.available': '1s' }, evictionMaxPodGracePeriod: 30 });
+  const a = start(node, {
+    evictionHard: { 'memory.available': '10Mi' },
+    evictionSoft: { 'memory.available': '100Mi' },
+    evictionSoftGracePeriod: { 'memory.available': '1s' },
+    evictionMaxPodGracePeriod: 30,
+  });
   await a.agent.controller.idle();
   node.clock.advance(1000);
   // The pass waits a moment (cri-stop.ts QUICK_MS, on the clock) for a stop that might end at once.
   a.agent.wake({ source: 'test' });
-  await stepUntil(node.clock, 'the pass to leave the stop in the background', () => a.agent.health().ok && !a.agent.controller.busy && node.stops.length === 1, 5000);
+  await stepUntil(
+    node.clock,
+    'the pass to leave the stop in the background',
+    () => a.agent.health().ok && !a.agent.controller.busy && node.stops.length === 1,
+    5000,
+  );
   assert.deepEqual(node.stops, [['slow', 30]], 'the soft eviction began');
   assert.equal(a.records.length, 0, 'its record comes when the stop ends');
   assert.ok(node.logged('evicting pod: graceful stop running in the background').length === 1);
@@ -163,7 +198,10 @@ test("pass: a soft eviction's graceful stop runs in the background: the loop sta
   node.otherBytes = 495 * MiB; // 5Mi available
   await a.pass();
   assert.deepEqual(node.kills, ['hog']);
-  assert.deepEqual(a.records.map((r) => [r.pod.name, r.action]), [['hog', 'fast-kill']]);
+  assert.deepEqual(
+    a.records.map((r) => [r.pod.name, r.action]),
+    [['hog', 'fast-kill']],
+  );
   // The slow pod's handler finishes: its eviction is recorded and reported.
   const passes = a.agent.controller.stats.passes;
   node.finishStop('slow');
@@ -233,10 +271,14 @@ test("pass: a braked pod's soft eviction eases the brake to usage + 128Mi for it
   assert.deepEqual(node.writes, [['grower', 'memory.high', String(258 * MiB)]]);
   node.clock.advance(1000);
   await a.pass();
-  assert.deepEqual(node.writes.slice(0, 2), [
-    ['grower', 'memory.high', String(258 * MiB)],
-    ['grower', 'memory.high', String(378 * MiB)],
-  ], 'eased to usage (250Mi) + 128Mi before the stop');
+  assert.deepEqual(
+    node.writes.slice(0, 2),
+    [
+      ['grower', 'memory.high', String(258 * MiB)],
+      ['grower', 'memory.high', String(378 * MiB)],
+    ],
+    'eased to usage (250Mi) + 128Mi before the stop',
+  );
   assert.deepEqual(node.stops, [['grower', 30]]);
   await a.agent.controller.idle();
   await a.agent.stop();
@@ -262,12 +304,19 @@ test('pass: a start with the runtime down forgets no last-known priority; a late
   const node = new FakeNode(1000, pods);
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
   const file = path.join(stateDir, LAST_KNOWN_FILE);
-  const known = () => Object.values((JSON.parse(fs.readFileSync(file, 'utf8')) as { pods: Record<string, { name: string; priority: number }> }).pods).map((p) => [p.name, p.priority]);
+  const known = () =>
+    Object.values((JSON.parse(fs.readFileSync(file, 'utf8')) as { pods: Record<string, { name: string; priority: number }> }).pods).map((p) => [
+      p.name,
+      p.priority,
+    ]);
   // 1. The API and the runtime answer: the critical pod's priority is learned and kept.
   const first = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir });
   await first.agent.controller.idle();
   await first.agent.stop();
-  assert.deepEqual(known().find(([n]) => n === 'critical'), ['critical', 2_000_000_000]);
+  assert.deepEqual(
+    known().find(([n]) => n === 'critical'),
+    ['critical', 2_000_000_000],
+  );
   // 2. Both down (API: no spec for anyone; runtime: every listing fails), for several passes.
   node.runtimeDown = true;
   const down = start(node, { evictionHard: { 'memory.available': '100Mi' } }, { stateDir, specs: { get: () => undefined } });
@@ -275,7 +324,11 @@ test('pass: a start with the runtime down forgets no last-known priority; a late
   await down.pass();
   await down.pass();
   await down.agent.stop();
-  assert.deepEqual(known().find(([n]) => n === 'critical'), ['critical', 2_000_000_000], 'a failed listing forgets nobody');
+  assert.deepEqual(
+    known().find(([n]) => n === 'critical'),
+    ['critical', 2_000_000_000],
+    'a failed listing forgets nobody',
+  );
   // 3. The runtime is back, the API still down, the node past its line: the kubelet would never
   // evict the critical pod, and neither does evictd, on what it knew.
   node.runtimeDown = false;

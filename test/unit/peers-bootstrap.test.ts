@@ -31,6 +31,14 @@ test('bootstrapRatio: the ratio of medians, an interval around it, the same with
   assert.equal(same.ratio, 1);
   assert.ok(same.lo! < 1 && same.hi! > 1);
   // A peer that never stopped the hog: +Infinity ranks last, the ratio is infinite.
-  assert.equal(bootstrapRatio(peer.map(() => Infinity), ours, 200, 1).ratio, Infinity);
+  assert.equal(
+    bootstrapRatio(
+      peer.map(() => Infinity),
+      ours,
+      200,
+      1,
+    ).ratio,
+    Infinity,
+  );
   assert.equal(bootstrapRatio([], ours).ratio, null);
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LineTracker, MIN_TRIAL_READINGS, MOVE_MIB } from '../../src/lab/bench/peers/line-tracker';
 
-test('LineTracker: the calibration ramps give the line until the cell\'s own trials are enough, then the trials alone', () => {
+test("LineTracker: the calibration ramps give the line until the cell's own trials are enough, then the trials alone", () => {
   const t = new LineTracker([150, 152, 154]);
   assert.equal(t.wanted(), 152, 'the calibration median');
   t.add(null);

@@ -36,7 +36,7 @@ test('memoryBackNs: the first "above" after the send; never below at the send: t
   const e = probeEvents(log);
   assert.equal(memoryBackNs(e, 1550n * ms), 1620n * ms, 'below at the send: its next above');
   assert.equal(memoryBackNs(e, 1400n * ms), 1400n * ms, 'above at the send: its next reading, at once');
-  assert.equal(memoryBackNs(e, 1003n * ms), 1007n * ms, 'above, but stalled across the send: the gap\'s end');
+  assert.equal(memoryBackNs(e, 1003n * ms), 1007n * ms, "above, but stalled across the send: the gap's end");
   assert.equal(memoryBackNs(e, 5000n * ms), null, 'nothing logged after the send: no reading');
   assert.equal(memoryBackNs(probeEvents(log.slice(0, 5)), 1550n * ms), null, 'below and never back: no memory back');
 });
@@ -45,9 +45,9 @@ test('worstStallMs and probeMinAvailableKb: the gaps and heartbeats overlapping 
   const e = probeEvents(log);
   assert.equal(worstStallMs(e, 1200n * ms, 2620n * ms), 45, 'the 45 ms stall');
   assert.equal(worstStallMs(e, 900n * ms, 1100n * ms), 7, 'the 7 ms gap (its heartbeat agrees)');
-  assert.equal(worstStallMs(e, 2200n * ms, 3000n * ms), 1.2, 'no gap logged: the heartbeat\'s longest (<= 2 ms)');
+  assert.equal(worstStallMs(e, 2200n * ms, 3000n * ms), 1.2, "no gap logged: the heartbeat's longest (<= 2 ms)");
   assert.equal(worstStallMs(e, 5000n * ms, 6000n * ms), null);
-  assert.equal(probeMinAvailableKb(e, 1200n * ms, 2620n * ms), 30000, 'the heartbeat\'s minimum, below the crossing\'s reading');
+  assert.equal(probeMinAvailableKb(e, 1200n * ms, 2620n * ms), 30000, "the heartbeat's minimum, below the crossing's reading");
   assert.equal(probeMinAvailableKb(e, 3000n * ms, 3100n * ms), 90000);
 });
 
@@ -66,7 +66,11 @@ test('felt: the headline from the common line to memory back, the exit, the stal
   assert.equal(f.worstStallMs, 45);
   assert.equal(f.minAvailableMiB, 28.3, "the hog's 29000 kB, lower than the probe's");
   // The 7 ms gap at 1000 ms is before the ramp: not this trial's.
-  assert.equal(felt({ ...base, killNs: 1550n * ms, rampStartNs: 1400n * ms, events: e.filter((x) => x.kind !== 'gap' || x.ns !== 1605n * ms) }).worstStallMs, 45, "the heartbeat at 2100 ms covers the stall too");
+  assert.equal(
+    felt({ ...base, killNs: 1550n * ms, rampStartNs: 1400n * ms, events: e.filter((x) => x.kind !== 'gap' || x.ns !== 1605n * ms) }).worstStallMs,
+    45,
+    'the heartbeat at 2100 ms covers the stall too',
+  );
   assert.equal(felt({ ...base, stoppedByContender: false }).commonToBackMs, Infinity, 'not stopped: +Infinity');
   assert.equal(felt({ ...base, commonNs: 1560n * ms }).commonToBackMs, -Infinity, 'the kill before the common line');
   assert.equal(felt({ ...base, commonNs: null }).commonToBackMs, -Infinity, 'the common line never reached, a kill');
@@ -82,11 +86,21 @@ test('readProbeLog: the container log read on from where the last read stopped, 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-probe-log-'));
   const pod = { logDirectory: dir } as unknown as Parameters<typeof readProbeLog>[0];
   const cri = (m: string) => `2026-11-27T20:00:00.000000000Z stdout F ${m}\n`;
-  fs.writeFileSync(path.join(dir, 'app.log'), cri('5 255') + cri(`${100n * ms} probe 32768 255`) + cri(`${1007n * ms} gap ${1000n * ms}`) + '2026-11-27T20:00:01Z stdout F 15000');
-  assert.deepEqual(readProbeLog(pod).map((e) => e.kind), ['probe', 'gap']);
+  fs.writeFileSync(
+    path.join(dir, 'app.log'),
+    cri('5 255') + cri(`${100n * ms} probe 32768 255`) + cri(`${1007n * ms} gap ${1000n * ms}`) + '2026-11-27T20:00:01Z stdout F 15000',
+  );
+  assert.deepEqual(
+    readProbeLog(pod).map((e) => e.kind),
+    ['probe', 'gap'],
+  );
   fs.appendFileSync(path.join(dir, 'app.log'), `00000 below 32000\n` + cri(`${1620n * ms} above 40000`));
   const e = readProbeLog(pod);
-  assert.deepEqual(e.map((x) => x.kind), ['probe', 'gap', 'below', 'above'], 'the line split across two reads is whole');
+  assert.deepEqual(
+    e.map((x) => x.kind),
+    ['probe', 'gap', 'below', 'above'],
+    'the line split across two reads is whole',
+  );
   assert.deepEqual(e[2], { kind: 'below', ns: 1500000000n, availableKb: 32000 });
   fs.rmSync(dir, { recursive: true, force: true });
 });

@@ -1,7 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hogSteps } from '../../src/lab/node-lab';
-import { crossingOf, exitNs, firstKill, oomVictim, senderOf, reachedRate, reactionMs, readingAt, signalMiB, type Line } from '../../src/lab/bench/peers/reaction';
+import {
+  crossingOf,
+  exitNs,
+  firstKill,
+  oomVictim,
+  senderOf,
+  reachedRate,
+  reactionMs,
+  readingAt,
+  signalMiB,
+  type Line,
+} from '../../src/lab/bench/peers/reaction';
 import { readingAtLine } from '../../src/lab/bench/peers/calibrate';
 import { parseTrace } from '../../src/lab/bench/peers/signal-trace';
 
@@ -23,7 +34,10 @@ const available: Line = { signal: 'MemAvailable', belowMiB: 32 };
 const kubelet: Line = { signal: 'memory.available', belowMiB: 92 };
 
 test('hogSteps: old two-field lines unchanged, HOG_METER lines with their reading; -1 fields are no reading', () => {
-  assert.deepEqual(hogSteps(['5 1', 'junk', '7 2']), [{ ns: 5n, mib: 1 }, { ns: 7n, mib: 2 }]);
+  assert.deepEqual(hogSteps(['5 1', 'junk', '7 2']), [
+    { ns: 5n, mib: 1 },
+    { ns: 7n, mib: 2 },
+  ]);
   const [s] = hogSteps(['12 3 10 100 200 300']);
   assert.deepEqual(s, { ns: 12n, mib: 3, reading: { touchNs: 10n, availableKb: 100, freeKb: 200, inactiveFileKb: 300 } });
   assert.equal(hogSteps(['12 3 10 -1 200 300'])[0]!.reading, undefined);
@@ -64,7 +78,12 @@ test('crossingOf with HOG_METER_FINE: the start of the 64 KiB chunk whose readin
   }
   const steps = hogSteps(lines);
   assert.equal(steps[8]!.mib, 8.0625, 'a fractional MiB parses');
-  assert.deepEqual(crossingOf(steps, available, schedule, null), { touchNs: 1080n * ms + 4n * (ms / 10n), seenNs: 1080n * ms + 5n * (ms / 10n), mib: 8.3125, inferred: false });
+  assert.deepEqual(crossingOf(steps, available, schedule, null), {
+    touchNs: 1080n * ms + 4n * (ms / 10n),
+    seenNs: 1080n * ms + 5n * (ms / 10n),
+    mib: 8.3125,
+    inferred: false,
+  });
   // Killed inside the 5th chunk before it read: the chunk after the last reading starts right
   // after that reading (no sleep inside a MiB), not at the next MiB's due time.
   const cut = hogSteps(lines.slice(0, 1 + 8 + 4));
@@ -83,7 +102,11 @@ test('firstKill, oomVictim, exitNs, reactionMs, readingAt: from the kernel trace
     ].join('\n'),
   );
   const k = firstKill(events, 77)!;
-  assert.deepEqual(k, { ns: 1_095_500_000n, sig: 15, sender: 'earlyoom-60', res: 0 }, 'the first SIGTERM/SIGKILL to the hog, not to another pid, not another signal');
+  assert.deepEqual(
+    k,
+    { ns: 1_095_500_000n, sig: 15, sender: 'earlyoom-60', res: 0 },
+    'the first SIGTERM/SIGKILL to the hog, not to another pid, not another signal',
+  );
   assert.equal(exitNs(events, 77), 1_101_000_000n);
   assert.equal(oomVictim(events, 77), false);
   assert.equal(oomVictim(parseTrace('hog-77 [000] ..... 1.1: mark_victim: pid=77 comm=hog'), 77), true);

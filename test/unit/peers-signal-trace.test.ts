@@ -20,7 +20,13 @@ not a trace line
 test('parseTrace: sender, CLOCK_MONOTONIC ns from sec.usec, the event and its fields; headers and junk skipped', () => {
   const ev = parseTrace(TRACE);
   assert.equal(ev.length, 5);
-  assert.deepEqual(ev[0], { event: 'signal_generate', ns: 4_102_605_000n, comm: 'trace-probe.sh', pid: 146, fields: { sig: '15', errno: '0', code: '0', comm: 'trace-probe.sh', pid: '152', grp: '1', res: '0' } });
+  assert.deepEqual(ev[0], {
+    event: 'signal_generate',
+    ns: 4_102_605_000n,
+    comm: 'trace-probe.sh',
+    pid: 146,
+    fields: { sig: '15', errno: '0', code: '0', comm: 'trace-probe.sh', pid: '152', grp: '1', res: '0' },
+  });
   assert.equal(ev[2]!.event, 'sched_process_exit');
   assert.equal(ev[2]!.ns, 4_202_594_000n);
   assert.equal(ev[3]!.comm, 'evictd tripwire-7', 'a task name with a space and a dash stays whole; the pid is the last -digits');

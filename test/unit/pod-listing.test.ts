@@ -28,21 +28,35 @@ function listing(ready: () => RuntimePod[]) {
       return Promise.resolve(ready());
     },
   } as unknown as RuntimePort;
-  const l = new PodListing({ runtime, logger: pino({ level: 'silent' }), metrics: new AgentMetrics(), memoryMount: '/nonexistent', podCgroupRoot: '/kubepods', podRootMemoryDir: '/nonexistent/kubepods' });
+  const l = new PodListing({
+    runtime,
+    logger: pino({ level: 'silent' }),
+    metrics: new AgentMetrics(),
+    memoryMount: '/nonexistent',
+    podCgroupRoot: '/kubepods',
+    podRootMemoryDir: '/nonexistent/kubepods',
+  });
   return { l, calls };
 }
 
 test('an evicted pod whose cgroup lingers: the next kernel-woken pass still decides on the cached listing', async () => {
   let ready = [pod('web'), pod('hog-1')];
   const { l, calls } = listing(() => ready);
-  assert.deepEqual((await l.forPass(seen('web', 'hog-1'), housekeeping)).map((p) => p.uid), ['web', 'hog-1']);
+  assert.deepEqual(
+    (await l.forPass(seen('web', 'hog-1'), housekeeping)).map((p) => p.uid),
+    ['web', 'hog-1'],
+  );
   // hog-1 evicted: its sandbox is no longer ready, its cgroup is still there; hog-2 started and was listed.
   ready = [pod('web'), pod('hog-2')];
   await l.list();
   const before = calls.n;
   const pods = await l.forPass(seen('web', 'hog-1', 'hog-2'), kernel);
   assert.equal(l.usedCache, true, 'hog-1 was listed before: its lingering cgroup is no new pod');
-  assert.deepEqual(pods.map((p) => p.uid), ['web', 'hog-2'], 'the stopped pod is not a candidate');
+  assert.deepEqual(
+    pods.map((p) => p.uid),
+    ['web', 'hog-2'],
+    'the stopped pod is not a candidate',
+  );
   await new Promise((r) => setImmediate(r));
   assert.equal(calls.n, before + 1, 'one refresh, in the background');
 });
@@ -54,7 +68,10 @@ test('a pod cgroup no listing has named: the pass waits for a fresh listing; hou
   ready = [pod('web'), pod('new')];
   const pods = await l.forPass(seen('web', 'new'), kernel);
   assert.equal(l.usedCache, false);
-  assert.deepEqual(pods.map((p) => p.uid), ['web', 'new']);
+  assert.deepEqual(
+    pods.map((p) => p.uid),
+    ['web', 'new'],
+  );
   const n = calls.n;
   await l.forPass(seen('web', 'new'), housekeeping);
   assert.equal(l.usedCache, false);
@@ -86,13 +103,23 @@ test("a standing order's refresh pass decides on the cached listing and does not
       return slow ? new Promise<RuntimePod[]>((resolve) => setTimeout(() => resolve(done()), 300)) : Promise.resolve(done());
     },
   } as unknown as RuntimePort;
-  const l = new PodListing({ runtime, logger: pino({ level: 'silent' }), metrics: new AgentMetrics(), memoryMount: '/nonexistent', podCgroupRoot: '/kubepods', podRootMemoryDir: '/nonexistent/kubepods' });
+  const l = new PodListing({
+    runtime,
+    logger: pino({ level: 'silent' }),
+    metrics: new AgentMetrics(),
+    memoryMount: '/nonexistent',
+    podCgroupRoot: '/kubepods',
+    podRootMemoryDir: '/nonexistent/kubepods',
+  });
   await l.forPass(seen('web', 'hog'), housekeeping);
   slow = true;
   const refresh: PassTrigger = { sources: { 'standing-order': 1 }, firstEventNs: null, firstNotifiedNs: 1n };
   const pods = await l.forPass(seen('web', 'hog'), refresh);
   assert.equal(l.usedCache, true, 'the cached listing');
-  assert.deepEqual(pods.map((p) => p.uid), ['web', 'hog']);
+  assert.deepEqual(
+    pods.map((p) => p.uid),
+    ['web', 'hog'],
+  );
   assert.equal(answered, 1, 'decided before the slow listing answered');
   assert.equal(calls, 2, 'which runs in the background');
   // A refresh that sees a pod cgroup no listing has named waits, as any pass does.

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { compileConfig, configFromFlags, configFromKubeletConfiguration, ConfigError, type Threshold } from '../../src/policy/config';
 
 const summary = (ts: Threshold[]) =>
-  ts.map((t) => `${t.kind}:${t.signal}<${t.value.text}${t.gracePeriodNs ? `@${t.gracePeriodNs / 1e9}s` : ''}${t.minReclaim ? `+${t.minReclaim.text}` : ''}`).sort();
+  ts
+    .map((t) => `${t.kind}:${t.signal}<${t.value.text}${t.gracePeriodNs ? `@${t.gracePeriodNs / 1e9}s` : ''}${t.minReclaim ? `+${t.minReclaim.text}` : ''}`)
+    .sort();
 
 test('no evictionHard: the kubelet defaults, plus allocatable from the hard memory threshold', () => {
   assert.deepEqual(summary(compileConfig({}).thresholds), [
@@ -102,16 +104,56 @@ const invalid: { name: string; cfg: () => unknown; field: RegExp; value: RegExp 
   { name: 'negative quantity', cfg: () => ({ evictionHard: { 'memory.available': '-1Gi' } }), field: /evictionHard\["memory.available"\]/, value: /"-1Gi"/ },
   { name: 'zero quantity', cfg: () => ({ evictionHard: { 'memory.available': '0' } }), field: /evictionHard/, value: /"0"/ },
   { name: 'percentage over 100%', cfg: () => ({ evictionHard: { 'nodefs.available': '101%' } }), field: /evictionHard\["nodefs.available"\]/, value: /"101%"/ },
-  { name: 'negative percentage', cfg: () => ({ evictionSoft: { 'nodefs.available': '-5%' }, evictionSoftGracePeriod: { 'nodefs.available': '1m' } }), field: /evictionSoft/, value: /"-5%"/ },
+  {
+    name: 'negative percentage',
+    cfg: () => ({ evictionSoft: { 'nodefs.available': '-5%' }, evictionSoftGracePeriod: { 'nodefs.available': '1m' } }),
+    field: /evictionSoft/,
+    value: /"-5%"/,
+  },
   { name: 'garbage quantity', cfg: () => ({ evictionHard: { 'memory.available': 'lots' } }), field: /evictionHard/, value: /"lots"/ },
-  { name: 'soft threshold without grace period', cfg: () => ({ evictionSoft: { 'memory.available': '2Gi' } }), field: /evictionSoft\["memory.available"\]/, value: /"2Gi"/ },
-  { name: 'malformed grace period', cfg: () => ({ evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '90' } }), field: /evictionSoftGracePeriod\["memory.available"\]/, value: /"90"/ },
-  { name: 'negative grace period', cfg: () => ({ evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '-1s' } }), field: /evictionSoftGracePeriod/, value: /"-1s"/ },
-  { name: 'negative minimum reclaim', cfg: () => ({ evictionMinimumReclaim: { 'memory.available': '-1Mi' } }), field: /evictionMinimumReclaim\["memory.available"\]/, value: /"-1Mi"/ },
-  { name: 'zero percentage minimum reclaim', cfg: () => ({ evictionMinimumReclaim: { 'nodefs.available': '0%' } }), field: /evictionMinimumReclaim/, value: /"0%"/ },
-  { name: 'malformed transition period', cfg: () => ({ evictionPressureTransitionPeriod: '5 minutes' }), field: /evictionPressureTransitionPeriod/, value: /"5 minutes"/ },
+  {
+    name: 'soft threshold without grace period',
+    cfg: () => ({ evictionSoft: { 'memory.available': '2Gi' } }),
+    field: /evictionSoft\["memory.available"\]/,
+    value: /"2Gi"/,
+  },
+  {
+    name: 'malformed grace period',
+    cfg: () => ({ evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '90' } }),
+    field: /evictionSoftGracePeriod\["memory.available"\]/,
+    value: /"90"/,
+  },
+  {
+    name: 'negative grace period',
+    cfg: () => ({ evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '-1s' } }),
+    field: /evictionSoftGracePeriod/,
+    value: /"-1s"/,
+  },
+  {
+    name: 'negative minimum reclaim',
+    cfg: () => ({ evictionMinimumReclaim: { 'memory.available': '-1Mi' } }),
+    field: /evictionMinimumReclaim\["memory.available"\]/,
+    value: /"-1Mi"/,
+  },
+  {
+    name: 'zero percentage minimum reclaim',
+    cfg: () => ({ evictionMinimumReclaim: { 'nodefs.available': '0%' } }),
+    field: /evictionMinimumReclaim/,
+    value: /"0%"/,
+  },
+  {
+    name: 'malformed transition period',
+    cfg: () => ({ evictionPressureTransitionPeriod: '5 minutes' }),
+    field: /evictionPressureTransitionPeriod/,
+    value: /"5 minutes"/,
+  },
   { name: 'negative max pod grace period', cfg: () => ({ evictionMaxPodGracePeriod: -1 }), field: /evictionMaxPodGracePeriod/, value: /-1/ },
-  { name: 'unknown enforceNodeAllocatable option', cfg: () => ({ enforceNodeAllocatable: ['pods', 'everything'] }), field: /enforceNodeAllocatable/, value: /"everything"/ },
+  {
+    name: 'unknown enforceNodeAllocatable option',
+    cfg: () => ({ enforceNodeAllocatable: ['pods', 'everything'] }),
+    field: /enforceNodeAllocatable/,
+    value: /"everything"/,
+  },
 ];
 for (const c of invalid) {
   test(`invalid: ${c.name}`, () => {
@@ -139,7 +181,10 @@ test('a KubeletConfiguration with wrong types names the field', () => {
   assert.throws(() => configFromKubeletConfiguration({ evictionMaxPodGracePeriod: '30' }), /evictionMaxPodGracePeriod: "30"/);
   assert.throws(() => configFromKubeletConfiguration({ kind: 'Pod' }), /kind: "Pod"/);
   assert.throws(() => configFromKubeletConfiguration({ mergeDefaultEvictionSettings: 'yes' }), /mergeDefaultEvictionSettings: "yes"/);
-  assert.throws(() => configFromKubeletConfiguration({ evictionHrd: { 'memory.available': '1Gi' } }, 'config.'), /config\.evictionHrd: .*unknown eviction field/);
+  assert.throws(
+    () => configFromKubeletConfiguration({ evictionHrd: { 'memory.available': '1Gi' } }, 'config.'),
+    /config\.evictionHrd: .*unknown eviction field/,
+  );
   // other KubeletConfiguration fields are not ours to judge
   assert.deepEqual(configFromKubeletConfiguration({ maxPods: 110, cgroupDriver: 'systemd' }).evictionHard, undefined);
 });

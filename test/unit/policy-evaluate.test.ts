@@ -19,13 +19,18 @@ const names = (s: StepResult) => s.evicted.map((e) => e.pod);
 test('hard memory threshold: immediate eviction of the pod most over its request', () => {
   const [s] = run({
     config: { evictionHard: { 'memory.available': '1Gi' } },
-    steps: [{ at: '0s', node: mem('900Mi'), pods: [memPod('big-within', '3Gi', '4Gi'), memPod('small-over', '200Mi', '100Mi'), memPod('best-effort', '50Mi')] }],
+    steps: [
+      { at: '0s', node: mem('900Mi'), pods: [memPod('big-within', '3Gi', '4Gi'), memPod('small-over', '200Mi', '100Mi'), memPod('best-effort', '50Mi')] },
+    ],
   });
   assert.deepEqual(s.conditions, ['MemoryPressure']);
-  assert.deepEqual(s.thresholdsMet, [
-    { signal: 'allocatableMemory.available', kind: 'hard', quantity: '1Gi', gracePeriodMet: true },
-    { signal: 'memory.available', kind: 'hard', quantity: '1Gi', gracePeriodMet: true },
-  ].filter((t) => t.signal === 'memory.available')); // allocatable is not observed in this step
+  assert.deepEqual(
+    s.thresholdsMet,
+    [
+      { signal: 'allocatableMemory.available', kind: 'hard', quantity: '1Gi', gracePeriodMet: true },
+      { signal: 'memory.available', kind: 'hard', quantity: '1Gi', gracePeriodMet: true },
+    ].filter((t) => t.signal === 'memory.available'),
+  ); // allocatable is not observed in this step
   // usage over request ranks first; among those over, the larger excess (best-effort: 50Mi over 0) loses to 100Mi over
   assert.deepEqual(names(s), ['default/small-over']);
   const e = s.evicted[0];
@@ -56,45 +61,72 @@ test('a message lists every container over its request, and a missing request pr
       {
         at: '0s',
         node: mem('1000Mi'),
-        pods: [{ name: 'p', containers: [
-          { name: 'a', usage: { memory: '1536Mi' } },
-          { name: 'b', requests: { memory: '1G' }, usage: { memory: '10Mi' } },
-          { name: 'c', requests: { memory: '100Mi' }, usage: { memory: '1500' } },
-        ] }],
+        pods: [
+          {
+            name: 'p',
+            containers: [
+              { name: 'a', usage: { memory: '1536Mi' } },
+              { name: 'b', requests: { memory: '1G' }, usage: { memory: '10Mi' } },
+              { name: 'c', requests: { memory: '100Mi' }, usage: { memory: '1500' } },
+            ],
+          },
+        ],
       },
     ],
   });
-  assert.equal(s.evicted[0].message, 'The node was low on resource: memory. Threshold quantity: 1Gi, available: 1000Mi. Container a was using 1536Mi, request is 0, has larger consumption of memory. ');
+  assert.equal(
+    s.evicted[0].message,
+    'The node was low on resource: memory. Threshold quantity: 1Gi, available: 1000Mi. Container a was using 1536Mi, request is 0, has larger consumption of memory. ',
+  );
   assert.equal(s.evicted[0].annotations.offending_containers_usage, '1536Mi');
 });
 
 test('soft threshold: waits for its grace period, then evicts with min(max pod grace period, terminationGracePeriodSeconds)', () => {
   const pod = memPod('web', '300Mi', '100Mi', { terminationGracePeriodSeconds: 3 });
   const steps = run({
-    config: { evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '1m' }, evictionMaxPodGracePeriod: 10, evictionHard: { 'nodefs.available': '1%' } },
+    config: {
+      evictionSoft: { 'memory.available': '2Gi' },
+      evictionSoftGracePeriod: { 'memory.available': '1m' },
+      evictionMaxPodGracePeriod: 10,
+      evictionHard: { 'nodefs.available': '1%' },
+    },
     steps: [
       { at: '0s', node: mem('1Gi'), pods: [pod] },
       { at: '59s', node: mem('1Gi'), pods: [pod] },
       { at: '60s', node: mem('1Gi'), pods: [pod] },
     ],
   });
-  assert.deepEqual(steps.map((s) => s.thresholdsMet[0]?.gracePeriodMet), [false, false, true]);
-  assert.deepEqual(steps.map((s) => s.conditions), [['MemoryPressure'], ['MemoryPressure'], ['MemoryPressure']]);
+  assert.deepEqual(
+    steps.map((s) => s.thresholdsMet[0]?.gracePeriodMet),
+    [false, false, true],
+  );
+  assert.deepEqual(
+    steps.map((s) => s.conditions),
+    [['MemoryPressure'], ['MemoryPressure'], ['MemoryPressure']],
+  );
   assert.deepEqual(steps.map(names), [[], [], ['default/web']]);
   assert.equal(steps[2].evicted[0].gracePeriodSeconds, 3);
   assert.equal(steps[2].at, '1m0s');
 });
 
-test('soft eviction grace: the max pod grace period caps the pod\'s own; no max means 0', () => {
+test("soft eviction grace: the max pod grace period caps the pod's own; no max means 0", () => {
   const grace = (max: number | undefined, tgps: number) =>
     run({
-      config: { evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '0s' }, ...(max === undefined ? {} : { evictionMaxPodGracePeriod: max }) },
+      config: {
+        evictionSoft: { 'memory.available': '2Gi' },
+        evictionSoftGracePeriod: { 'memory.available': '0s' },
+        ...(max === undefined ? {} : { evictionMaxPodGracePeriod: max }),
+      },
       steps: [{ at: '0s', node: mem('1Gi'), pods: [memPod('p', '1Gi', '1Mi', { terminationGracePeriodSeconds: tgps })] }],
     })[0].evicted[0].gracePeriodSeconds;
   assert.equal(grace(5, 30), 0); // a 0s grace period makes the threshold behave as hard (kubelet's isHardEvictionThreshold)
   const soft = (max: number | undefined, tgps: number | undefined) =>
     run({
-      config: { evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '1s' }, ...(max === undefined ? {} : { evictionMaxPodGracePeriod: max }) },
+      config: {
+        evictionSoft: { 'memory.available': '2Gi' },
+        evictionSoftGracePeriod: { 'memory.available': '1s' },
+        ...(max === undefined ? {} : { evictionMaxPodGracePeriod: max }),
+      },
       steps: [
         { at: '0s', node: mem('1Gi'), pods: [] },
         { at: '1s', node: mem('1Gi'), pods: [memPod('p', '1Gi', '1Mi', tgps === undefined ? {} : { terminationGracePeriodSeconds: tgps })] },
@@ -121,7 +153,10 @@ test('a soft threshold that clears before its grace period restarts the clock', 
       { at: '70s', node: mem('1Gi'), pods: [pod] },
     ],
   });
-  assert.deepEqual(steps.map((s) => s.evicted.length), [0, 0, 0, 0, 1]);
+  assert.deepEqual(
+    steps.map((s) => s.evicted.length),
+    [0, 0, 0, 0, 1],
+  );
 });
 
 test('minimum reclaim keeps a threshold met until available exceeds threshold + minimum reclaim', () => {
@@ -135,8 +170,14 @@ test('minimum reclaim keeps a threshold met until available exceeds threshold + 
       { at: '30s', node: mem('1200Mi'), pods: [pod] }, // not met again until it drops below 1Gi
     ],
   });
-  assert.deepEqual(steps.map((s) => s.thresholdsMet.map((t) => t.signal)), [['memory.available'], ['memory.available'], [], []]);
-  assert.deepEqual(steps.map((s) => s.evicted.length), [1, 1, 0, 0]);
+  assert.deepEqual(
+    steps.map((s) => s.thresholdsMet.map((t) => t.signal)),
+    [['memory.available'], ['memory.available'], [], []],
+  );
+  assert.deepEqual(
+    steps.map((s) => s.evicted.length),
+    [1, 1, 0, 0],
+  );
 });
 
 test('node conditions hold for the pressure transition period after the threshold was last seen met', () => {
@@ -149,19 +190,28 @@ test('node conditions hold for the pressure transition period after the threshol
       { at: '30s', node: mem('2Gi') },
     ],
   });
-  assert.deepEqual(steps.map((s) => s.conditions), [['MemoryPressure'], ['MemoryPressure'], ['MemoryPressure'], []]);
+  assert.deepEqual(
+    steps.map((s) => s.conditions),
+    [['MemoryPressure'], ['MemoryPressure'], ['MemoryPressure'], []],
+  );
 });
 
 test('critical pods (static, mirror, system-critical priority) are never evicted; the next candidate goes', () => {
   const big = (name: string, extra: Record<string, unknown>) => memPod(name, '3Gi', '1Mi', extra);
   const [s] = run({
     config: { evictionHard: { 'memory.available': '1Gi' } },
-    steps: [{ at: '0s', node: mem('100Mi'), pods: [
-      big('static', { annotations: { 'kubernetes.io/config.source': 'file' } }),
-      big('mirror', { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
-      big('system', { priority: 2000000000 }),
-      big('api', { annotations: { 'kubernetes.io/config.source': 'api' }, priority: 1999999999 }),
-    ] }],
+    steps: [
+      {
+        at: '0s',
+        node: mem('100Mi'),
+        pods: [
+          big('static', { annotations: { 'kubernetes.io/config.source': 'file' } }),
+          big('mirror', { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
+          big('system', { priority: 2000000000 }),
+          big('api', { annotations: { 'kubernetes.io/config.source': 'api' }, priority: 1999999999 }),
+        ],
+      },
+    ],
   });
   assert.deepEqual(names(s), ['default/api']);
   const [only] = run({
@@ -174,9 +224,18 @@ test('critical pods (static, mirror, system-critical priority) are never evicted
 test('allocatable memory: a hard memory threshold also guards the pods cgroup', () => {
   const [s] = run({
     config: { evictionHard: { 'memory.available': '500Mi' } },
-    steps: [{ at: '0s', node: { memory: { availableBytes: '8Gi', workingSetBytes: '8Gi' }, allocatableMemory: { availableBytes: '400Mi', workingSetBytes: '4Gi' } }, pods: [memPod('p', '1Gi', '1Mi')] }],
+    steps: [
+      {
+        at: '0s',
+        node: { memory: { availableBytes: '8Gi', workingSetBytes: '8Gi' }, allocatableMemory: { availableBytes: '400Mi', workingSetBytes: '4Gi' } },
+        pods: [memPod('p', '1Gi', '1Mi')],
+      },
+    ],
   });
-  assert.deepEqual(s.thresholdsMet.map((t) => `${t.signal}/${t.kind}/${t.quantity}`), ['allocatableMemory.available/hard/500Mi']);
+  assert.deepEqual(
+    s.thresholdsMet.map((t) => `${t.signal}/${t.kind}/${t.quantity}`),
+    ['allocatableMemory.available/hard/500Mi'],
+  );
   assert.equal(s.evicted[0].signal, 'allocatableMemory.available');
   assert.match(s.evicted[0].message, /Threshold quantity: 500Mi, available: 400Mi\. /);
 });
@@ -241,7 +300,9 @@ test('single filesystem disk ranking counts writable layer, logs and volumes; me
 test('inode pressure: observed counts print in decimal SI, and no containers are named', () => {
   const [s] = run({
     config: { evictionHard: { 'nodefs.inodesFree': '5%' } },
-    steps: [{ at: '0s', node: { nodefs: { availableBytes: '10Gi', capacityBytes: '20Gi', inodesFree: 1000, inodes: 100000 } }, pods: [diskPod('a', '1Mi', '1Mi')] }],
+    steps: [
+      { at: '0s', node: { nodefs: { availableBytes: '10Gi', capacityBytes: '20Gi', inodesFree: 1000, inodes: 100000 } }, pods: [diskPod('a', '1Mi', '1Mi')] },
+    ],
   });
   assert.equal(s.evicted[0].message, 'The node was low on resource: inodes. Threshold quantity: 5000, available: 1k. ');
   assert.equal(s.evicted[0].annotations.starved_resource, 'inodes');
@@ -249,7 +310,11 @@ test('inode pressure: observed counts print in decimal SI, and no containers are
 
 test('dedicated imagefs: nodefs pressure reclaims nothing and ranks by logs and volumes; imagefs pressure collects and ranks by writable layer', () => {
   const pods = [diskPod('layer', '5Gi', '1Mi'), diskPod('logs', '1Mi', '2Gi')];
-  const [n] = run({ config: { evictionHard: { 'nodefs.available': '1Gi' } }, filesystems: 'dedicated-imagefs', steps: [{ at: '0s', node: nodefs('500Mi'), pods }] });
+  const [n] = run({
+    config: { evictionHard: { 'nodefs.available': '1Gi' } },
+    filesystems: 'dedicated-imagefs',
+    steps: [{ at: '0s', node: nodefs('500Mi'), pods }],
+  });
   assert.deepEqual(n.nodeReclaim, []);
   assert.deepEqual(names(n), ['default/logs']);
   const [i] = run({
@@ -263,7 +328,11 @@ test('dedicated imagefs: nodefs pressure reclaims nothing and ranks by logs and 
 
 test('split filesystems: imagefs collects images only, nodefs collects containers only; containerfs follows nodefs thresholds', () => {
   const pods = [diskPod('a', '2Gi', '1Mi')];
-  const [i] = run({ config: { evictionHard: { 'imagefs.available': '1Gi' } }, filesystems: 'split', steps: [{ at: '0s', node: { imagefs: { availableBytes: '500Mi', capacityBytes: '50Gi' } }, pods }] });
+  const [i] = run({
+    config: { evictionHard: { 'imagefs.available': '1Gi' } },
+    filesystems: 'split',
+    steps: [{ at: '0s', node: { imagefs: { availableBytes: '500Mi', capacityBytes: '50Gi' } }, pods }],
+  });
   assert.deepEqual(i.nodeReclaim, ['deleteUnusedImages']);
   const [n] = run({ config: { evictionHard: { 'nodefs.available': '1Gi' } }, filesystems: 'split', steps: [{ at: '0s', node: nodefs('500Mi'), pods }] });
   assert.deepEqual(n.nodeReclaim, ['deleteUnusedContainers']);
@@ -272,7 +341,10 @@ test('split filesystems: imagefs collects images only, nodefs collects container
     filesystems: 'split',
     steps: [{ at: '0s', node: { ...nodefs('5Gi'), containerfs: { availableBytes: '500Mi', capacityBytes: '20Gi' } }, pods }],
   });
-  assert.deepEqual(c.thresholdsMet.map((t) => `${t.signal}<${t.quantity}`), ['containerfs.available<1Gi']);
+  assert.deepEqual(
+    c.thresholdsMet.map((t) => `${t.signal}<${t.quantity}`),
+    ['containerfs.available<1Gi'],
+  );
   assert.deepEqual(names(c), ['default/a']);
 });
 
@@ -285,25 +357,35 @@ test('local storage limits: emptyDir sizeLimit, pod and container ephemeral limi
         node: mem('100Mi'),
         pods: [
           { name: 'scratch', containers: [{ name: 'c' }], volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '1Gi' }, usage: '2Gi' }] },
-          { name: 'pod-limit', containers: [
-            { name: 'a', limits: { 'ephemeral-storage': '1Gi' }, usage: { rootfs: '600Mi', logs: '0' } },
-            { name: 'b', limits: { 'ephemeral-storage': '1Gi' }, usage: { rootfs: '600Mi', logs: '0' } },
-          ], volumes: [{ name: 'v', emptyDir: {}, usage: '900Mi' }] },
+          {
+            name: 'pod-limit',
+            containers: [
+              { name: 'a', limits: { 'ephemeral-storage': '1Gi' }, usage: { rootfs: '600Mi', logs: '0' } },
+              { name: 'b', limits: { 'ephemeral-storage': '1Gi' }, usage: { rootfs: '600Mi', logs: '0' } },
+            ],
+            volumes: [{ name: 'v', emptyDir: {}, usage: '900Mi' }],
+          },
           // the pod as a whole is within its 1124Mi, one container is not
-          { name: 'ctr-limit', containers: [
-            { name: 'c', limits: { 'ephemeral-storage': '100Mi' }, usage: { rootfs: '90Mi', logs: '20Mi' } },
-            { name: 'd', limits: { 'ephemeral-storage': '1Gi' }, usage: { rootfs: '0', logs: '0' } },
-          ] },
+          {
+            name: 'ctr-limit',
+            containers: [
+              { name: 'c', limits: { 'ephemeral-storage': '100Mi' }, usage: { rootfs: '90Mi', logs: '20Mi' } },
+              { name: 'd', limits: { 'ephemeral-storage': '1Gi' }, usage: { rootfs: '0', logs: '0' } },
+            ],
+          },
           { name: 'fine', containers: [{ name: 'c', limits: { 'ephemeral-storage': '1Gi' }, usage: { rootfs: '1Mi', logs: '1Mi' } }] },
         ],
       },
     ],
   });
-  assert.deepEqual(s.evicted.map((e) => [e.pod, e.signal, e.gracePeriodSeconds]), [
-    ['default/scratch', 'emptydirfs.limit', 0],
-    ['default/pod-limit', 'ephemeralpodfs.limit', 0],
-    ['default/ctr-limit', 'ephemeralcontainerfs.limit', 0],
-  ]);
+  assert.deepEqual(
+    s.evicted.map((e) => [e.pod, e.signal, e.gracePeriodSeconds]),
+    [
+      ['default/scratch', 'emptydirfs.limit', 0],
+      ['default/pod-limit', 'ephemeralpodfs.limit', 0],
+      ['default/ctr-limit', 'ephemeralcontainerfs.limit', 0],
+    ],
+  );
   assert.equal(s.evicted[0].message, 'Usage of EmptyDir volume "tmp" exceeds the limit "1Gi". ');
   assert.equal(s.evicted[1].message, 'Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. ');
   assert.equal(s.evicted[2].message, 'Container c exceeded its local ephemeral storage limit "100Mi". ');
@@ -315,10 +397,20 @@ test('container ephemeral limit counts only logs when the writable layer is on a
   const doc = (filesystems: string) => ({
     config: { evictionHard: { 'memory.available': '1Mi' } },
     filesystems,
-    steps: [{ at: '0s', pods: [{ name: 'p', containers: [
-      { name: 'c', limits: { 'ephemeral-storage': '100Mi' }, usage: { rootfs: '90Mi', logs: '20Mi' } },
-      { name: 'd', limits: { 'ephemeral-storage': '1Gi' } },
-    ] }] }],
+    steps: [
+      {
+        at: '0s',
+        pods: [
+          {
+            name: 'p',
+            containers: [
+              { name: 'c', limits: { 'ephemeral-storage': '100Mi' }, usage: { rootfs: '90Mi', logs: '20Mi' } },
+              { name: 'd', limits: { 'ephemeral-storage': '1Gi' } },
+            ],
+          },
+        ],
+      },
+    ],
   });
   assert.equal(run(doc('single'))[0].evicted.length, 1);
   assert.equal(run(doc('dedicated-imagefs'))[0].evicted.length, 0);
@@ -328,12 +420,22 @@ test('admission: BestEffort refused under MemoryPressure only; everything but cr
   const admitting = (node: unknown) =>
     run({
       config: { evictionHard: { 'memory.available': '1Gi', 'nodefs.available': '1Gi' } },
-      steps: [{ at: '0s', node, admit: [
-        { name: 'be', containers: [{ name: 'c' }] },
-        { name: 'burst', containers: [{ name: 'c', requests: { memory: '1Mi' } }] },
-        { name: 'be-tolerates', containers: [{ name: 'c' }], tolerations: [{ key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' }] },
-        { name: 'static', containers: [{ name: 'c' }], annotations: { 'kubernetes.io/config.source': 'file' } },
-      ] }],
+      steps: [
+        {
+          at: '0s',
+          node,
+          admit: [
+            { name: 'be', containers: [{ name: 'c' }] },
+            { name: 'burst', containers: [{ name: 'c', requests: { memory: '1Mi' } }] },
+            {
+              name: 'be-tolerates',
+              containers: [{ name: 'c' }],
+              tolerations: [{ key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' }],
+            },
+            { name: 'static', containers: [{ name: 'c' }], annotations: { 'kubernetes.io/config.source': 'file' } },
+          ],
+        },
+      ],
     })[0].admission;
   assert.deepEqual(admitting(mem('500Mi')), [
     { pod: 'default/be', admit: false, reason: 'Evicted', message: 'The node had condition: [MemoryPressure]. ' },
@@ -342,9 +444,15 @@ test('admission: BestEffort refused under MemoryPressure only; everything but cr
     { pod: 'default/static', admit: true },
   ]);
   const both = admitting({ ...mem('500Mi'), ...nodefs('500Mi') });
-  assert.deepEqual(both.map((a) => a.admit), [false, false, false, true]);
+  assert.deepEqual(
+    both.map((a) => a.admit),
+    [false, false, false, true],
+  );
   assert.equal(both[1].message, 'The node had condition: [DiskPressure MemoryPressure]. ');
-  assert.deepEqual(admitting(mem('5Gi')).map((a) => a.admit), [true, true, true, true]);
+  assert.deepEqual(
+    admitting(mem('5Gi')).map((a) => a.admit),
+    [true, true, true, true],
+  );
 });
 
 test('thresholdsMet is sorted by signal then kind and shows the configured quantity', () => {
@@ -357,12 +465,10 @@ test('thresholdsMet is sorted by signal then kind and shows the configured quant
     },
     steps: [{ at: '0s', node: { ...mem('100Mi'), ...nodefs('100Mi') } }],
   });
-  assert.deepEqual(s.thresholdsMet.map((t) => `${t.signal} ${t.kind} ${t.quantity} ${t.gracePeriodMet}`), [
-    'memory.available hard 1Gi true',
-    'memory.available soft 1.5Gi false',
-    'nodefs.available hard 10% true',
-    'nodefs.available soft 15% false',
-  ]);
+  assert.deepEqual(
+    s.thresholdsMet.map((t) => `${t.signal} ${t.kind} ${t.quantity} ${t.gracePeriodMet}`),
+    ['memory.available hard 1Gi true', 'memory.available soft 1.5Gi false', 'nodefs.available hard 10% true', 'nodefs.available soft 15% false'],
+  );
   assert.deepEqual(s.conditions, ['DiskPressure', 'MemoryPressure']);
   // memory is reclaimed before disk, so no node-level reclaim runs
   assert.deepEqual(s.nodeReclaim, []);

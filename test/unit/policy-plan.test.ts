@@ -16,12 +16,18 @@ test('the plan ranks every evictable pod and serializes whole for the logs', () 
   assert.ok(ev.plan);
   assert.equal(ev.plan.hard, true);
   assert.equal(ev.plan.resource, 'memory');
-  assert.deepEqual(ev.plan.candidates.map((c) => c.pod.name), ['far-over', 'over', 'within']);
+  assert.deepEqual(
+    ev.plan.candidates.map((c) => c.pod.name),
+    ['far-over', 'over', 'within'],
+  );
   const first = JSON.parse(JSON.stringify(ev.plan.candidates[0]));
   assert.deepEqual(first.pod, { namespace: 'ns', name: 'far-over', uid: 'uid-far-over' });
   assert.equal(first.signal, 'memory.available');
   assert.equal(first.gracePeriodSeconds, 0);
-  assert.match(first.message, /^The node was low on resource: memory\. Threshold quantity: 1Gi, available: 512Mi\. Container c was using 900Mi, request is 100Mi/);
+  assert.match(
+    first.message,
+    /^The node was low on resource: memory\. Threshold quantity: 1Gi, available: 512Mi\. Container c was using 900Mi, request is 100Mi/,
+  );
   assert.deepEqual(first.reasons, ['memory usage 900Mi exceeds request 100Mi', 'priority 0', 'usage above request 800Mi']);
   assert.deepEqual(ev.plan.candidates[2].reasons[0], 'memory usage 100Mi within request 200Mi');
   // no node-level reclaim exists for memory

@@ -26,13 +26,31 @@ export type DocumentedTypes = [
 
 test('require("evictd") exposes the documented parts', () => {
   for (const name of [
-    'configFromKubeletConfiguration', 'configFromFlags', 'compileConfig', 'ConfigError',
-    'evaluate', 'assess', 'planEvictions', 'initialState', 'admit', 'Quantity',
-    'readScenario', 'simulate',
-    'watchUsageThreshold', 'watchPsi', 'watchCgroupEvents', 'nativeAvailable',
-    'detectCgroups', 'NodeObserver',
-    'CriClient', 'evictPod', 'reclaimContainers',
-    'Agent', 'AgentMetrics', 'CriRuntime', 'kernelNotifications',
+    'configFromKubeletConfiguration',
+    'configFromFlags',
+    'compileConfig',
+    'ConfigError',
+    'evaluate',
+    'assess',
+    'planEvictions',
+    'initialState',
+    'admit',
+    'Quantity',
+    'readScenario',
+    'simulate',
+    'watchUsageThreshold',
+    'watchPsi',
+    'watchCgroupEvents',
+    'nativeAvailable',
+    'detectCgroups',
+    'NodeObserver',
+    'CriClient',
+    'evictPod',
+    'reclaimContainers',
+    'Agent',
+    'AgentMetrics',
+    'CriRuntime',
+    'kernelNotifications',
   ]) {
     assert.equal(typeof (evictd as Record<string, unknown>)[name], 'function', `evictd.${name}`);
   }
@@ -65,11 +83,14 @@ test('the public names decide as the kubelet does: config from a KubeletConfigur
 });
 
 test('a bad config through the public name is a ConfigError naming the field and the value', () => {
-  assert.throws(() => evictd.compileConfig(evictd.configFromFlags({ evictionHard: 'memory.available<lots' })), (err: unknown) => {
-    assert.ok(err instanceof evictd.ConfigError);
-    assert.match((err as Error).message, /eviction-hard.*lots/);
-    return true;
-  });
+  assert.throws(
+    () => evictd.compileConfig(evictd.configFromFlags({ evictionHard: 'memory.available<lots' })),
+    (err: unknown) => {
+      assert.ok(err instanceof evictd.ConfigError);
+      assert.match((err as Error).message, /eviction-hard.*lots/);
+      return true;
+    },
+  );
 });
 
 test('fractional numbers from an embedder are truncated in messages and reasons, never a crash', () => {
@@ -78,7 +99,12 @@ test('fractional numbers from an embedder are truncated in messages and reasons,
     now: 0,
     layout: 'single',
     node: { memory: { availableBytes: 0.05 * 2 ** 30 + 0.5, workingSetBytes: 2 ** 30 } },
-    pods: [{ spec: { namespace: 'ns', name: 'p', uid: 'p', priority: 0, annotations: {}, volumes: [], containers: [{ name: 'c', requests: {}, limits: {} }] }, usage: { containers: [{ name: 'c', memoryBytes: 1e6 + 0.25 }], volumes: [] } }],
+    pods: [
+      {
+        spec: { namespace: 'ns', name: 'p', uid: 'p', priority: 0, annotations: {}, volumes: [], containers: [{ name: 'c', requests: {}, limits: {} }] },
+        usage: { containers: [{ name: 'c', memoryBytes: 1e6 + 0.25 }], volumes: [] },
+      },
+    ],
   });
   const first = ev.plan?.candidates[0];
   assert.match(first?.message ?? '', /available: 53687091\. /);

@@ -6,8 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Quantity, QuantityError, type QuantityFormat } from '../../src/policy/quantity';
 
-const dec = (mantissa: number | bigint, exponent: number, format: QuantityFormat): Quantity =>
-  Quantity.fromScaled(mantissa, exponent, format);
+const dec = (mantissa: number | bigint, exponent: number, format: QuantityFormat): Quantity => Quantity.fromScaled(mantissa, exponent, format);
 const MAX_INT64 = (1n << 63n) - 1n;
 
 function assertSame(got: Quantity, want: Quantity, label: string): void {

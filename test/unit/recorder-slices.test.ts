@@ -44,7 +44,11 @@ function passes(pods: number, layouts: FilesystemLayout[]): Decision[] {
   });
 }
 
-const lines = (file: string) => fs.readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+const lines = (file: string) =>
+  fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
 
 test("a large pass's line is made after the pass, in slices, and is passLine's to the byte", async () => {
   const { file, rec } = recorder('large.jsonl');
@@ -59,7 +63,26 @@ test("a large pass's line is made after the pass, in slices, and is passLine's t
   assert.ok(turns > 1, `made in ${turns} turns of the loop`);
   await rec.close();
   const [, line] = lines(file);
-  const expected = passLine({ atNs: 1e9, startNs: 0, wake: trigger.sources, node, layout: 'single', headerLayout: 'single', pods: d!.ranked.map((j) => j.active), otherUids: [], noCgroup: [], crossed: [], confirmations: [], brakes: null, policy, met: d!.evaluation.thresholdsMet, conditions: d!.evaluation.conditions, actions: d!.actions, orders: d!.orders, decideMs: 0 });
+  const expected = passLine({
+    atNs: 1e9,
+    startNs: 0,
+    wake: trigger.sources,
+    node,
+    layout: 'single',
+    headerLayout: 'single',
+    pods: d!.ranked.map((j) => j.active),
+    otherUids: [],
+    noCgroup: [],
+    crossed: [],
+    confirmations: [],
+    brakes: null,
+    policy,
+    met: d!.evaluation.thresholdsMet,
+    conditions: d!.evaluation.conditions,
+    actions: d!.actions,
+    orders: d!.orders,
+    decideMs: 0,
+  });
   // decide's own time is the pass's, not passLine's to know
   const got = JSON.parse(line!) as Record<string, unknown>;
   assert.deepEqual({ ...got, ms: null }, { ...JSON.parse(JSON.stringify(expected)), ms: null });
@@ -73,10 +96,13 @@ test('passes faster than their lines: the lines keep their order, the oldest mad
   assert.equal(rec.stats.madeAtPass, 3, 'three lines wait at most');
   await rec.flushed();
   await rec.close();
-  assert.deepEqual(readRecording(fs.readFileSync(file, 'utf8')).scenario.steps.map((s) => s.at), [1e9, 2e9, 3e9, 4e9, 5e9, 6e9]);
+  assert.deepEqual(
+    readRecording(fs.readFileSync(file, 'utf8')).scenario.steps.map((s) => s.at),
+    [1e9, 2e9, 3e9, 4e9, 5e9, 6e9],
+  );
 });
 
-test('a line made after a pass that started a new part says its own layout where that part\'s header says another', async () => {
+test("a line made after a pass that started a new part says its own layout where that part's header says another", async () => {
   // Two lines a part (a header and a 5-pod line are about 0.4 and 2.7 KB): the seventh pass
   // starts the last part, its header saying split; the eighth, queued while the header in force
   // said single, was observed single.
@@ -87,7 +113,13 @@ test('a line made after a pass that started a new part says its own layout where
   assert.equal(rec.stats.parts, 4);
   const last = readRecording(fs.readFileSync(file, 'utf8'));
   assert.equal(last.scenario.layout, 'split');
-  assert.deepEqual(last.passes.map((p) => p.layout), ['split', 'single']);
+  assert.deepEqual(
+    last.passes.map((p) => p.layout),
+    ['split', 'single'],
+  );
   const before = readRecording(fs.readFileSync(`${file}.1`, 'utf8'));
-  assert.deepEqual(before.passes.map((p) => p.layout), ['single', 'single']);
+  assert.deepEqual(
+    before.passes.map((p) => p.layout),
+    ['single', 'single'],
+  );
 });

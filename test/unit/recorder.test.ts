@@ -28,7 +28,15 @@ function start(eviction: EvictionConfig, o: { file: string; maxBytes: number; dr
     { name: 'critical', workingSetMi: 350, priority: 2_000_000_000 },
   ]);
   const policy = compileConfig(eviction);
-  const recorder = new Recorder({ path: o.file, maxBytes: o.maxBytes, eviction, policy, standingOrders: false, logger: node.logger, startNs: Number(node.clock.now()) });
+  const recorder = new Recorder({
+    path: o.file,
+    maxBytes: o.maxBytes,
+    eviction,
+    policy,
+    standingOrders: false,
+    logger: node.logger,
+    startNs: Number(node.clock.now()),
+  });
   const agent = new Agent({
     policy,
     layout: node.observer.opts.layout,
@@ -67,7 +75,11 @@ const replayed = (file: string) => {
   return { rec, result: replay(rec) };
 };
 
-const SOFT: EvictionConfig = { evictionSoft: { 'memory.available': '300Mi' }, evictionSoftGracePeriod: { 'memory.available': '10s' }, evictionMaxPodGracePeriod: 5 };
+const SOFT: EvictionConfig = {
+  evictionSoft: { 'memory.available': '300Mi' },
+  evictionSoftGracePeriod: { 'memory.available': '10s' },
+  evictionMaxPodGracePeriod: 5,
+};
 
 /** Six passes over 12 s under the soft line, the file bounded to about two lines a part. */
 async function rolled(name: string) {
@@ -87,14 +99,23 @@ test('past --record-max-size the file rolls over to FILE.1; each part replays on
   assert.deepEqual(t.node.stops, [['grower', 5]], 'the soft eviction, after its grace period');
   assert.ok(t.recorder.stats.parts >= 3, `parts: ${t.recorder.stats.parts}`);
   for (const x of parts) assert.deepEqual(x.result.differences, [], `${x.f} replays on its own`);
-  assert.deepEqual(parts.map((x) => x.rec.header.part), [t.recorder.stats.parts - 1, t.recorder.stats.parts]);
+  assert.deepEqual(
+    parts.map((x) => x.rec.header.part),
+    [t.recorder.stats.parts - 1, t.recorder.stats.parts],
+  );
   assert.ok(evicting, 'one of the two last parts holds the eviction');
   assert.equal(evicting.rec.header.state?.firstObservedAt.length, 1, 'its header says when the threshold was first met');
-  assert.deepEqual(evicting.result.recorded.map((e) => `${e.pod} ${e.how}`), ['ns/grower evict']);
+  assert.deepEqual(
+    evicting.result.recorded.map((e) => `${e.pod} ${e.how}`),
+    ['ns/grower evict'],
+  );
   assert.deepEqual(evicting.result.replayed, evicting.result.recorded);
   // The two parts follow each other: no pass twice, none out of order.
   const ats = parts.flatMap((x) => x.rec.scenario.steps.map((s) => s.at));
-  assert.deepEqual(ats, [...ats].sort((a, b) => a - b));
+  assert.deepEqual(
+    ats,
+    [...ats].sort((a, b) => a - b),
+  );
 });
 
 test('that part without its header state does not replay: the grace period would start again', async () => {
@@ -105,7 +126,10 @@ test('that part without its header state does not replay: the grace period would
   delete header.state;
   lines[0] = JSON.stringify(header);
   const r = replay(readRecording(lines.join('\n')));
-  assert.ok(r.differences.some((d) => d.what === 'actions' && d.recorded.some((a) => a.startsWith('evict ns/grower'))), JSON.stringify(r.differences));
+  assert.ok(
+    r.differences.some((d) => d.what === 'actions' && d.recorded.some((a) => a.startsWith('evict ns/grower'))),
+    JSON.stringify(r.differences),
+  );
 });
 
 test('a dry run (evictd record) records what it would have done, does nothing, and replays', async () => {
@@ -119,8 +143,14 @@ test('a dry run (evictd record) records what it would have done, does nothing, a
   const { rec, result } = replayed(file);
   assert.equal(result.passes, 2);
   assert.deepEqual(result.differences, []);
-  assert.ok(rec.passes.every((p) => p.decided.actions.includes('evict ns/grower memory.available grace 0s')), JSON.stringify(rec.passes.map((p) => p.decided)));
-  assert.deepEqual(result.replayed.map((e) => e.pod), ['ns/grower']);
+  assert.ok(
+    rec.passes.every((p) => p.decided.actions.includes('evict ns/grower memory.available grace 0s')),
+    JSON.stringify(rec.passes.map((p) => p.decided)),
+  );
+  assert.deepEqual(
+    result.replayed.map((e) => e.pod),
+    ['ns/grower'],
+  );
 });
 
 test('a zero pressure transition period (a flag) replays as zero, not as the 5m a zero in a config file means', async () => {
@@ -135,7 +165,10 @@ test('a zero pressure transition period (a flag) replays as zero, not as the 5m 
   assert.deepEqual(t.node.stops, [['grower', 0]]);
   // A zero period holds a condition for no time at all: the kubelet's nodeConditionsObservedSince
   // keeps one observed less than the period ago, so it never reports MemoryPressure (5m would).
-  assert.deepEqual(rec.passes.map((p) => p.decided.conditions.join(',')), ['', '', '']);
+  assert.deepEqual(
+    rec.passes.map((p) => p.decided.conditions.join(',')),
+    ['', '', ''],
+  );
   assert.deepEqual(result.differences, []);
   // The same header read as a file's config would hold the condition for 5m: the period goes in the header.
   const lines = fs.readFileSync(file, 'utf8').split('\n');

@@ -58,7 +58,16 @@ const offered: PodSpec = {
 test('an answer lands after the pass lines queued before it, and reads back beside them', async () => {
   const file = path.join(dir, 'order.jsonl');
   let now = 0n;
-  const rec = new Recorder({ path: file, maxBytes: 64 * 2 ** 20, eviction, policy, standingOrders: false, logger: pino({ level: 'silent' }), startNs: 0, clock: { now: () => now } });
+  const rec = new Recorder({
+    path: file,
+    maxBytes: 64 * 2 ** 20,
+    eviction,
+    policy,
+    standingOrders: false,
+    logger: pino({ level: 'silent' }),
+    startNs: 0,
+    clock: { now: () => now },
+  });
   const [d1, d2, d3] = passes(2000, 3);
   rec.pass(trigger, d1!);
   rec.pass(trigger, d2!);
@@ -68,12 +77,21 @@ test('an answer lands after the pass lines queued before it, and reads back besi
   rec.pass(trigger, d3!);
   await rec.close();
   const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
-  assert.deepEqual(lines.map((l) => Object.keys(JSON.parse(l) as object)[0]), ['evictdRecording', 'at', 'at', 'admission', 'at']);
+  assert.deepEqual(
+    lines.map((l) => Object.keys(JSON.parse(l) as object)[0]),
+    ['evictdRecording', 'at', 'at', 'admission', 'at'],
+  );
   assert.deepEqual(JSON.parse(lines[3]!), {
     admission: {
       at: '2.5s',
       // no uid, no other annotation; the toleration as admit() reads it
-      pod: { name: 'be', namespace: 'web', annotations: { 'kubernetes.io/config.source': 'api' }, containers: [{ name: 'app', limits: { 'ephemeral-storage': '1Gi' } }], tolerations: [{ key: 'example/gpu', operator: 'Exists' }] },
+      pod: {
+        name: 'be',
+        namespace: 'web',
+        annotations: { 'kubernetes.io/config.source': 'api' },
+        containers: [{ name: 'app', limits: { 'ephemeral-storage': '1Gi' } }],
+        tolerations: [{ key: 'example/gpu', operator: 'Exists' }],
+      },
       conditions: ['MemoryPressure'],
       admit: false,
       reason: 'Evicted',
@@ -81,17 +99,32 @@ test('an answer lands after the pass lines queued before it, and reads back besi
   });
   assert.equal(rec.stats.admissions, 1);
   const back = readRecording(fs.readFileSync(file, 'utf8'));
-  assert.deepEqual(back.passes.map((p) => p.line), [2, 3, 5]);
+  assert.deepEqual(
+    back.passes.map((p) => p.line),
+    [2, 3, 5],
+  );
   assert.equal(back.admissions.length, 1);
   const a = back.admissions[0]!;
-  assert.deepEqual({ line: a.line, afterPasses: a.afterPasses, atNs: a.atNs, admit: a.admit, pod: `${a.pod.namespace}/${a.pod.name}` }, { line: 4, afterPasses: 2, atNs: 2.5e9, admit: false, pod: 'web/be' });
+  assert.deepEqual(
+    { line: a.line, afterPasses: a.afterPasses, atNs: a.atNs, admit: a.admit, pod: `${a.pod.namespace}/${a.pod.name}` },
+    { line: 4, afterPasses: 2, atNs: 2.5e9, admit: false, pod: 'web/be' },
+  );
   // the live passes held MemoryPressure: the answer replays as given
   assert.deepEqual(replay(back).differences, []);
 });
 
 test('an answer given when no line waits is written at once; answers count toward the size bound and start a part', async () => {
   const file = path.join(dir, 'bound.jsonl');
-  const rec = new Recorder({ path: file, maxBytes: 3000, eviction, policy, standingOrders: false, logger: pino({ level: 'silent' }), startNs: 0, clock: { now: () => 1_500_000_000n } });
+  const rec = new Recorder({
+    path: file,
+    maxBytes: 3000,
+    eviction,
+    policy,
+    standingOrders: false,
+    logger: pino({ level: 'silent' }),
+    startNs: 0,
+    clock: { now: () => 1_500_000_000n },
+  });
   const [d1] = passes(2, 1);
   rec.pass(trigger, d1!);
   await rec.flushed();
@@ -114,8 +147,14 @@ test('an answer given when no line waits is written at once; answers count towar
 test('the fixture replays: every recorded answer is decided again as given, one given while a pass decided included', () => {
   const rec = readRecording(fs.readFileSync(fixture, 'utf8'));
   assert.equal(rec.passes.length, 3);
-  assert.deepEqual(rec.passes.map((p) => p.line), [3, 6, 11]);
-  assert.deepEqual(rec.admissions.map((a) => `${a.pod.name} after ${a.afterPasses}`), ['early after 0', 'be after 1', 'be-while-deciding after 1', 'be after 2', 'bu after 2', 'be-tolerating after 2', 'static-be after 2', 'be-after after 3']);
+  assert.deepEqual(
+    rec.passes.map((p) => p.line),
+    [3, 6, 11],
+  );
+  assert.deepEqual(
+    rec.admissions.map((a) => `${a.pod.name} after ${a.afterPasses}`),
+    ['early after 0', 'be after 1', 'be-while-deciding after 1', 'be after 2', 'bu after 2', 'be-tolerating after 2', 'static-be after 2', 'be-after after 3'],
+  );
   const r = replay(rec);
   assert.equal(r.admissions, 8);
   assert.deepEqual(r.differences, []);
@@ -125,10 +164,17 @@ test('the fixture replays: every recorded answer is decided again as given, one 
 });
 
 test('a tampered answer is a difference: its time, the pod, both answers; exit 1', () => {
-  const text = fs.readFileSync(fixture, 'utf8').replace('"name":"bu","namespace":"web","containers":[{"name":"app","requests":{"memory":"64Mi"}}]},"conditions":["MemoryPressure"],"admit":true', '"name":"bu","namespace":"web","containers":[{"name":"app","requests":{"memory":"64Mi"}}]},"conditions":["MemoryPressure"],"admit":false,"reason":"Evicted"');
+  const text = fs
+    .readFileSync(fixture, 'utf8')
+    .replace(
+      '"name":"bu","namespace":"web","containers":[{"name":"app","requests":{"memory":"64Mi"}}]},"conditions":["MemoryPressure"],"admit":true',
+      '"name":"bu","namespace":"web","containers":[{"name":"app","requests":{"memory":"64Mi"}}]},"conditions":["MemoryPressure"],"admit":false,"reason":"Evicted"',
+    );
   assert.notEqual(text, fs.readFileSync(fixture, 'utf8'));
   const r = replay(readRecording(text));
-  assert.deepEqual(r.differences.map(differenceText), ['admission (at 2.6s, after pass 2), web/bu: recorded refuse (Evicted) under MemoryPressure; replayed admit under MemoryPressure']);
+  assert.deepEqual(r.differences.map(differenceText), [
+    'admission (at 2.6s, after pass 2), web/bu: recorded refuse (Evicted) under MemoryPressure; replayed admit under MemoryPressure',
+  ]);
   const tampered = path.join(dir, 'tampered.jsonl');
   fs.writeFileSync(tampered, text);
   const cli = spawnSync(process.execPath, [path.join(root, 'bin', 'evictd.js'), 'simulate', tampered], { encoding: 'utf8' });
@@ -138,10 +184,17 @@ test('a tampered answer is a difference: its time, the pod, both answers; exit 1
 });
 
 test('a recording without answers reads as before: none', () => {
-  const text = fs.readFileSync(fixture, 'utf8').split('\n').filter((l) => !l.startsWith('{"admission"')).join('\n');
+  const text = fs
+    .readFileSync(fixture, 'utf8')
+    .split('\n')
+    .filter((l) => !l.startsWith('{"admission"'))
+    .join('\n');
   const rec = readRecording(text);
   assert.deepEqual(rec.admissions, []);
-  assert.deepEqual(rec.passes.map((p) => p.line), [2, 3, 4]);
+  assert.deepEqual(
+    rec.passes.map((p) => p.line),
+    [2, 3, 4],
+  );
   assert.deepEqual(replay(rec).differences, []);
 });
 
@@ -149,13 +202,22 @@ test('what if: the answers another config would give otherwise are said, with th
   const rec = readRecording(fs.readFileSync(fixture, 'utf8'));
   const lower = whatIf(rec, compileConfig({ evictionHard: { 'memory.available': '10Mi' } }));
   // never under pressure at 10Mi: the refused BestEffort pods would be admitted, the rest as before
-  assert.deepEqual(lower.admissions.map((a) => `${a.pod} ${a.at}: ${a.recorded} -> ${a.whatIf}`), [
-    'web/be-while-deciding 2.001s: refuse (Evicted) under MemoryPressure -> admit under no condition',
-    'web/be 2.5s: refuse (Evicted) under MemoryPressure -> admit under no condition',
-    'web/be-after 3.5s: refuse (Evicted) under MemoryPressure -> admit under no condition',
-  ]);
-  assert.match(whatIfText(lower), /admission answers:\n {2}web\/be-while-deciding at 2\.001s: refuse \(Evicted\) under MemoryPressure; would be admit under no condition/);
+  assert.deepEqual(
+    lower.admissions.map((a) => `${a.pod} ${a.at}: ${a.recorded} -> ${a.whatIf}`),
+    [
+      'web/be-while-deciding 2.001s: refuse (Evicted) under MemoryPressure -> admit under no condition',
+      'web/be 2.5s: refuse (Evicted) under MemoryPressure -> admit under no condition',
+      'web/be-after 3.5s: refuse (Evicted) under MemoryPressure -> admit under no condition',
+    ],
+  );
+  assert.match(
+    whatIfText(lower),
+    /admission answers:\n {2}web\/be-while-deciding at 2\.001s: refuse \(Evicted\) under MemoryPressure; would be admit under no condition/,
+  );
   const higher = whatIf(rec, compileConfig({ evictionHard: { 'memory.available': '600Mi' } }));
-  assert.deepEqual(higher.admissions.map((a) => `${a.pod} ${a.at}`), ['web/be 1.5s']);
+  assert.deepEqual(
+    higher.admissions.map((a) => `${a.pod} ${a.at}`),
+    ['web/be 1.5s'],
+  );
   assert.deepEqual(whatIf(rec, rec.scenario.config).admissions, [], 'the same config changes no answer');
 });

@@ -11,7 +11,10 @@ import { readRecording } from '../../src/sim/recording-reader';
 
 const root = path.join(__dirname, '..', '..', '..');
 const example = fs.readFileSync(path.join(root, 'examples', 'demo-recording.jsonl'), 'utf8');
-const lines = example.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = example
+  .trimEnd()
+  .split('\n')
+  .map((l) => JSON.parse(l) as Record<string, unknown>);
 /** The first pass that confirmed an order's use. */
 const confirming = lines.findIndex((l) => Array.isArray(l.confirmed) && l.confirmed.length > 0);
 
@@ -48,17 +51,30 @@ test('each field of the wrong kind is one UsageError naming the line and the fie
     [tampered(1, set('brakes', [{ uid: 'u', since: '-1s' }])), 'a brake from before the start', /^line 2\.brakes\[0\]\.since: "-1s": must not be negative$/],
     [tampered(1, set('confirmed', {})), 'confirmed not a list', /^line 2\.confirmed: \{\}: must be a list$/],
   ];
-  const confirmedAs = (c: Record<string, unknown>) => tampered(confirming, (l) => ({ ...l, confirmed: [{ ...(l.confirmed as Record<string, unknown>[])[0], ...c }] }));
+  const confirmedAs = (c: Record<string, unknown>) =>
+    tampered(confirming, (l) => ({ ...l, confirmed: [{ ...(l.confirmed as Record<string, unknown>[])[0], ...c }] }));
   cases.push(
-    [confirmedAs({ line: 'memory.available[3]' }), 'a use on a line the config has not', /^line \d+\.confirmed\[0\]\.line: "memory\.available\[3\]": must name a hard threshold/],
-    [confirmedAs({ line: 'nodefs.available[0]' }), 'a use on a signal no order stands on', /^line \d+\.confirmed\[0\]\.line: "nodefs\.available\[0\]": must name a hard threshold/],
+    [
+      confirmedAs({ line: 'memory.available[3]' }),
+      'a use on a line the config has not',
+      /^line \d+\.confirmed\[0\]\.line: "memory\.available\[3\]": must name a hard threshold/,
+    ],
+    [
+      confirmedAs({ line: 'nodefs.available[0]' }),
+      'a use on a signal no order stands on',
+      /^line \d+\.confirmed\[0\]\.line: "nodefs\.available\[0\]": must name a hard threshold/,
+    ],
     [confirmedAs({ pod: 42 }), 'a pod not namespace/name', /^line \d+\.confirmed\[0\]\.pod: 42: must be namespace\/name$/],
     [confirmedAs({ availableBytes: '1Gi' }), 'bytes not a number', /^line \d+\.confirmed\[0\]\.availableBytes: "1Gi": must be a number$/],
     [confirmedAs({ crossedAt: 5 }), 'a crossing time not a duration', /^line \d+\.confirmed\[0\]\.crossedAt: 5: must be a duration string$/],
     [confirmedAs({ reported: 'no' }), 'reported not a boolean', /^line \d+\.confirmed\[0\]\.reported: "no": must be true or false$/],
   );
   for (const [text, what, re] of cases) {
-    assert.throws(() => readRecording(text), (err: unknown) => err instanceof UsageError && re.test(err.message) && !err.message.includes('\n'), what);
+    assert.throws(
+      () => readRecording(text),
+      (err: unknown) => err instanceof UsageError && re.test(err.message) && !err.message.includes('\n'),
+      what,
+    );
   }
 });
 

@@ -21,7 +21,10 @@ test('the demo recording replays to the live decisions: both hogs, in order, by 
   assert.equal(r.status, 0, r.stdout + r.stderr);
   const out = JSON.parse(r.stdout) as { passes: number; differences: unknown[]; recorded: { pod: string }[]; replayed: { pod: string; how: string }[] };
   assert.deepEqual(out.differences, []);
-  assert.deepEqual(out.replayed.map((e) => `${e.pod} ${e.how}`), ['demo/hog-1 confirm', 'demo/hog-2 confirm']);
+  assert.deepEqual(
+    out.replayed.map((e) => `${e.pod} ${e.how}`),
+    ['demo/hog-1 confirm', 'demo/hog-2 confirm'],
+  );
   assert.deepEqual(out.replayed, out.recorded);
 });
 
@@ -45,14 +48,23 @@ test('a decision the policy would not take is a difference: the pass, the signal
   fs.writeFileSync(f, lines.join('\n') + '\n');
   const r = evictd('simulate', f);
   assert.equal(r.status, 1, r.stdout + r.stderr);
-  assert.match(r.stdout, new RegExp(`^pass ${i} \\(at [^)]+\\), memory\\.available: orders: recorded memory\\.available\\[0\\] demo/web-guaranteed.*; replayed memory\\.available\\[0\\] demo/hog-1`, 'm'));
+  assert.match(
+    r.stdout,
+    new RegExp(
+      `^pass ${i} \\(at [^)]+\\), memory\\.available: orders: recorded memory\\.available\\[0\\] demo/web-guaranteed.*; replayed memory\\.available\\[0\\] demo/hog-1`,
+      'm',
+    ),
+  );
 });
 
 test('what if: a higher line evicts the hogs earlier; a much lower one leaves the fast ramp to the OOM killer', () => {
   const hi = evictd('simulate', example, '--eviction-hard', 'memory.available<200Mi', '--json');
   assert.equal(hi.status, 0, hi.stderr);
   const h = JSON.parse(hi.stdout) as { evictions: { pod: string; change: string; byMs: number }[]; cost: { threshold: string; pods: string[] }[] };
-  assert.deepEqual(h.evictions.map((e) => `${e.pod} ${e.change}`), ['demo/hog-1 earlier', 'demo/hog-2 earlier']);
+  assert.deepEqual(
+    h.evictions.map((e) => `${e.pod} ${e.change}`),
+    ['demo/hog-1 earlier', 'demo/hog-2 earlier'],
+  );
   assert.ok(h.evictions.every((e) => e.byMs < 0));
   assert.deepEqual(h.cost.flatMap((c) => c.pods).sort(), ['demo/hog-1', 'demo/hog-2']);
   const lo = evictd('simulate', example, '--eviction-hard', 'memory.available<1Mi');
@@ -109,13 +121,24 @@ test('a kill the next pass confirms again is one crossing: at the recorded line 
   const fixture = path.join(root, 'test', 'unit', 'fixtures', 'demo-reconfirmed.jsonl');
   const replayed = JSON.parse(evictd('simulate', fixture, '--json').stdout) as { differences: unknown[]; recorded: { pod: string }[] };
   assert.deepEqual(replayed.differences, []);
-  assert.deepEqual(replayed.recorded.map((e) => e.pod), ['demo/hog-1', 'demo/hog-2']);
+  assert.deepEqual(
+    replayed.recorded.map((e) => e.pod),
+    ['demo/hog-1', 'demo/hog-2'],
+  );
   for (const line of ['100Mi', '200Mi']) {
     const r = evictd('simulate', fixture, '--eviction-hard', `memory.available<${line}`, '--json');
     assert.equal(r.status, 0, r.stderr);
     const w = JSON.parse(r.stdout) as { evictions: { pod: string; change: string }[]; cost: { pods: string[] }[] };
-    assert.deepEqual(w.evictions.map((e) => e.pod), ['demo/hog-1', 'demo/hog-2'], `${line}: ${r.stdout}`);
+    assert.deepEqual(
+      w.evictions.map((e) => e.pod),
+      ['demo/hog-1', 'demo/hog-2'],
+      `${line}: ${r.stdout}`,
+    );
     assert.deepEqual(w.cost.flatMap((c) => c.pods).sort(), ['demo/hog-1', 'demo/hog-2']);
-    if (line === '100Mi') assert.ok(w.evictions.every((e) => e.change === 'same'), r.stdout);
+    if (line === '100Mi')
+      assert.ok(
+        w.evictions.every((e) => e.change === 'same'),
+        r.stdout,
+      );
   }
 });

@@ -61,16 +61,66 @@ function variedPods(): ActivePod[] {
     { spec: base('no-usage') },
     { spec: base('empty-usage'), usage: { containers: [], volumes: [] } },
     { spec: base('only-processes'), usage: { containers: [], volumes: [], processes: 7 } },
-    { spec: sidecars, usage: { containers: [{ name: 'a', memoryBytes: 10 * MiB, rootfsBytes: 0 }, { name: 'proxy', logsBytes: 3, logsInodes: 2, rootfsInodes: 9 }], volumes: [], processes: 0 } },
+    {
+      spec: sidecars,
+      usage: {
+        containers: [
+          { name: 'a', memoryBytes: 10 * MiB, rootfsBytes: 0 },
+          { name: 'proxy', logsBytes: 3, logsInodes: 2, rootfsInodes: 9 },
+        ],
+        volumes: [],
+        processes: 0,
+      },
+    },
     // stats on init containers alone: the first app container says `usage: {}`
     { spec: sidecars, usage: { containers: [{ name: 'setup', memoryBytes: 1 }], volumes: [] } },
-    { spec: sidecars, usage: { containers: [{ name: 'a' }, { name: 'b', memoryBytes: 5 }, { name: 'proxy', memoryBytes: 6 }, { name: 'setup', rootfsBytes: 8 }], volumes: [] } },
+    {
+      spec: sidecars,
+      usage: { containers: [{ name: 'a' }, { name: 'b', memoryBytes: 5 }, { name: 'proxy', memoryBytes: 6 }, { name: 'setup', rootfsBytes: 8 }], volumes: [] },
+    },
     // memory and disk read apart (a container twice), and a name the spec lacks: containerUsage
-    { spec: sidecars, usage: { containers: [{ name: 'a', memoryBytes: 5 * MiB }, { name: 'a', rootfsBytes: MiB, logsBytes: 9 * MiB, rootfsInodes: 3, logsInodes: 1 }], volumes: [] } },
-    { spec: base('sandbox-only'), usage: { containers: [{ name: 'app', memoryBytes: 5 }, { name: 'log', logsBytes: 20 * MiB }], volumes: [] } },
+    {
+      spec: sidecars,
+      usage: {
+        containers: [
+          { name: 'a', memoryBytes: 5 * MiB },
+          { name: 'a', rootfsBytes: MiB, logsBytes: 9 * MiB, rootfsInodes: 3, logsInodes: 1 },
+        ],
+        volumes: [],
+      },
+    },
+    {
+      spec: base('sandbox-only'),
+      usage: {
+        containers: [
+          { name: 'app', memoryBytes: 5 },
+          { name: 'log', logsBytes: 20 * MiB },
+        ],
+        volumes: [],
+      },
+    },
     // out of the spec's order: containerUsage too
-    { spec: sidecars, usage: { containers: [{ name: 'b', memoryBytes: 1 }, { name: 'a', memoryBytes: 2 }], volumes: [] } },
-    { spec: volumes, usage: { containers: [{ name: 'app', memoryBytes: 123456789 }], volumes: [{ name: 'scratch', usedBytes: 5 * MiB, inodesUsed: 40 }, { name: 'shm', usedBytes: 0 }], processes: 12 } },
+    {
+      spec: sidecars,
+      usage: {
+        containers: [
+          { name: 'b', memoryBytes: 1 },
+          { name: 'a', memoryBytes: 2 },
+        ],
+        volumes: [],
+      },
+    },
+    {
+      spec: volumes,
+      usage: {
+        containers: [{ name: 'app', memoryBytes: 123456789 }],
+        volumes: [
+          { name: 'scratch', usedBytes: 5 * MiB, inodesUsed: 40 },
+          { name: 'shm', usedBytes: 0 },
+        ],
+        processes: 12,
+      },
+    },
     { spec: volumes, usage: { containers: [], volumes: [{ name: 'plain', usedBytes: 1 }] } },
     { spec: volumes },
     { spec: annotated, usage: { containers: [{ name: 'app', memoryBytes: Number.MAX_SAFE_INTEGER }], volumes: [] } },
@@ -113,7 +163,14 @@ test('a spec kept from pass to pass: its stats are each pass its own; a spec rep
   const specs = new SpecTexts();
   const spec = base('kept', { volumes: [{ name: 'scratch', emptyDir: { sizeLimit: q('1Gi') } }] });
   for (let pass = 1; pass <= 3; pass++) {
-    const p: ActivePod = { spec, usage: { containers: [{ name: 'app', memoryBytes: pass * MiB }], volumes: [{ name: 'scratch', usedBytes: pass }], ...(pass === 2 ? { processes: 4 } : {}) } };
+    const p: ActivePod = {
+      spec,
+      usage: {
+        containers: [{ name: 'app', memoryBytes: pass * MiB }],
+        volumes: [{ name: 'scratch', usedBytes: pass }],
+        ...(pass === 2 ? { processes: 4 } : {}),
+      },
+    };
     assertSameLine(p, `pass ${pass}`, specs);
     assert.equal((JSON.parse(podText(p, specs)) as { containers: { usage: { memory: number } }[] }).containers[0]!.usage.memory, pass * MiB);
     specs.endPass();
@@ -147,13 +204,21 @@ test('a whole pass (confirmations, brakes, crossings, a wake-up, the other layou
   const eviction = { evictionHard: { 'memory.available': '1Gi', 'nodefs.available': '10%' }, evictionMinimumReclaim: { 'memory.available': '500Mi' } };
   const policy = compileConfig(eviction);
   // above the memory line (an order is placed), under the nodefs one (an eviction is planned)
-  const node: NodeStats = { memory: { availableBytes: 1500 * MiB, workingSetBytes: 6 * 2 ** 30 }, nodefs: { availableBytes: 5 * 2 ** 30, capacityBytes: 100 * 2 ** 30, inodesFree: 5e6, inodes: 6e6 } };
+  const node: NodeStats = {
+    memory: { availableBytes: 1500 * MiB, workingSetBytes: 6 * 2 ** 30 },
+    nodefs: { availableBytes: 5 * 2 ** 30, capacityBytes: 100 * 2 ** 30, inodesFree: 5e6, inodes: 6e6 },
+  };
   const pods = variedPods();
   const now = 5e9;
   const assessed = assess(policy, initialState(), { now, node, layout: 'single', crossed: [] });
   const ev = planEvictions(policy, assessed, pods, 'single');
   const actions = decideActions(policy, assessed, ev, undefined, []);
-  const orders = decideOrders(policy, assessed.obs, pods.map((pod) => ({ pod, cgroupDir: `/kubepods/pod${pod.spec.uid}` })), 'single');
+  const orders = decideOrders(
+    policy,
+    assessed.obs,
+    pods.map((pod) => ({ pod, cgroupDir: `/kubepods/pod${pod.spec.uid}` })),
+    'single',
+  );
   const order = orders.find((d) => d.order)?.order;
   assert.ok(order, 'the pass placed an order');
   const input: PassInput = {
@@ -171,7 +236,10 @@ test('a whole pass (confirmations, brakes, crossings, a wake-up, the other layou
       { order, availableBytes: 100 * MiB, crossedNs: 3_000_000_000n, killedNs: 3_000_500_000n },
       { order, availableBytes: 1, crossedNs: 0n, killedNs: 0n, reported: true },
     ],
-    brakes: [{ uid: 'uid-volumes', since: 2e9, signal: 'memory.available' }, { uid: 'uid-static', since: 0 }],
+    brakes: [
+      { uid: 'uid-volumes', since: 2e9, signal: 'memory.available' },
+      { uid: 'uid-static', since: 0 },
+    ],
     policy,
     met: ev.thresholdsMet,
     conditions: ev.conditions,
@@ -185,7 +253,17 @@ test('a whole pass (confirmations, brakes, crossings, a wake-up, the other layou
   // as read back (a NaN stat is written null either way)
   assert.deepEqual(JSON.parse(text), JSON.parse(JSON.stringify(passLine(input))));
   // and with nothing but the pods and the decisions
-  const bare: PassInput = { ...input, layout: 'single', otherUids: [], noCgroup: [], crossed: [], confirmations: [], brakes: null, pods: [], wakeMs: undefined };
+  const bare: PassInput = {
+    ...input,
+    layout: 'single',
+    otherUids: [],
+    noCgroup: [],
+    crossed: [],
+    confirmations: [],
+    brakes: null,
+    pods: [],
+    wakeMs: undefined,
+  };
   delete bare.wakeMs;
   assert.equal(passLineText(bare), JSON.stringify(passLine(bare)));
 });

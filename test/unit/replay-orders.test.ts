@@ -32,16 +32,18 @@ test('the order in force at a crossing: the last one decided before it, and the 
 /** The real demo recording whose passes 3 and 6 confirm hog-1's and hog-2's kills (4 and 7 again), with pass lines changed. */
 function fixture(change: (pass: Record<string, unknown>, n: number) => void): string {
   let n = 0;
-  return fs
-    .readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'unit', 'fixtures', 'demo-reconfirmed.jsonl'), 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => {
-      const o = JSON.parse(l) as Record<string, unknown>;
-      if ('at' in o) change(o, ++n);
-      return JSON.stringify(o);
-    })
-    .join('\n') + '\n';
+  return (
+    fs
+      .readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'unit', 'fixtures', 'demo-reconfirmed.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => {
+        const o = JSON.parse(l) as Record<string, unknown>;
+        if ('at' in o) change(o, ++n);
+        return JSON.stringify(o);
+      })
+      .join('\n') + '\n'
+  );
 }
 
 const confirms = (r: ReturnType<typeof replay>) => r.differences.filter((d) => d.what === 'confirm');
@@ -61,7 +63,7 @@ test('a use on the pod its line named replays clean; on a pod no order named, it
   );
 });
 
-test("a use confirmed after a later pass named another pod is checked against the order in force at its crossing", () => {
+test('a use confirmed after a later pass named another pod is checked against the order in force at its crossing', () => {
   // Pass 8 (15.5 s) confirms a use on hog-1, after pass 5 named hog-2 (passes 6 and 7 confirm
   // nothing here). Crossed at 1.5 s, while pass 2's order on hog-1 stood: clean, though the last
   // order named before pass 8 was hog-2's. Crossed at 5.426 s, under pass 5's order: a difference.
@@ -78,9 +80,13 @@ test("a use confirmed after a later pass named another pod is checked against th
     readRecording(
       fixture((p, n) => {
         if (n === 6 || n === 7) delete p.confirmed;
-        if (n === 8) p.confirmed = [{ line: 'memory.available[0]', pod: 'demo/hog-1', availableBytes: 100 * 2 ** 20, crossedAt: '5.426375058s', reported: true }];
+        if (n === 8)
+          p.confirmed = [{ line: 'memory.available[0]', pod: 'demo/hog-1', availableBytes: 100 * 2 ** 20, crossedAt: '5.426375058s', reported: true }];
       }),
     ),
   );
-  assert.deepEqual(confirms(wrong).map((d) => d.replayed), [['order on memory.available[0] named demo/hog-2']]);
+  assert.deepEqual(
+    confirms(wrong).map((d) => d.replayed),
+    [['order on memory.available[0] named demo/hog-2']],
+  );
 });

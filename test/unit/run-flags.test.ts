@@ -58,10 +58,21 @@ test('a kubelet config file works as is; flags win over it', () => {
   const file = path.join(dir, 'kubelet.yaml');
   fs.writeFileSync(
     file,
-    ['apiVersion: kubelet.config.k8s.io/v1beta1', 'kind: KubeletConfiguration', 'evictionHard:', '  memory.available: "500Mi"', '  pid.available: "10%"', 'evictionPressureTransitionPeriod: 30s'].join('\n'),
+    [
+      'apiVersion: kubelet.config.k8s.io/v1beta1',
+      'kind: KubeletConfiguration',
+      'evictionHard:',
+      '  memory.available: "500Mi"',
+      '  pid.available: "10%"',
+      'evictionPressureTransitionPeriod: 30s',
+    ].join('\n'),
   );
   const fromFile = settingsFromFlags(parseFlags(['--config', file]));
-  assert.deepEqual(fromFile.policy.thresholds.map((t) => `${t.signal}<${t.value.text}`).sort(), ['allocatableMemory.available<500Mi', 'memory.available<500Mi', 'pid.available<10%']);
+  assert.deepEqual(fromFile.policy.thresholds.map((t) => `${t.signal}<${t.value.text}`).sort(), [
+    'allocatableMemory.available<500Mi',
+    'memory.available<500Mi',
+    'pid.available<10%',
+  ]);
   assert.equal(fromFile.policy.pressureTransitionPeriodNs, 30e9);
   const overridden = settingsFromFlags(parseFlags(['--config', file, '--eviction-hard', 'memory.available<1Gi']));
   assert.ok(overridden.policy.thresholds.some((t) => t.signal === 'memory.available' && t.value.text === '1Gi'));
@@ -116,7 +127,17 @@ test('--notifications: kernel by default; poll and none accepted; anything else 
 test('evictd run --help and a bad flag through the real binary', () => {
   const help = spawnSync(process.execPath, [bin, 'run', '--help'], { encoding: 'utf8' });
   assert.equal(help.status, 0);
-  for (const f of ['--config', '--eviction-hard', '--container-runtime-endpoint', '--cgroup-root', '--pod-cgroup-root', '--housekeeping-interval', '--dry-run', '--metrics-address', '--log-level'])
+  for (const f of [
+    '--config',
+    '--eviction-hard',
+    '--container-runtime-endpoint',
+    '--cgroup-root',
+    '--pod-cgroup-root',
+    '--housekeeping-interval',
+    '--dry-run',
+    '--metrics-address',
+    '--log-level',
+  ])
     assert.match(help.stdout, new RegExp(`^  ${f}\\b`, 'm'));
   const bad = spawnSync(process.execPath, [bin, 'run', '--eviction-hard', 'memory.available<x'], { encoding: 'utf8' });
   assert.equal(bad.status, 2);
@@ -128,7 +149,10 @@ test('--realtime-priority: off by default, 1-99 accepted, anything else refused 
   assert.equal(settingsFromFlags(parseFlags([])).realtimePriority, 0);
   assert.equal(settingsFromFlags(parseFlags(['--realtime-priority=10'])).realtimePriority, 10);
   for (const bad of ['100', '-1', 'high', '1.5']) {
-    assert.throws(() => settingsFromFlags(parseFlags([`--realtime-priority=${bad}`])), (e: unknown) => e instanceof UsageError && e.message.includes('--realtime-priority') && e.message.includes(bad));
+    assert.throws(
+      () => settingsFromFlags(parseFlags([`--realtime-priority=${bad}`])),
+      (e: unknown) => e instanceof UsageError && e.message.includes('--realtime-priority') && e.message.includes(bad),
+    );
   }
 });
 
@@ -142,7 +166,10 @@ test('--standing-orders: on by default, off with =false, on with the bare flag',
     () => settingsFromFlags(parseFlags(['--fast-kill=false', '--standing-orders'])),
     (err: unknown) => err instanceof UsageError && /^--standing-orders: true: needs --fast-kill/.test(err.message),
   );
-  assert.throws(() => parseFlags(['--standing-orders=1']), (err: unknown) => err instanceof UsageError && /^--standing-orders: "1": must be true or false$/.test(err.message));
+  assert.throws(
+    () => parseFlags(['--standing-orders=1']),
+    (err: unknown) => err instanceof UsageError && /^--standing-orders: "1": must be true or false$/.test(err.message),
+  );
 });
 
 test('--admission-address: loopback or a unix socket as is; beyond loopback only with all three TLS files', () => {
@@ -152,7 +179,11 @@ test('--admission-address: loopback or a unix socket as is; beyond loopback only
   assert.deepEqual(a(['--admission-address', '[::1]:9742']), { host: '::1', port: 9742, tls: null });
   assert.deepEqual(a(['--admission-address', 'unix:/run/evictd/admit.sock']), { path: '/run/evictd/admit.sock' });
   const tls = ['--admission-tls-cert-file', '/c.pem', '--admission-tls-private-key-file', '/k.pem', '--admission-client-ca-file', '/ca.pem'];
-  assert.deepEqual(a(['--admission-address', '10.0.0.5:9742', ...tls]), { host: '10.0.0.5', port: 9742, tls: { certFile: '/c.pem', keyFile: '/k.pem', clientCaFile: '/ca.pem' } });
+  assert.deepEqual(a(['--admission-address', '10.0.0.5:9742', ...tls]), {
+    host: '10.0.0.5',
+    port: 9742,
+    tls: { certFile: '/c.pem', keyFile: '/k.pem', clientCaFile: '/ca.pem' },
+  });
   const cases: [string[], RegExp][] = [
     [['--admission-address', '0.0.0.0:9742'], /^--admission-address: "0\.0\.0\.0:9742": beyond loopback \/admit needs TLS with client certificates/],
     [['--admission-address', ':9742'], /^--admission-address: ":9742": beyond loopback/],
@@ -163,7 +194,11 @@ test('--admission-address: loopback or a unix socket as is; beyond loopback only
     [['--admission-address', 'nonsense'], /^--admission-address: "nonsense": expected HOST:PORT or unix:PATH/],
   ];
   for (const [argv, re] of cases) {
-    assert.throws(() => a(argv), (err: unknown) => err instanceof UsageError && re.test(err.message.replace(/^evictd: /, '')) && !err.message.includes('\n'), `${argv.join(' ')}`);
+    assert.throws(
+      () => a(argv),
+      (err: unknown) => err instanceof UsageError && re.test(err.message.replace(/^evictd: /, '')) && !err.message.includes('\n'),
+      `${argv.join(' ')}`,
+    );
   }
 });
 
@@ -171,9 +206,19 @@ test('a key given twice in the config file is refused naming the key, as the kub
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-dup-'));
   try {
     const file = path.join(dir, 'kubelet.yaml');
-    fs.writeFileSync(file, 'kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nevictionHard:\n  memory.available: 100Mi\nevictionHard: {}\n');
-    assert.throws(() => settingsFromFlags(parseFlags(['--config', file])), (err: unknown) => err instanceof UsageError && err.message === `--config: ${JSON.stringify(file)}: not YAML or JSON: key "evictionHard" given twice (line 5)`);
-    fs.writeFileSync(file, '{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1", "evictionHard": {"memory.available": "1Gi", "memory.available": "2Gi"}}');
+    fs.writeFileSync(
+      file,
+      'kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nevictionHard:\n  memory.available: 100Mi\nevictionHard: {}\n',
+    );
+    assert.throws(
+      () => settingsFromFlags(parseFlags(['--config', file])),
+      (err: unknown) =>
+        err instanceof UsageError && err.message === `--config: ${JSON.stringify(file)}: not YAML or JSON: key "evictionHard" given twice (line 5)`,
+    );
+    fs.writeFileSync(
+      file,
+      '{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1", "evictionHard": {"memory.available": "1Gi", "memory.available": "2Gi"}}',
+    );
     assert.throws(() => settingsFromFlags(parseFlags(['--config', file])), /key "memory\.available" given twice \(line 1\)$/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

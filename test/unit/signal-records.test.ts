@@ -78,11 +78,18 @@ test('the reporter names the resource of the record, in the result and in its no
   for (const s of SIGNALS) {
     assert.equal(resourceOfSignal(s), SIGNAL_TABLE[s].resource, s);
     const posted: { message?: string }[] = [];
-    const client = { request: async (_m: string, _p: string, o: { body?: { message?: string } } = {}) => void posted.push(o.body ?? {}) } as unknown as KubeClient;
+    const client = {
+      request: async (_m: string, _p: string, o: { body?: { message?: string } } = {}) => void posted.push(o.body ?? {}),
+    } as unknown as KubeClient;
     await new EvictionReporter({ client, nodeName: 'n' }).thresholdMet(s);
-    assert.deepEqual(posted.map((b) => b.message), [`Attempting to reclaim ${SIGNAL_TABLE[s].resource}`], s);
+    assert.deepEqual(
+      posted.map((b) => b.message),
+      [`Attempting to reclaim ${SIGNAL_TABLE[s].resource}`],
+      s,
+    );
   }
-  for (const s of ['emptydirfs.limit', 'ephemeralpodfs.limit', 'ephemeralcontainerfs.limit', 'toString', '__proto__']) assert.equal(resourceOfSignal(s), undefined, s);
+  for (const s of ['emptydirfs.limit', 'ephemeralpodfs.limit', 'ephemeralcontainerfs.limit', 'toString', '__proto__'])
+    assert.equal(resourceOfSignal(s), undefined, s);
 });
 
 test("the scenario reader takes the node parts the records read, each with its shape's fields", () => {
@@ -90,7 +97,10 @@ test("the scenario reader takes the node parts the records read, each with its s
   for (const part of OBSERVED_PARTS) {
     const [step] = readScenario({ steps: [{ node: { [part]: partReading(part) } }] }).steps;
     assert.deepEqual(step!.node, { [part]: partReading(part) }, part);
-    assert.throws(() => readScenario({ steps: [{ node: { [part]: { nope: 1 } } }] }), new RegExp(`steps\\[0\\]\\.node\\.${part}\\.nope: 1: unknown field \\(known: ${NODE_PARTS[part].fields.join(', ')}\\)`));
+    assert.throws(
+      () => readScenario({ steps: [{ node: { [part]: { nope: 1 } } }] }),
+      new RegExp(`steps\\[0\\]\\.node\\.${part}\\.nope: 1: unknown field \\(known: ${NODE_PARTS[part].fields.join(', ')}\\)`),
+    );
   }
   assert.throws(() => readScenario({ steps: [{ node: { swap: {} } }] }), new RegExp(`unknown field \\(known: ${OBSERVED_PARTS.join(', ')}\\)`));
 });
@@ -98,7 +108,11 @@ test("the scenario reader takes the node parts the records read, each with its s
 test('each signal is observed from its own part, and only there', () => {
   for (const part of OBSERVED_PARTS) {
     const obs = makeObservations({ [part]: partReading(part) });
-    assert.deepEqual(Object.keys(obs), SIGNALS.filter((s) => SIGNAL_TABLE[s].observed.part === part), part);
+    assert.deepEqual(
+      Object.keys(obs),
+      SIGNALS.filter((s) => SIGNAL_TABLE[s].observed.part === part),
+      part,
+    );
     for (const [s, o] of Object.entries(obs)) assert.ok(o.available < o.capacity / 2, `${s}: available ${o.available} of ${o.capacity}`);
   }
 });
@@ -107,11 +121,18 @@ test('config: exactly the derived signals are never configured; each is copied p
   for (const s of SIGNALS) {
     const config = compileConfig({ evictionHard: { [s]: '1Gi' }, enforceNodeAllocatable: [] });
     const derivedFrom = SIGNAL_TABLE[s].derivedFrom;
-    assert.equal(config.thresholds.some((t) => t.signal === s), !derivedFrom, s);
+    assert.equal(
+      config.thresholds.some((t) => t.signal === s),
+      !derivedFrom,
+      s,
+    );
     if (!derivedFrom) continue;
     for (const layout of LAYOUTS) {
       const source = compileConfig({ evictionHard: { [derivedFrom[layout]]: '1Gi' }, enforceNodeAllocatable: [] });
-      assert.ok(thresholdsForLayout(source.thresholds, layout).some((t) => t.signal === s && t.value.text === '1Gi'), `${s} from ${derivedFrom[layout]} on ${layout}`);
+      assert.ok(
+        thresholdsForLayout(source.thresholds, layout).some((t) => t.signal === s && t.value.text === '1Gi'),
+        `${s} from ${derivedFrom[layout]} on ${layout}`,
+      );
     }
   }
 });
@@ -124,7 +145,12 @@ test('the ranking and the pass read what the record says', () => {
     if (r.resource === 'ephemeral-storage') assert.ok(needsContainerDiskUsage(s), s);
     assert.equal(isMemorySignal(s), r.ranking.by === 'memory', s);
     for (const layout of LAYOUTS) {
-      const reasons = rankFor(s, layout, [{ spec: { namespace: 'd', name: 'p', uid: 'p', priority: 0, annotations: {}, containers: [], volumes: [] }, usage: { containers: [], volumes: [], processes: 3 } }])[0]!.reasons;
+      const reasons = rankFor(s, layout, [
+        {
+          spec: { namespace: 'd', name: 'p', uid: 'p', priority: 0, annotations: {}, containers: [], volumes: [] },
+          usage: { containers: [], volumes: [], processes: 3 },
+        },
+      ])[0]!.reasons;
       if (r.ranking.by === 'memory') assert.match(reasons[0]!, /^memory usage /, s);
       if (r.ranking.by === 'pids') assert.equal(reasons[1], '3 processes', s);
       if (r.ranking.by === 'disk') {
@@ -151,7 +177,11 @@ test('simulate: a met threshold on each signal, on each layout, follows its reco
         ),
       ];
       const what = `${s} on ${layout}`;
-      assert.deepEqual(out!.thresholdsMet.map((t) => t.signal), [s], what);
+      assert.deepEqual(
+        out!.thresholdsMet.map((t) => t.signal),
+        [s],
+        what,
+      );
       assert.deepEqual(out!.conditions, [r.condition], what);
       assert.deepEqual(out!.nodeReclaim, nodeReclaimFunctions(s, layout), what);
       assert.deepEqual(out!.nodeReclaim, [...r.reclaim[layout]], what);

@@ -43,7 +43,10 @@ steps:
 test('the spec example: YAML file, one JSON line per step, exit 0', () => {
   const r = simulate(file('spec.yaml', SPEC_SCENARIO));
   assert.equal(r.status, 0, r.stderr);
-  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const lines = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(lines.length, 2);
   assert.deepEqual(lines[0].admission, [{ pod: 'default/new', admit: false, reason: 'Evicted', message: 'The node had condition: [MemoryPressure]. ' }]);
   assert.deepEqual(lines[1], {
@@ -68,7 +71,10 @@ test('the spec example: YAML file, one JSON line per step, exit 0', () => {
 test('JSON on standard input', () => {
   const r = simulate('-', JSON.stringify({ steps: [{ at: '1m30s', node: { memory: { availableBytes: 50 * 2 ** 20, workingSetBytes: '1Gi' } } }] }));
   assert.equal(r.status, 0, r.stderr);
-  const [line] = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const [line] = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(line.at, '1m30s');
   // the kubelet's default hard threshold, memory.available<100Mi, applies
   assert.deepEqual(line.thresholdsMet, [{ signal: 'memory.available', kind: 'hard', quantity: '100Mi', gracePeriodMet: true }]);
@@ -77,7 +83,11 @@ test('JSON on standard input', () => {
 const bad: [string, string, RegExp][] = [
   ['unknown signal', 'config: {evictionHard: {memory.free: "1Gi"}}\nsteps: []', /config\.evictionHard\["memory\.free"\]/],
   ['percentage over 100', 'config: {evictionHard: {nodefs.available: "120%"}}\nsteps: []', /config\.evictionHard\["nodefs\.available"\]: "120%"/],
-  ['soft without grace', 'config: {evictionSoft: {memory.available: "1Gi"}}\nsteps: []', /config\.evictionSoft\["memory\.available"\]: "1Gi": grace period must be specified/],
+  [
+    'soft without grace',
+    'config: {evictionSoft: {memory.available: "1Gi"}}\nsteps: []',
+    /config\.evictionSoft\["memory\.available"\]: "1Gi": grace period must be specified/,
+  ],
   ['bad duration', 'steps: [{at: "5 minutes"}]', /steps\[0\]\.at: "5 minutes"/],
   ['time going back', 'steps: [{at: "1m"}, {at: "30s"}]', /steps\[1\]\.at: "30s"/],
   ['bad quantity', 'steps: [{at: "0s", node: {memory: {availableBytes: "lots", workingSetBytes: "1Gi"}}}]', /steps\[0\]\.node\.memory\.availableBytes: "lots"/],

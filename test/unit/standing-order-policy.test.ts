@@ -11,7 +11,16 @@ import { decideActions } from '../../src/policy/actions';
 import { compileConfig, configFromFlags, type EvictionFlags } from '../../src/policy/config';
 import { assess, initialState, planEvictions } from '../../src/policy/evaluate';
 import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../../src/policy/pods';
-import { availableAtCrossing, confirmedEviction, decideOrders, isNear, nearHardMemoryLine, reportedUnder, type OrderDecision, type OrderPod } from '../../src/policy/standing-order';
+import {
+  availableAtCrossing,
+  confirmedEviction,
+  decideOrders,
+  isNear,
+  nearHardMemoryLine,
+  reportedUnder,
+  type OrderDecision,
+  type OrderPod,
+} from '../../src/policy/standing-order';
 import { makeObservations } from '../../src/policy/thresholds';
 import type { ActivePod, NodeStats } from '../../src/policy/types';
 import { FakeNotifications } from '../support/fake-notifications';
@@ -21,12 +30,15 @@ const CAPACITY = 4096;
 /** the node with `availableMi` left of CAPACITY MiB (and, when given, the pods' allocatable) */
 const node = (availableMi: number, allocatable?: { availableMi: number; capacityMi: number }): NodeStats => ({
   memory: { availableBytes: mi(availableMi), workingSetBytes: mi(CAPACITY - availableMi) },
-  ...(allocatable ? { allocatableMemory: { availableBytes: mi(allocatable.availableMi), workingSetBytes: mi(allocatable.capacityMi - allocatable.availableMi) } } : {}),
+  ...(allocatable
+    ? { allocatableMemory: { availableBytes: mi(allocatable.availableMi), workingSetBytes: mi(allocatable.capacityMi - allocatable.availableMi) } }
+    : {}),
 });
 const withDir = (p: ActivePod): OrderPod => ({ pod: p, cgroupDir: `/sys/fs/cgroup/kubepods/pod${p.spec.uid}` });
 
 /** one row: what each hard line decided, as `signal[index]=pod` or `signal[index]:why` */
-const summary = (ds: OrderDecision[]): string[] => ds.map((d) => (d.order ? `${d.signal}[${d.thresholdIndex}]=${d.order.pod.name}` : `${d.signal}[${d.thresholdIndex}]:${d.why}`));
+const summary = (ds: OrderDecision[]): string[] =>
+  ds.map((d) => (d.order ? `${d.signal}[${d.thresholdIndex}]=${d.order.pod.name}` : `${d.signal}[${d.thresholdIndex}]:${d.why}`));
 
 const PODS: OrderPod[] = [
   withDir(memoryPod('within', 300, 400)),
@@ -46,7 +58,12 @@ interface Row {
 const HARD_100 = { evictionHard: 'memory.available<100Mi', enforceNodeAllocatable: 'none' };
 
 const rows: Row[] = [
-  { name: 'near the line (available < 2 x 100Mi, under the 128 MiB floor of headroom): the first ranked pod', flags: HARD_100, node: node(200), want: ['memory.available[0]=far-over'] },
+  {
+    name: 'near the line (available < 2 x 100Mi, under the 128 MiB floor of headroom): the first ranked pod',
+    flags: HARD_100,
+    node: node(200),
+    want: ['memory.available[0]=far-over'],
+  },
   { name: 'near, at the edge of the zone (100Mi + 127Mi)', flags: HARD_100, node: node(227), want: ['memory.available[0]=far-over'] },
   { name: 'just out of the zone (100Mi + 128Mi: the floor, not 2 x 100Mi)', flags: HARD_100, node: node(228), want: ['memory.available[0]:not-near'] },
   { name: 'far from the line', flags: HARD_100, node: node(2000), want: ['memory.available[0]:not-near'] },
@@ -58,7 +75,12 @@ const rows: Row[] = [
     node: node(999),
     want: ['memory.available[0]=far-over'],
   },
-  { name: 'a larger line, out of its zone', flags: { evictionHard: 'memory.available<500Mi', enforceNodeAllocatable: 'none' }, node: node(1000), want: ['memory.available[0]:not-near'] },
+  {
+    name: 'a larger line, out of its zone',
+    flags: { evictionHard: 'memory.available<500Mi', enforceNodeAllocatable: 'none' },
+    node: node(1000),
+    want: ['memory.available[0]:not-near'],
+  },
   {
     name: 'a percentage line: the amount from capacity (5% of 4096Mi = 204.8Mi, near below 409.6Mi)',
     flags: { evictionHard: 'memory.available<5%', enforceNodeAllocatable: 'none' },
@@ -67,19 +89,34 @@ const rows: Row[] = [
   },
   {
     name: 'a soft threshold never gets an order, however near',
-    flags: { evictionHard: 'nodefs.available<1%', evictionSoft: 'memory.available<100Mi', evictionSoftGracePeriod: 'memory.available=30s', enforceNodeAllocatable: 'none' },
+    flags: {
+      evictionHard: 'nodefs.available<1%',
+      evictionSoft: 'memory.available<100Mi',
+      evictionSoftGracePeriod: 'memory.available=30s',
+      enforceNodeAllocatable: 'none',
+    },
     node: node(150),
     want: [],
   },
   {
     name: 'a soft threshold with a zero grace period is hard (isHardEvictionThreshold)',
-    flags: { evictionHard: 'nodefs.available<1%', evictionSoft: 'memory.available<100Mi', evictionSoftGracePeriod: 'memory.available=0s', enforceNodeAllocatable: 'none' },
+    flags: {
+      evictionHard: 'nodefs.available<1%',
+      evictionSoft: 'memory.available<100Mi',
+      evictionSoftGracePeriod: 'memory.available=0s',
+      enforceNodeAllocatable: 'none',
+    },
     node: node(150),
     want: ['memory.available[0]=far-over'],
   },
   {
     name: 'hard and soft on one signal: the index counts both, as the arming numbers its lines',
-    flags: { evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<1Gi', evictionSoftGracePeriod: 'memory.available=1m', enforceNodeAllocatable: 'none' },
+    flags: {
+      evictionHard: 'memory.available<100Mi',
+      evictionSoft: 'memory.available<1Gi',
+      evictionSoftGracePeriod: 'memory.available=1m',
+      enforceNodeAllocatable: 'none',
+    },
     node: node(150),
     want: ['memory.available[0]=far-over'],
   },
@@ -90,7 +127,7 @@ const rows: Row[] = [
     want: ['memory.available[0]=far-over', 'allocatableMemory.available[0]:not-near'],
   },
   {
-    name: "allocatable near while the node is not",
+    name: 'allocatable near while the node is not',
     flags: { evictionHard: 'memory.available<100Mi' },
     node: node(3000, { availableMi: 150, capacityMi: 3000 }),
     want: ['memory.available[0]:not-near', 'allocatableMemory.available[0]=far-over'],
@@ -153,7 +190,7 @@ for (const row of rows) {
   });
 }
 
-test('standing order: the victim is the pass\'s own first candidate', () => {
+test("standing order: the victim is the pass's own first candidate", () => {
   const config = compileConfig(configFromFlags(HARD_100));
   for (const pods of [PODS, [...PODS].reverse(), PODS.slice(1)]) {
     const active = pods.map((p) => p.pod);
@@ -170,8 +207,25 @@ test("standing order: the index names the arming's line for that threshold", () 
     configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<1Gi', evictionSoftGracePeriod: 'memory.available=1m' }),
   );
   const port = new FakeNotifications();
-  const arming = new Arming({ port, policy: config, logger: pino({ level: 'silent' }), wake: () => {}, nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false });
-  const reading = (capacity: number, available: number) => ({ capacityBytes: capacity, usageBytes: capacity - available, inactiveFileBytes: 0, workingSetBytes: capacity - available, availableBytes: available, limited: true });
+  const arming = new Arming({
+    port,
+    policy: config,
+    logger: pino({ level: 'silent' }),
+    wake: () => {},
+    nodeMemoryDir: '/n',
+    podRootMemoryDir: '/n/kubepods',
+    podRootUnifiedDir: null,
+    memoryVersion: 2,
+    nodeIsRoot: false,
+  });
+  const reading = (capacity: number, available: number) => ({
+    capacityBytes: capacity,
+    usageBytes: capacity - available,
+    inactiveFileBytes: 0,
+    workingSetBytes: capacity - available,
+    availableBytes: available,
+    limited: true,
+  });
   arming.update(reading(mi(4096), mi(150)), reading(mi(3000), mi(150)));
   const ds = decideOrders(config, makeObservations(node(150, { availableMi: 150, capacityMi: 3000 })), PODS, 'single');
   const armed = arming.armed();
@@ -185,12 +239,14 @@ test("standing order: the index names the arming's line for that threshold", () 
   assert.equal(ds.length, 2);
 });
 
-test('standing order: near, in the drift tick\'s terms', () => {
+test("standing order: near, in the drift tick's terms", () => {
   const config = compileConfig(configFromFlags(HARD_100));
   assert.equal(nearHardMemoryLine(config, node(200)), true);
   assert.equal(nearHardMemoryLine(config, node(300)), false);
   assert.equal(nearHardMemoryLine(config, node(50)), false, 'past the line is not near');
-  const soft = compileConfig(configFromFlags({ evictionSoft: 'memory.available<100Mi', evictionSoftGracePeriod: 'memory.available=1m', evictionHard: 'nodefs.available<1%' }));
+  const soft = compileConfig(
+    configFromFlags({ evictionSoft: 'memory.available<100Mi', evictionSoftGracePeriod: 'memory.available=1m', evictionHard: 'nodefs.available<1%' }),
+  );
   assert.equal(nearHardMemoryLine(soft, node(150)), false, 'soft lines are never near');
   assert.equal(isNear(mi(100), mi(100)), true);
   assert.equal(isNear(mi(100) - 1, mi(100)), false);
@@ -212,9 +268,18 @@ test('standing order: the eviction a used order stands for: the hard grace, the 
   assert.equal(eviction.gracePeriodSeconds, 0, 'hard: no grace, whatever the max pod grace period');
   assert.equal(eviction.signal, 'memory.available');
   assert.deepEqual(eviction.pod, { namespace: 'ns', name: 'far-over', uid: 'uid-far-over' });
-  assert.equal(eviction.message, 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 97Mi. Container c was using 600Mi, request is 100Mi, has larger consumption of memory. ');
+  assert.equal(
+    eviction.message,
+    'The node was low on resource: memory. Threshold quantity: 100Mi, available: 97Mi. Container c was using 600Mi, request is 100Mi, has larger consumption of memory. ',
+  );
   assert.deepEqual(eviction.annotations, { offending_containers: 'c', offending_containers_usage: '600Mi', starved_resource: 'memory' });
-  assert.deepEqual(threshold, { signal: 'memory.available', kind: 'hard', quantity: '100Mi', gracePeriodMet: true, observed: { available: mi(97), capacity: mi(4096) } });
+  assert.deepEqual(threshold, {
+    signal: 'memory.available',
+    kind: 'hard',
+    quantity: '100Mi',
+    gracePeriodMet: true,
+    observed: { available: mi(97), capacity: mi(4096) },
+  });
   // Far past the line (a huge charge): never below zero.
   assert.equal(availableAtCrossing(order, { valueBytes: mi(5000), lineBytes: mi(4000) }), 0);
 });
@@ -223,7 +288,12 @@ test('standing order: a used order is confirmed first in the pass, before anythi
   const config = compileConfig(configFromFlags(HARD_100));
   const [d] = decideOrders(config, makeObservations(node(150)), PODS, 'single');
   const a = assess(config, initialState(), { now: 0, node: node(50), layout: 'single' });
-  const ev = planEvictions(config, a, PODS.map((p) => p.pod), 'single');
+  const ev = planEvictions(
+    config,
+    a,
+    PODS.map((p) => p.pod),
+    'single',
+  );
   const actions = decideActions(config, a, ev, undefined, [{ order: d!.order!, availableBytes: mi(90), crossedNs: 5n, killedNs: 6n }]);
   assert.deepEqual(
     actions.map((x) => x.type),
@@ -244,11 +314,36 @@ test('standing order: both lines used on one pod (one charge crosses the node an
 });
 
 test("standing order: with near lines, each hard line's near-zone edge is armed, and the node entering the zone wakes a pass at once", () => {
-  const config = compileConfig(configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<1Gi', evictionSoftGracePeriod: 'memory.available=1m', enforceNodeAllocatable: 'none' }));
+  const config = compileConfig(
+    configFromFlags({
+      evictionHard: 'memory.available<100Mi',
+      evictionSoft: 'memory.available<1Gi',
+      evictionSoftGracePeriod: 'memory.available=1m',
+      enforceNodeAllocatable: 'none',
+    }),
+  );
   const port = new FakeNotifications();
   const wakes: string[] = [];
-  const arming = new Arming({ port, policy: config, logger: pino({ level: 'silent' }), wake: (w) => wakes.push(w.source), nodeMemoryDir: '/n', podRootMemoryDir: '/n/kubepods', podRootUnifiedDir: null, memoryVersion: 2, nodeIsRoot: false, nearLines: true });
-  const reading = (capacity: number, available: number) => ({ capacityBytes: capacity, usageBytes: capacity - available, inactiveFileBytes: 0, workingSetBytes: capacity - available, availableBytes: available, limited: true });
+  const arming = new Arming({
+    port,
+    policy: config,
+    logger: pino({ level: 'silent' }),
+    wake: (w) => wakes.push(w.source),
+    nodeMemoryDir: '/n',
+    podRootMemoryDir: '/n/kubepods',
+    podRootUnifiedDir: null,
+    memoryVersion: 2,
+    nodeIsRoot: false,
+    nearLines: true,
+  });
+  const reading = (capacity: number, available: number) => ({
+    capacityBytes: capacity,
+    usageBytes: capacity - available,
+    inactiveFileBytes: 0,
+    workingSetBytes: capacity - available,
+    availableBytes: available,
+    limited: true,
+  });
   arming.update(reading(mi(4096), mi(1500)), null);
   // The hard line (100Mi: one byte past, where available is below it) and its zone's edge (100Mi
   // + the 128 MiB floor, where near begins); the soft line has none.

@@ -18,7 +18,6 @@ import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 import { FakeNotifications } from '../support/fake-notifications';
 import { waitFor } from '../support/wait';
 
-
 // 900 MiB of pods on 1050 MiB: 150 MiB available, 50 MiB above the 100Mi line (near: < 228 MiB).
 const PODS: FakePodInit[] = [
   { name: 'steady', workingSetMi: 300, requestMi: 400 },
@@ -104,7 +103,10 @@ test('standing orders: near a hard line, the pod the kubelet would evict is name
   // The order carries the kubelet's line in working-set terms (1050Mi - 100Mi, plus one byte),
   // which the mechanism confirms its kill against on numbers read fresh, and its tag in the use
   // log (its line and its pod).
-  assert.deepEqual(t.port.orderCalls[0], { dir: '/fake', order: { podCgroupDir: GROWER_DIR, ttlMs: 60_000, tag: 'node:line0/uid-grower', workingSetLineBytes: (1050 - 100) * MiB + 1 } });
+  assert.deepEqual(t.port.orderCalls[0], {
+    dir: '/fake',
+    order: { podCgroupDir: GROWER_DIR, ttlMs: 60_000, tag: 'node:line0/uid-grower', workingSetLineBytes: (1050 - 100) * MiB + 1 },
+  });
   assert.deepEqual(t.agent.standingOrderLines(), ['node:line0']);
   assert.deepEqual(await t.metric('evictd_standing_orders_placed_total'), ['evictd_standing_orders_placed_total{signal="memory.available"} 1']);
   assert.equal(t.node.logged('standing order placed')[0]?.pod, 'ns/grower');
@@ -194,7 +196,10 @@ test('standing orders: off (--standing-orders=false): never placed', async () =>
   await t.idle();
   await t.pass();
   await t.agent.stop();
-  assert.deepEqual(t.port.orderCalls.filter((c) => c.order), []);
+  assert.deepEqual(
+    t.port.orderCalls.filter((c) => c.order),
+    [],
+  );
 });
 
 test('standing orders: a line that cannot hold one: no order, said once, counted', async () => {
@@ -208,7 +213,9 @@ test('standing orders: a line that cannot hold one: no order, said once, counted
     t.node.logged('standing order not placed: the line cannot hold one').map((l) => [l.line, l.why]),
     [['node:line0', 'unsupported']],
   );
-  assert.deepEqual(await t.metric('evictd_standing_orders_unavailable_total'), ['evictd_standing_orders_unavailable_total{line="node:line0",why="unsupported"} 2']);
+  assert.deepEqual(await t.metric('evictd_standing_orders_unavailable_total'), [
+    'evictd_standing_orders_unavailable_total{line="node:line0",why="unsupported"} 2',
+  ]);
 });
 
 test('standing orders: a refused order is no order', async () => {
@@ -244,7 +251,10 @@ test('standing orders: a used order becomes exactly one CRI stop and one report,
   const rec = t.records[0]!;
   assert.equal(BigInt(rec.at.killSent!) - BigInt(rec.at.event!), 40_000n, 'the record carries the crossing and the kill as the mechanism stamped them');
   assert.equal(t.reports.length, 1);
-  assert.match(t.reports[0]!, /^grower memory\.available The node was low on resource: memory\. Threshold quantity: 100Mi, available: 90Mi\. Container c was using 250Mi, request is 50Mi/);
+  assert.match(
+    t.reports[0]!,
+    /^grower memory\.available The node was low on resource: memory\. Threshold quantity: 100Mi, available: 90Mi\. Container c was using 250Mi, request is 50Mi/,
+  );
   assert.deepEqual(t.agent.lastEvaluation?.thresholdsMet, [], 'the passes after the kill saw no pressure');
   // The crossing the order answered is a threshold met, as the kubelet would have observed it:
   // MemoryPressure holds for the transition period (admission refuses BestEffort pods meanwhile).
@@ -264,7 +274,11 @@ test("standing orders: the confirmation's stop fails (runtime down): reported on
   t.node.pod('grower').workingSetBytes += 60 * MiB;
   t.sync();
   await waitFor('the report', () => t.reports.length > 0, 2000);
-  await waitFor('the failed stop', () => t.node.logged('StopPodSandbox after a standing order failed; the pod is already killed, the stop is tried again').length > 0, 2000);
+  await waitFor(
+    'the failed stop',
+    () => t.node.logged('StopPodSandbox after a standing order failed; the pod is already killed, the stop is tried again').length > 0,
+    2000,
+  );
   await t.idle();
   assert.deepEqual(t.agent.lastEvaluation?.thresholdsMet, [], 'no pressure left: nothing else to evict');
   const failed = t.node.stops.length;
@@ -275,7 +289,11 @@ test("standing orders: the confirmation's stop fails (runtime down): reported on
   await t.pass();
   await t.pass();
   await t.agent.stop();
-  assert.deepEqual(t.node.stops, Array.from({ length: failed + 1 }, () => ['grower', 0]), 'tried until the stop was done, then never again');
+  assert.deepEqual(
+    t.node.stops,
+    Array.from({ length: failed + 1 }, () => ['grower', 0]),
+    'tried until the stop was done, then never again',
+  );
   assert.deepEqual(
     t.records.map((r) => [r.pod.name, r.ok, r.action]),
     [['grower', true, 'standing-order']],
@@ -323,7 +341,7 @@ test("standing orders: a use written but not yet reported when the line's wake-u
   await waitFor('the report', () => t.reports.length > 0, 2000);
   await t.idle();
   await t.agent.stop();
-  assert.deepEqual(killed, [GROWER_DIR], 'one kill: the order\'s');
+  assert.deepEqual(killed, [GROWER_DIR], "one kill: the order's");
   assert.deepEqual(
     t.records.map((r) => [r.pod.name, r.ok, r.action]),
     [['grower', true, 'standing-order']],
@@ -370,7 +388,7 @@ test('standing orders: a used order whose kill failed: a warning, and the pass e
   assert.deepEqual(t.node.stops, [['grower', 0]]);
 });
 
-test('standing orders: a use that reaches a busy loop after the order\'s TTL is still confirmed: stopped and reported once, never lost', async () => {
+test("standing orders: a use that reaches a busy loop after the order's TTL is still confirmed: stopped and reported once, never lost", async () => {
   const t = start({ ttlMs: 1000 });
   await t.idle();
   assert.deepEqual(t.orders(), ['grower']);

@@ -28,7 +28,10 @@ test('a link in place of a state file is refused when read (ELOOP), and replaced
   const file = path.join(d, 'f.json');
   fs.writeFileSync(path.join(d, 'target'), 'theirs');
   fs.symlinkSync(path.join(d, 'target'), file);
-  assert.throws(() => readStateFile(file), (e: NodeJS.ErrnoException) => e.code === 'ELOOP');
+  assert.throws(
+    () => readStateFile(file),
+    (e: NodeJS.ErrnoException) => e.code === 'ELOOP',
+  );
   writeStateFile(file, 'ours');
   assert.equal(fs.lstatSync(file).isSymbolicLink(), false);
   assert.equal(fs.readFileSync(path.join(d, 'target'), 'utf8'), 'theirs');

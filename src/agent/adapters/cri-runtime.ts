@@ -41,7 +41,11 @@ export class CriRuntime implements RuntimePort {
     // The kubelet's bound on killing a pod (killPodNow). A shorter one (the client's 2 s default)
     // fails a stop that is only slow, and a failed stop moves the eviction on to the next candidate.
     const killTimeoutMs = killPodBoundMs(gracePeriodSeconds);
-    const r = await evictPod(this.client, pod.sandboxId, gracePeriodSeconds, { remove: false, stopDeadlineMs: killTimeoutMs, sandboxDeadlineMs: killTimeoutMs });
+    const r = await evictPod(this.client, pod.sandboxId, gracePeriodSeconds, {
+      remove: false,
+      stopDeadlineMs: killTimeoutMs,
+      sandboxDeadlineMs: killTimeoutMs,
+    });
     if (!r.ok) {
       const err = r.error ?? new Error(`${r.failedStep} failed`);
       throw Object.assign(err, { step: r.failedStep });

@@ -3,7 +3,17 @@
  * Watchers are unref'd: the agent's own server and timers decide the process lifetime.
  */
 import type { Logger } from 'pino';
-import { flushOrderUses, setOrderUseLog, nativeAvailable, nativeLoadError, watchEventsFile, watchOom, watchPsi, watchUsageThreshold, watchWorkingSetThreshold } from '../../kernel';
+import {
+  flushOrderUses,
+  setOrderUseLog,
+  nativeAvailable,
+  nativeLoadError,
+  watchEventsFile,
+  watchOom,
+  watchPsi,
+  watchUsageThreshold,
+  watchWorkingSetThreshold,
+} from '../../kernel';
 import type { KernelEvent, LinePreference, OrderEvent, ThresholdWatcher, Watcher } from '../../kernel';
 import type { NotificationPort, StandingOrder, ThresholdHandle, WatchCallbacks, WatchHandle } from '../ports';
 

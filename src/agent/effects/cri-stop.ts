@@ -16,7 +16,6 @@ import { EvictionEffect, podLog, type EvictInput, type EvictionDeps, type Evicti
 import { waitMemoryReleased } from './memory-release';
 import { killPodBoundMs } from '../../policy/kill-bound';
 
-
 /** A graceful stop that ends this soon is the pass's own outcome (see inBackground). */
 const QUICK_MS = 250;
 
@@ -96,7 +95,10 @@ export class CriStop extends EvictionEffect {
       return quick;
     }
     detached = true;
-    this.d.logger.info({ ...podLog(input), gracePeriodSeconds: input.eviction.gracePeriodSeconds, boundMs }, 'evicting pod: graceful stop running in the background');
+    this.d.logger.info(
+      { ...podLog(input), gracePeriodSeconds: input.eviction.gracePeriodSeconds, boundMs },
+      'evicting pod: graceful stop running in the background',
+    );
     return { ...rec, ok: true, pending: true, at: { ...rec.at } };
   }
 

@@ -95,7 +95,15 @@ export function newRecord(input: EvictInput, dryRun: boolean): EvictionRecord {
 /** The fields every log line about this eviction carries: who, for what, and why it was chosen. */
 export function podLog(input: EvictInput): Record<string, unknown> {
   const { eviction: e, threshold } = input;
-  return { pod: `${e.pod.namespace}/${e.pod.name}`, uid: e.pod.uid, signal: e.signal, threshold, observation: threshold?.observed, reasons: e.reasons, specSource: input.pod.specSource };
+  return {
+    pod: `${e.pod.namespace}/${e.pod.name}`,
+    uid: e.pod.uid,
+    signal: e.signal,
+    threshold,
+    observation: threshold?.observed,
+    reasons: e.reasons,
+    specSource: input.pod.specSource,
+  };
 }
 
 export abstract class EvictionEffect implements Effect<EvictInput, EvictionRecord> {
@@ -106,7 +114,11 @@ export abstract class EvictionEffect implements Effect<EvictInput, EvictionRecor
   rehearse(input: EvictInput): Rehearsal<EvictionRecord> {
     const rec = newRecord(input, true);
     rec.ok = true;
-    return { message: 'would evict pod (dry run)', fields: { ...podLog(input), gracePeriodSeconds: input.eviction.gracePeriodSeconds, message: input.eviction.message }, outcome: rec };
+    return {
+      message: 'would evict pod (dry run)',
+      fields: { ...podLog(input), gracePeriodSeconds: input.eviction.gracePeriodSeconds, message: input.eviction.message },
+      outcome: rec,
+    };
   }
 
   /**
@@ -135,7 +147,16 @@ export abstract class EvictionEffect implements Effect<EvictInput, EvictionRecor
     if (!j) return;
     const e = input.eviction;
     const atMs = Date.now();
-    j.begin({ pod: e.pod, sandboxId: input.pod.runtime.sandboxId, signal: e.signal, message: e.message, gracePeriodSeconds: e.gracePeriodSeconds, annotations: e.annotations, atMs, podEventName: eventNameAt(e.pod.name, BigInt(atMs) * 1_000_000n) });
+    j.begin({
+      pod: e.pod,
+      sandboxId: input.pod.runtime.sandboxId,
+      signal: e.signal,
+      message: e.message,
+      gracePeriodSeconds: e.gracePeriodSeconds,
+      annotations: e.annotations,
+      atMs,
+      podEventName: eventNameAt(e.pod.name, BigInt(atMs) * 1_000_000n),
+    });
     crashPoint('eviction:journaled');
   }
 

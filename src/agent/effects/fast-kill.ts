@@ -57,12 +57,10 @@ export class FastKill extends EvictionEffect {
 
   private reap(input: EvictInput): void {
     const { d } = this;
-    d.cgroups
-      .reap?.(input.pod.cgroup!.path)
-      .then(
-        (r) => d.logger.debug({ ...podLog(input), reap: r }, 'dying tasks reaped'),
-        (err: unknown) => d.logger.warn({ ...podLog(input), err }, 'reap after the kill failed; the tasks free their memory as they exit'),
-      );
+    d.cgroups.reap?.(input.pod.cgroup!.path).then(
+      (r) => d.logger.debug({ ...podLog(input), reap: r }, 'dying tasks reaped'),
+      (err: unknown) => d.logger.warn({ ...podLog(input), err }, 'reap after the kill failed; the tasks free their memory as they exit'),
+    );
   }
 
   private stopInBackground(input: EvictInput, rec: EvictionRecord): Promise<void> {

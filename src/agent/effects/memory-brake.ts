@@ -40,7 +40,6 @@ const INHERIT_MS = 60_000;
 /** The pods said once to be held lower already: bounded, a long-lived agent sees many pods. */
 const ALREADY_HELD_MAX = 10_000;
 
-
 /**
  * Why the state dir cannot be trusted with the brakes' record, or null: anyone else able to
  * write it could name any cgroup for evictd to write memory.high into at its next start.
@@ -110,7 +109,6 @@ export interface MemoryBrakesOptions {
   nodeAvailableBytes?: () => number | null;
 }
 
-
 export interface BrakeOn {
   brake: BrakeApply;
   /** the pod's cgroup path in the hierarchy */
@@ -156,7 +154,11 @@ export class MemoryBrakes {
     run: (input) => Promise.resolve(this.ease(input.uid, input.headroomBytes)),
     rehearse: (input) => {
       const e = this.brakes.get(input.uid);
-      return { message: e ? 'would ease memory brake for the graceful stop (dry run)' : null, fields: e ? { pod: `${e.pod.namespace}/${e.pod.name}`, uid: input.uid, headroomBytes: input.headroomBytes } : {}, outcome: undefined };
+      return {
+        message: e ? 'would ease memory brake for the graceful stop (dry run)' : null,
+        fields: e ? { pod: `${e.pod.namespace}/${e.pod.name}`, uid: input.uid, headroomBytes: input.headroomBytes } : {},
+        outcome: undefined,
+      };
     },
   };
 
@@ -202,7 +204,10 @@ export class MemoryBrakes {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       // Unreadable (a link, a directory, no permission): refused with the reason, and the agent
       // starts; failing the start would only loop a restarting agent on the same file.
-      this.o.logger.error({ record: this.recordPath, err: (err as Error).message }, 'memory brake record unreadable: brakes it names (if any) are not released');
+      this.o.logger.error(
+        { record: this.recordPath, err: (err as Error).message },
+        'memory brake record unreadable: brakes it names (if any) are not released',
+      );
       return null;
     }
     let rec: RecordFile;
@@ -211,12 +216,18 @@ export class MemoryBrakes {
       if (!Array.isArray(rec.brakes)) throw new Error('no "brakes" list');
     } catch (err) {
       // Renames are atomic, so only a hand edit gets here: keep the file for a person to read.
-      this.o.logger.error({ record: this.recordPath, err: (err as Error).message }, 'memory brake record unreadable: brakes it names (if any) are not released');
+      this.o.logger.error(
+        { record: this.recordPath, err: (err as Error).message },
+        'memory brake record unreadable: brakes it names (if any) are not released',
+      );
       return null;
     }
     if (rec.bootId !== undefined && rec.bootId !== this.bootId) {
       // Its cgroups went with that boot, and its monotonic times mean nothing now.
-      this.o.logger.warn({ record: this.recordPath, recordBoot: rec.bootId, boot: this.bootId, brakes: rec.brakes.length }, 'memory brake record from another boot: discarded');
+      this.o.logger.warn(
+        { record: this.recordPath, recordBoot: rec.bootId, boot: this.bootId, brakes: rec.brakes.length },
+        'memory brake record from another boot: discarded',
+      );
       if (!opts.dryRun) this.persist();
       return null;
     }
@@ -229,7 +240,10 @@ export class MemoryBrakes {
     this.recoveredAt = this.o.clock.now();
     for (const e of recorded) {
       if (!this.insidePodRoot(e.dir)) {
-        this.o.logger.error({ record: this.recordPath, dir: e.dir, podRoot: this.o.podRootDir, uid: e.pod?.uid }, 'memory brake record names a cgroup outside the pod cgroup root: not touched');
+        this.o.logger.error(
+          { record: this.recordPath, dir: e.dir, podRoot: this.o.podRootDir, uid: e.pod?.uid },
+          'memory brake record names a cgroup outside the pod cgroup root: not touched',
+        );
         continue;
       }
       let outcome: string;
@@ -243,7 +257,10 @@ export class MemoryBrakes {
       }
       const brakedMs = msSince(this.o.clock, BigInt(e.sinceNs));
       if (!this.brakes.has(e.pod.uid)) this.o.metrics.brakeDuration.observe({ end: 'restart' }, brakedMs / 1000);
-      this.o.logger.warn({ pod: `${e.pod.namespace}/${e.pod.name}`, uid: e.pod.uid, brakeValue: e.value, restored: e.original, outcome, setAt: e.setAt, brakedMs }, this.brakes.has(e.pod.uid) ? 'memory brake from a previous run re-owned' : 'memory brake from a previous run released');
+      this.o.logger.warn(
+        { pod: `${e.pod.namespace}/${e.pod.name}`, uid: e.pod.uid, brakeValue: e.value, restored: e.original, outcome, setAt: e.setAt, brakedMs },
+        this.brakes.has(e.pod.uid) ? 'memory brake from a previous run re-owned' : 'memory brake from a previous run released',
+      );
     }
     if (!opts.dryRun) this.persist();
     this.o.metrics.brakesActive.set(this.brakes.size);
@@ -326,12 +343,26 @@ export class MemoryBrakes {
     const room = stopEaseRoom(headroomBytes, nodeLeft);
     const pod = `${e.pod.namespace}/${e.pod.name}`;
     if (room < headroomBytes) {
-      const fields = { pod, uid, askedBytes: headroomBytes, roomBytes: room, nodeAvailableBytes: nodeLeft, nodeMarginBytes: STOP_EASE_NODE_MARGIN_BYTES, usageBytes: usage };
+      const fields = {
+        pod,
+        uid,
+        askedBytes: headroomBytes,
+        roomBytes: room,
+        nodeAvailableBytes: nodeLeft,
+        nodeMarginBytes: STOP_EASE_NODE_MARGIN_BYTES,
+        usageBytes: usage,
+      };
       if (room <= 0) {
-        this.o.logger.warn(fields, 'memory brake kept for the graceful stop: the node has no room to give its SIGTERM handler (it will be throttled until its grace period ends, not OOM-killed)');
+        this.o.logger.warn(
+          fields,
+          'memory brake kept for the graceful stop: the node has no room to give its SIGTERM handler (it will be throttled until its grace period ends, not OOM-killed)',
+        );
         return;
       }
-      this.o.logger.warn(fields, 'memory brake eased less than asked for the graceful stop: the node has only this much room (a handler that needs more will be throttled, not OOM-killed)');
+      this.o.logger.warn(
+        fields,
+        'memory brake eased less than asked for the graceful stop: the node has only this much room (a handler that needs more will be throttled, not OOM-killed)',
+      );
     }
     let value = brakeValue(usage, room);
     if (e.original !== 'max') value = Math.min(value, Number(e.original));
@@ -353,7 +384,10 @@ export class MemoryBrakes {
     }
     // Landed: the record drops `previous` at its next write.
     delete e.previous;
-    this.o.logger.info({ pod, uid, memoryHigh: e.value, was: before, usageBytes: usage, headroomBytes: room, nodeAvailableBytes: nodeLeft }, 'memory brake eased for the graceful stop');
+    this.o.logger.info(
+      { pod, uid, memoryHigh: e.value, was: before, usageBytes: usage, headroomBytes: room, nodeAvailableBytes: nodeLeft },
+      'memory brake eased for the graceful stop',
+    );
   }
 
   releaseAll(why: BrakeEnd): void {
@@ -388,7 +422,10 @@ export class MemoryBrakes {
       const first = !this.alreadyHeld.has(a.pod.uid);
       if (this.alreadyHeld.size >= ALREADY_HELD_MAX) this.alreadyHeld.clear();
       this.alreadyHeld.add(a.pod.uid);
-      return { skip: first ? 'memory brake: the pod memory.high is already at or below the brake; left as is' : null, details: { ...podLog, memoryHigh: original, brakeValue: value } };
+      return {
+        skip: first ? 'memory brake: the pod memory.high is already at or below the brake; left as is' : null,
+        details: { ...podLog, memoryHigh: original, brakeValue: value },
+      };
     }
     const sinceNs = String(since);
     const entry: BrakeEntry = { pod: a.pod, dir, original, value: String(value), signal: a.threshold.signal, sinceNs, setAt: new Date().toISOString() };

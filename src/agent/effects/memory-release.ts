@@ -17,7 +17,14 @@ const MAX_POLL_MS = 25;
 /** Reads of an unchanged usage, with no process left, after which the rest is page cache. */
 const STABLE_READS = 3;
 
-export async function waitMemoryReleased(cgroups: CgroupPort, clock: Clock, dir: string, beforeBytes: number, timeoutMs: number, fraction = 0.1): Promise<{ released: boolean; ms: number }> {
+export async function waitMemoryReleased(
+  cgroups: CgroupPort,
+  clock: Clock,
+  dir: string,
+  beforeBytes: number,
+  timeoutMs: number,
+  fraction = 0.1,
+): Promise<{ released: boolean; ms: number }> {
   const target = Math.max(beforeBytes * fraction, 1024 * 1024);
   const t0 = clock.now();
   const elapsed = (): number => msBetween(t0, clock.now());

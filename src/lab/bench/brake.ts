@@ -103,7 +103,14 @@ function oomKills(lab: NodeLab, pod: LabPod): number {
   }
 }
 
-async function ramp(lab: NodeLab, agent: AgentProcess, protectedPod: LabPod, mode: Trial['mode'], rate: number, n: number): Promise<{ trial: Trial; baseline: number[] }> {
+async function ramp(
+  lab: NodeLab,
+  agent: AgentProcess,
+  protectedPod: LabPod,
+  mode: Trial['mode'],
+  rate: number,
+  n: number,
+): Promise<{ trial: Trial; baseline: number[] }> {
   const baseFrom = mono();
   await sleep(BASELINE_MS);
   const ckptDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bench-ckpt-'));
@@ -112,7 +119,15 @@ async function ramp(lab: NodeLab, agent: AgentProcess, protectedPod: LabPod, mod
     name: `hog-${mode}-${rate}-${n}`,
     namespace: 'bench',
     qos: 'BestEffort',
-    containers: [{ name: 'hog', image: 'localhost/evictd/hog:1', args: [String(rate), String(TARGET_MIB)], env: { HOG_CHECKPOINT: '/ckpt/checkpoint' }, mounts: [{ containerPath: '/ckpt', hostPath: ckptDir }] }],
+    containers: [
+      {
+        name: 'hog',
+        image: 'localhost/evictd/hog:1',
+        args: [String(rate), String(TARGET_MIB)],
+        env: { HOG_CHECKPOINT: '/ckpt/checkpoint' },
+        mounts: [{ containerPath: '/ckpt', hostPath: ckptDir }],
+      },
+    ],
   });
   const key = `${pod.namespace}/${pod.name}`;
   const deadline = Date.now() + RAMP_DEADLINE_MS;
@@ -129,7 +144,13 @@ async function ramp(lab: NodeLab, agent: AgentProcess, protectedPod: LabPod, mod
   const term = lines.map((l) => /^(\d+) term$/.exec(l.trim())).find(Boolean);
   const checkpoint = fs.existsSync(checkpointFile) && /^checkpoint \d+ \d+\n$/.test(fs.readFileSync(checkpointFile, 'utf8'));
   const kills = Math.max(oomKills(lab, pod), exit?.reason === 'OOMKilled' ? 1 : 0);
-  const outcome: Outcome = alive ? 'survived' : kills > 0 ? 'oom-killed' : checkpoint && exit?.state === 'CONTAINER_EXITED' && exit.exitCode === 0 ? 'graceful' : 'killed';
+  const outcome: Outcome = alive
+    ? 'survived'
+    : kills > 0
+      ? 'oom-killed'
+      : checkpoint && exit?.state === 'CONTAINER_EXITED' && exit.exitCode === 0
+        ? 'graceful'
+        : 'killed';
   const on = agent.lines.find((l) => l.msg === 'memory brake on' && l.pod === key);
   const endNs = term ? BigInt(term[1]!) : (steps[steps.length - 1]?.ns ?? mono());
   const from = on ? BigInt(String(on.at)) : (steps[0]?.ns ?? endNs);
@@ -170,7 +191,10 @@ export async function run(argv: string[]): Promise<number> {
   const baseline: number[] = [];
   const seen = new Set<object>();
   try {
-    if (lab.layout.memoryVersion !== 2) throw new UsageError('bench protect --brake: needs cgroup v2 (memory.high); run it in the pure cgroup v2 VM: scripts/v2vm/run -- evictd bench protect --brake');
+    if (lab.layout.memoryVersion !== 2)
+      throw new UsageError(
+        'bench protect --brake: needs cgroup v2 (memory.high); run it in the pure cgroup v2 VM: scripts/v2vm/run -- evictd bench protect --brake',
+      );
     const protectedPod = await lab.runPod({
       name: 'protected',
       namespace: 'bench',
@@ -180,10 +204,18 @@ export async function run(argv: string[]): Promise<number> {
       // ever touches it, the trial says so below ("PROTECTED POD").
       annotations: { 'evictd.io/requests': 'memory=64Mi,cpu=100m', 'evictd.io/limits': 'memory=64Mi,cpu=100m' },
     });
-    log(`bench protect --brake: node ${NODE_MIB} MiB, soft memory.available<200Mi (5 s grace), a checkpointing hog to ${TARGET_MIB} MiB at ${o.rates.join(', ')} MiB/s, ${o.trials} trial(s) each`);
+    log(
+      `bench protect --brake: node ${NODE_MIB} MiB, soft memory.available<200Mi (5 s grace), a checkpointing hog to ${TARGET_MIB} MiB at ${o.rates.join(', ')} MiB/s, ${o.trials} trial(s) each`,
+    );
     for (const mode of ['brake', 'no-brake'] as const) {
       const extra = [...SOFT, ...(mode === 'brake' ? ['--memory-brake', '--state-dir', stateDir] : [])];
-      const agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: 'memory.available<0%', extraArgs: extra, startTimeoutMs: 120_000 });
+      const agent = await AgentProcess.start({
+        lab,
+        endpoint: harness.endpoint,
+        evictionHard: 'memory.available<0%',
+        extraArgs: extra,
+        startTimeoutMs: 120_000,
+      });
       try {
         for (const rate of o.rates) {
           for (let n = 0; n < o.trials; n++) {
@@ -191,7 +223,9 @@ export async function run(argv: string[]): Promise<number> {
             trials.push(r.trial);
             baseline.push(...r.baseline);
             const t = r.trial;
-            log(`  ${mode.padEnd(8)} ${String(rate).padStart(5)} MiB/s: ${t.outcome}, peak ${t.peakMiB} MiB, exit ${t.exitCode}, checkpoint ${t.checkpoint ? 'yes' : 'no'}, OOM kills ${t.oomKills}${t.brakedMs !== null ? `, braked ${t.brakedMs} ms` : ''}${t.stopFailures ? `, CRI stop failures ${t.stopFailures}` : ''}`);
+            log(
+              `  ${mode.padEnd(8)} ${String(rate).padStart(5)} MiB/s: ${t.outcome}, peak ${t.peakMiB} MiB, exit ${t.exitCode}, checkpoint ${t.checkpoint ? 'yes' : 'no'}, OOM kills ${t.oomKills}${t.brakedMs !== null ? `, braked ${t.brakedMs} ms` : ''}${t.stopFailures ? `, CRI stop failures ${t.stopFailures}` : ''}`,
+            );
             // The protected pod must never be touched: say so loudly if the agent did.
             const touched = agent.lines.filter((l) => l.pod === 'bench/protected' && !seen.has(l));
             for (const l of touched) {
@@ -200,7 +234,9 @@ export async function run(argv: string[]): Promise<number> {
             }
             if (!lab.containerAlive(protectedPod, 'hog')) log('    PROTECTED POD: its process is gone');
             if (process.env.EVICTD_BENCH_DEBUG) {
-              for (const l of agent.lines.filter((x) => !seen.has(x) && (Number(x.level) >= 40 || x.msg === 'node conditions changed' || x.msg === 'memory brake off'))) {
+              for (const l of agent.lines.filter(
+                (x) => !seen.has(x) && (Number(x.level) >= 40 || x.msg === 'node conditions changed' || x.msg === 'memory brake off'),
+              )) {
                 seen.add(l);
                 process.stderr.write(`    agent: ${JSON.stringify(l).slice(0, 700)}\n`);
               }
@@ -219,7 +255,18 @@ export async function run(argv: string[]): Promise<number> {
   const base = { p50Ms: round(percentile(baseline, 50), 2), p99Ms: round(percentile(baseline, 99), 2), samples: baseline.length };
   log('\n' + renderTable(cells, base));
   log(`(${round((Date.now() - t0) / 1000, 0)} s)`);
-  if (o.json) process.stdout.write(JSON.stringify({ bench: 'protect --brake', nodeMiB: NODE_MIB, rates: o.rates, trials: o.trials, cells, protectedBaseline: base, raw: trials.map((t) => ({ ...t, latency: undefined })) }) + '\n');
+  if (o.json)
+    process.stdout.write(
+      JSON.stringify({
+        bench: 'protect --brake',
+        nodeMiB: NODE_MIB,
+        rates: o.rates,
+        trials: o.trials,
+        cells,
+        protectedBaseline: base,
+        raw: trials.map((t) => ({ ...t, latency: undefined })),
+      }) + '\n',
+    );
   return 0;
 }
 
@@ -249,7 +296,10 @@ function summarize(trials: Trial[], rates: number[]): Cell[] {
         graceful: ts.filter((t) => t.outcome === 'graceful').length,
         oomKills: ts.reduce((s, t) => s + t.oomKills, 0),
         peakMiB: Math.max(...ts.map((t) => t.peakMiB)),
-        brakedMsP50: percentile(ts.flatMap((t) => (t.brakedMs !== null ? [t.brakedMs] : [])), 50),
+        brakedMsP50: percentile(
+          ts.flatMap((t) => (t.brakedMs !== null ? [t.brakedMs] : [])),
+          50,
+        ),
         protectedP50Ms: round(percentile(lat, 50), 2),
         protectedP99Ms: round(percentile(lat, 99), 2),
       });

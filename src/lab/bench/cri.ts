@@ -56,7 +56,13 @@ export async function run(argv: string[]): Promise<number> {
   try {
     values = parseArgs({
       args: argv,
-      options: { pods: { type: 'string' }, rounds: { type: 'string' }, endpoint: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        pods: { type: 'string' },
+        rounds: { type: 'string' },
+        endpoint: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
     }).values;
   } catch (e) {
     throw new UsageError(`bench cri: ${(e as Error).message}`);
@@ -99,7 +105,13 @@ export async function run(argv: string[]): Promise<number> {
       specs.push(spec);
       const sb = await timed(s('RunPodSandbox'), () => client.runPodSandbox(sandboxConfig(spec)));
       sandboxes.push(sb);
-      const cfg = containerConfig(spec, { name: 'hog', image: IMAGES.hog, args: ['2000', String(HOG_MIB)], memoryLimitBytes: 2 * HOG_MIB * MiB, labels: { [LABEL]: runId } });
+      const cfg = containerConfig(spec, {
+        name: 'hog',
+        image: IMAGES.hog,
+        args: ['2000', String(HOG_MIB)],
+        memoryLimitBytes: 2 * HOG_MIB * MiB,
+        labels: { [LABEL]: runId },
+      });
       const id = await timed(s('CreateContainer'), () => client.createContainer(sb, cfg, sandboxConfig(spec)));
       await timed(s('StartContainer'), () => client.startContainer(id));
       containers.push(id);

@@ -128,12 +128,21 @@ export async function run(argv: string[]): Promise<number> {
   const ramps: Ramp[] = [];
   const rows: Row[] = [];
   try {
-    log(`bench protect --pods: node ${nodeMiB} MiB, hard ${LINE}, evictd run ${SHIPPED.join(' ')}; hog ramps at ${o.rates.join(', ')} MiB/s, ${o.trials} per count; bystanders: ${o.pods.join(', ')}`);
+    log(
+      `bench protect --pods: node ${nodeMiB} MiB, hard ${LINE}, evictd run ${SHIPPED.join(' ')}; hog ramps at ${o.rates.join(', ')} MiB/s, ${o.trials} per count; bystanders: ${o.pods.join(', ')}`,
+    );
     for (const count of o.pods) {
       const started = Date.now();
       while (bystanders.length < count) {
         const i = bystanders.length;
-        bystanders.push(await lab.runPod({ name: `bystander-${i}`, namespace: 'bystanders', qos: 'BestEffort', containers: [{ name: 'sleep', image: IMAGES.busybox, command: ['/bin/sleep', '100000'] }] }));
+        bystanders.push(
+          await lab.runPod({
+            name: `bystander-${i}`,
+            namespace: 'bystanders',
+            qos: 'BestEffort',
+            containers: [{ name: 'sleep', image: IMAGES.busybox, command: ['/bin/sleep', '100000'] }],
+          }),
+        );
         if ((i + 1) % 50 === 0) log(`  ${i + 1} bystander pods running (${round((Date.now() - started) / 1000, 0)} s)`);
       }
       const agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: LINE, extraArgs: SHIPPED, startTimeoutMs: 120_000 });
@@ -145,7 +154,10 @@ export async function run(argv: string[]): Promise<number> {
         for (const rate of o.rates) {
           const rs: Ramp[] = [];
           for (let t = 0; t < o.trials; t++) {
-            const r: Ramp = { ...(await runRamp(lab, agent, { name: `hog-${count}-${rate}-${t}`, rateMiBs: rate, targetMiB: nodeMiB + 64, namespace: 'bench', stepKiB: 64 })), pods: count };
+            const r: Ramp = {
+              ...(await runRamp(lab, agent, { name: `hog-${count}-${rate}-${t}`, rateMiBs: rate, targetMiB: nodeMiB + 64, namespace: 'bench', stepKiB: 64 })),
+              pods: count,
+            };
             const used = orderLine(agent, r.pod);
             if (typeof used?.crossedToKilledUs === 'number') r.wakeToKillUs = used.crossedToKilledUs;
             if (typeof used?.freshReadUs === 'number') r.freshReadUs = used.freshReadUs;
@@ -175,7 +187,9 @@ export async function run(argv: string[]): Promise<number> {
           };
           rows.push(row);
           ramps.push(...rs);
-          log(`  ${String(count).padStart(3)} pods, ${rate} MiB/s: evicted ${row.evicted}/${row.trials} (${row.byOrder} by standing order), kernel OOM kills ${row.oomKills}, crossing -> kill sent p50 ${row.reactionP50Ms ?? '-'} ms p99 ${row.reactionP99Ms ?? '-'} ms, wake-up -> kill written p50 ${row.wakeToKillP50Us ?? '-'} µs (fresh read ${row.freshReadP50Us ?? '-'} µs), mean pass ${row.meanPassMs ?? '-'} ms`);
+          log(
+            `  ${String(count).padStart(3)} pods, ${rate} MiB/s: evicted ${row.evicted}/${row.trials} (${row.byOrder} by standing order), kernel OOM kills ${row.oomKills}, crossing -> kill sent p50 ${row.reactionP50Ms ?? '-'} ms p99 ${row.reactionP99Ms ?? '-'} ms, wake-up -> kill written p50 ${row.wakeToKillP50Us ?? '-'} µs (fresh read ${row.freshReadP50Us ?? '-'} µs), mean pass ${row.meanPassMs ?? '-'} ms`,
+          );
         }
       } finally {
         await agent.stop();
@@ -185,11 +199,34 @@ export async function run(argv: string[]): Promise<number> {
     await session.close();
   }
   const table = pipeTable(
-    ['bystander pods', 'MiB/s', 'evicted before OOM', 'by standing order', 'kernel OOM kills', 'crossing -> kill sent, ms: p50 / p99', 'notification -> kill written, µs: p50 / p99', 'of which the fresh read, µs: p50 / p99', 'mean pass, ms'],
-    rows.map((r) => [String(r.pods), String(r.rateMiBs), `${r.evicted}/${r.trials}`, String(r.byOrder), String(r.oomKills), `${r.reactionP50Ms ?? '-'} / ${r.reactionP99Ms ?? '-'}`, `${r.wakeToKillP50Us ?? '-'} / ${r.wakeToKillP99Us ?? '-'}`, `${r.freshReadP50Us ?? '-'} / ${r.freshReadP99Us ?? '-'}`, String(r.meanPassMs ?? '-')]),
+    [
+      'bystander pods',
+      'MiB/s',
+      'evicted before OOM',
+      'by standing order',
+      'kernel OOM kills',
+      'crossing -> kill sent, ms: p50 / p99',
+      'notification -> kill written, µs: p50 / p99',
+      'of which the fresh read, µs: p50 / p99',
+      'mean pass, ms',
+    ],
+    rows.map((r) => [
+      String(r.pods),
+      String(r.rateMiBs),
+      `${r.evicted}/${r.trials}`,
+      String(r.byOrder),
+      String(r.oomKills),
+      `${r.reactionP50Ms ?? '-'} / ${r.reactionP99Ms ?? '-'}`,
+      `${r.wakeToKillP50Us ?? '-'} / ${r.wakeToKillP99Us ?? '-'}`,
+      `${r.freshReadP50Us ?? '-'} / ${r.freshReadP99Us ?? '-'}`,
+      String(r.meanPassMs ?? '-'),
+    ]),
   );
   log('\n' + table.join('\n'));
   log(`(${round((Date.now() - t0) / 1000, 0)} s)`);
-  if (o.json) process.stdout.write(JSON.stringify({ bench: 'protect-pods', nodeMiB, threshold: LINE, agentArgs: SHIPPED, rows, ramps: ramps.map(({ labPod: _labPod, ...r }) => r) }) + '\n');
+  if (o.json)
+    process.stdout.write(
+      JSON.stringify({ bench: 'protect-pods', nodeMiB, threshold: LINE, agentArgs: SHIPPED, rows, ramps: ramps.map(({ labPod: _labPod, ...r }) => r) }) + '\n',
+    );
   return 0;
 }

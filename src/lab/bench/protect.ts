@@ -139,10 +139,14 @@ export async function run(argv: string[]): Promise<number> {
       name: 'guaranteed',
       namespace: 'bench',
       qos: 'Guaranteed',
-      containers: [{ name: 'app', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'while true; do sleep 1; done'], memoryLimitBytes: 32 * MiB }],
+      containers: [
+        { name: 'app', image: 'localhost/evictd/busybox:1', command: ['/bin/sh', '-c', 'while true; do sleep 1; done'], memoryLimitBytes: 32 * MiB },
+      ],
       annotations: { 'evictd.io/requests': 'memory=32Mi,cpu=100m', 'evictd.io/limits': 'memory=32Mi,cpu=100m' },
     });
-    log(`bench protect: node ${o.nodeMiB} MiB, hard memory.available<64Mi, hog ramps to ${targetMiB} MiB at ${o.rates.join(', ')} MiB/s, ${o.trials} trial(s) each`);
+    log(
+      `bench protect: node ${o.nodeMiB} MiB, hard memory.available<64Mi, hog ramps to ${targetMiB} MiB at ${o.rates.join(', ')} MiB/s, ${o.trials} trial(s) each`,
+    );
     for (const d of o.drivers) {
       const agent = await AgentProcess.start({ lab, endpoint: harness.endpoint, evictionHard: 'memory.available<64Mi', extraArgs: d.args });
       all[d.name] = [];
@@ -160,7 +164,9 @@ export async function run(argv: string[]): Promise<number> {
           all[d.name]!.push(...rs);
           const c = cellOf(d.name, rate, rs);
           cells.push(c);
-          log(`  ${d.name.padEnd(10)} ${String(rate).padStart(5)} MiB/s: evicted ${c.evicted}/${c.trials}, OOM-killed ${c.oomKilled}, reaction p50 ${c.reactionP50Ms ?? '-'} ms p99 ${c.reactionP99Ms ?? '-'} ms`);
+          log(
+            `  ${d.name.padEnd(10)} ${String(rate).padStart(5)} MiB/s: evicted ${c.evicted}/${c.trials}, OOM-killed ${c.oomKilled}, reaction p50 ${c.reactionP50Ms ?? '-'} ms p99 ${c.reactionP99Ms ?? '-'} ms`,
+          );
         }
         // Idle CPU: 2 s to settle (the last StopPodSandbox), then 10 s with nothing to do.
         await new Promise((r) => setTimeout(r, 2000));
@@ -194,7 +200,15 @@ export async function run(argv: string[]): Promise<number> {
   fs.writeFileSync(o.svg, svg(cells, o.rates, o.drivers));
   const table = renderTable(cells, o.rates, o.drivers);
   log('\n' + table);
-  log('\nper driver: ' + byDriver.map((b) => `${b.driver} evicted ${b.evicted}/${b.trials}, kernel OOM kills ${b.oomKills}, reaction p50 ${b.reactionP50Ms ?? '-'} ms p99 ${b.reactionP99Ms ?? '-'} ms, memory back p50 ${b.freedP50Ms ?? '-'} ms p99 ${b.freedP99Ms ?? '-'} ms, idle CPU ${b.idleCpuPercent}%`).join('\n            '));
+  log(
+    '\nper driver: ' +
+      byDriver
+        .map(
+          (b) =>
+            `${b.driver} evicted ${b.evicted}/${b.trials}, kernel OOM kills ${b.oomKills}, reaction p50 ${b.reactionP50Ms ?? '-'} ms p99 ${b.reactionP99Ms ?? '-'} ms, memory back p50 ${b.freedP50Ms ?? '-'} ms p99 ${b.freedP99Ms ?? '-'} ms, idle CPU ${b.idleCpuPercent}%`,
+        )
+        .join('\n            '),
+  );
   log(`picture: ${o.svg}   (${round((Date.now() - t0) / 1000, 0)} s)`);
   const result = { bench: 'protect', nodeMiB: o.nodeMiB, threshold: 'memory.available<64Mi', rates: o.rates, trials: o.trials, cells, byDriver, svg: o.svg };
   if (o.json) process.stdout.write(JSON.stringify(result) + '\n');
@@ -215,7 +229,13 @@ function renderTable(cells: Cell[], rates: number[], drivers: Driver[]): string 
   return ['evicted before the kernel OOM killer; reaction p50/p99 (threshold crossing -> kill sent)', ...pipeTable(head, rows)].join('\n');
 }
 
-const COLORS: Record<string, string> = { evictd: '#1b9e77', 'poll-100ms': '#7570b3', 'poll-1s': '#d95f02', 'poll-10s': '#e7298a', 'evictd-no-fast-kill': '#66a61e' };
+const COLORS: Record<string, string> = {
+  evictd: '#1b9e77',
+  'poll-100ms': '#7570b3',
+  'poll-1s': '#d95f02',
+  'poll-10s': '#e7298a',
+  'evictd-no-fast-kill': '#66a61e',
+};
 
 /** Two panels of grouped bars: share evicted before OOM, and reaction p50 (log scale). */
 function svg(cells: Cell[], rates: number[], drivers: Driver[]): string {
@@ -247,7 +267,9 @@ function svg(cells: Cell[], rates: number[], drivers: Driver[]): string {
           return;
         }
         const h = Math.max(1, v * plotH);
-        parts.push(`<rect x="${x.toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[d.name]}"><title>${d.name} ${rate} MiB/s: ${label(c!)}</title></rect>`);
+        parts.push(
+          `<rect x="${x.toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[d.name]}"><title>${d.name} ${rate} MiB/s: ${label(c!)}</title></rect>`,
+        );
       });
       text(gx + (barW * drivers.length) / 2, top + plotH + 16, `${rate} MiB/s`, 'text-anchor="middle"');
     });

@@ -49,7 +49,15 @@ const TRIGGER: PassTrigger = { sources: { 'memcg-threshold': 1 }, firstEventNs: 
 export function joined(pods: readonly ActivePod[]): JoinedPod[] {
   return pods.map((active) => ({
     active,
-    runtime: { sandboxId: `sb-${active.spec.uid}`, uid: active.spec.uid, name: active.spec.name, namespace: active.spec.namespace, labels: {}, annotations: {}, ready: true },
+    runtime: {
+      sandboxId: `sb-${active.spec.uid}`,
+      uid: active.spec.uid,
+      name: active.spec.name,
+      namespace: active.spec.namespace,
+      labels: {},
+      annotations: {},
+      ready: true,
+    },
     cgroup: { uid: active.spec.uid, qos: 'Burstable', path: `/kubepods/pod${active.spec.uid}`, usage: { memoryWorkingSetBytes: 0, memoryUsageBytes: 0 } },
     specSource: 'runtime',
   }));
@@ -63,7 +71,12 @@ export function decide(cfg: ReturnType<typeof compileConfig>, state: PolicyState
   const active = pods.map((j) => j.active);
   const ev = planEvictions(cfg, assessed, active, layout);
   const actions = decideActions(cfg, assessed, ev, undefined, []);
-  const orders = decideOrders(cfg, assessed.obs, pods.map((j) => ({ pod: j.active, cgroupDir: j.cgroup!.path })), layout);
+  const orders = decideOrders(
+    cfg,
+    assessed.obs,
+    pods.map((j) => ({ pod: j.active, cgroupDir: j.cgroup!.path })),
+    layout,
+  );
   const decisionNs = process.hrtime.bigint();
   return {
     observation: { node, layout, memory: MEMCG, allocatable: null, pods: new Map() },
@@ -80,7 +93,11 @@ export function decide(cfg: ReturnType<typeof compileConfig>, state: PolicyState
 }
 
 const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
-const p = (xs: number[], q: number) => nearestRank([...xs].sort((a, b) => a - b), q);
+const p = (xs: number[], q: number) =>
+  nearestRank(
+    [...xs].sort((a, b) => a - b),
+    q,
+  );
 
 /** `passes` passes of each kind on `pods`, interleaved. */
 export async function recordingCost(eviction: EvictionConfig, node: NodeStats, pods: readonly ActivePod[], passes: number): Promise<RecordingCostRow> {
@@ -144,7 +161,26 @@ export async function recordingCost(eviction: EvictionConfig, node: NodeStats, p
 
 /** What the recorder gives passLine for a bench pass (no wake-up stamp, brake or order in use). */
 function lineInput(d: Decision, startNs: number, policy: ReturnType<typeof compileConfig>): PassInput {
-  return { atNs: d.given.now - startNs, startNs, wake: TRIGGER.sources, node: d.observation.node, layout: 'single', headerLayout: 'single', pods: d.ranked.map((j) => j.active), otherUids: [], noCgroup: [], crossed: [], confirmations: [], brakes: null, policy, met: d.evaluation.thresholdsMet, conditions: d.evaluation.conditions, actions: d.actions, orders: d.orders, decideMs: 0 };
+  return {
+    atNs: d.given.now - startNs,
+    startNs,
+    wake: TRIGGER.sources,
+    node: d.observation.node,
+    layout: 'single',
+    headerLayout: 'single',
+    pods: d.ranked.map((j) => j.active),
+    otherUids: [],
+    noCgroup: [],
+    crossed: [],
+    confirmations: [],
+    brakes: null,
+    policy,
+    met: d.evaluation.thresholdsMet,
+    conditions: d.evaluation.conditions,
+    actions: d.actions,
+    orders: d.orders,
+    decideMs: 0,
+  };
 }
 
 /**

@@ -10,7 +10,12 @@ import { Quantity } from '../../../src/policy/quantity';
 import { run } from './helpers';
 
 const bestEffort = (tolerations?: Toleration[], extra: Partial<PodSpec> = {}): PodSpec => ({
-  namespace: 'default', name: 'be', uid: 'be', priority: 0, annotations: {}, volumes: [],
+  namespace: 'default',
+  name: 'be',
+  uid: 'be',
+  priority: 0,
+  annotations: {},
+  volumes: [],
   containers: [{ name: 'c', requests: {}, limits: {} }],
   ...(tolerations ? { tolerations } : {}),
   ...extra,
@@ -49,7 +54,12 @@ test('Admit: conditions, QoS and critical pods', () => {
     { conditions: ['MemoryPressure'], pod: bestEffort(), admitted: false, why: 'BestEffort under memory pressure' },
     { conditions: ['DiskPressure'], pod: burstable, admitted: false, why: 'any other condition refuses every pod' },
     { conditions: ['PIDPressure'], pod: burstable, admitted: false, why: 'PID pressure too' },
-    { conditions: ['DiskPressure'], pod: bestEffort([{ key: 'node.kubernetes.io/disk-pressure', operator: 'Exists' }]), admitted: false, why: 'tolerations count only under memory pressure alone' },
+    {
+      conditions: ['DiskPressure'],
+      pod: bestEffort([{ key: 'node.kubernetes.io/disk-pressure', operator: 'Exists' }]),
+      admitted: false,
+      why: 'tolerations count only under memory pressure alone',
+    },
     { conditions: ['DiskPressure', 'MemoryPressure'], pod: tolerating, admitted: false, why: 'memory pressure with another condition' },
     { conditions: ['DiskPressure', 'MemoryPressure'], pod: staticPod, admitted: true, why: 'static pods are critical' },
     { conditions: ['PIDPressure'], pod: mirror, admitted: true, why: 'mirror pods are critical' },
@@ -57,7 +67,11 @@ test('Admit: conditions, QoS and critical pods', () => {
     { conditions: ['DiskPressure'], pod: belowCritical, admitted: false, why: 'one below system-critical priority' },
   ];
   for (const c of cases) assert.equal(admit(c.pod, c.conditions).admit, c.admitted, c.why);
-  assert.deepEqual(admit(burstable, ['DiskPressure', 'MemoryPressure']), { admit: false, reason: 'Evicted', message: 'The node had condition: [DiskPressure MemoryPressure]. ' });
+  assert.deepEqual(admit(burstable, ['DiskPressure', 'MemoryPressure']), {
+    admit: false,
+    reason: 'Evicted',
+    message: 'The node had condition: [DiskPressure MemoryPressure]. ',
+  });
 });
 
 test('a scenario offers pods to admission with their tolerations', () => {
@@ -74,5 +88,8 @@ test('a scenario offers pods to admission with their tolerations', () => {
       },
     ],
   });
-  assert.deepEqual(s!.admission.map((a) => `${a.pod} ${a.admit}`), ['default/plain false', 'default/tolerant true']);
+  assert.deepEqual(
+    s!.admission.map((a) => `${a.pod} ${a.admit}`),
+    ['default/plain false', 'default/tolerant true'],
+  );
 });

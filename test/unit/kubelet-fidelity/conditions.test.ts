@@ -20,7 +20,13 @@ interface Case {
 
 const fs = (available: string, inodesFree = 1000) => ({ availableBytes: available, capacityBytes: '100Gi', inodesFree, inodes: 1000 });
 const CASES: Case[] = [
-  { signal: 'memory.available', condition: 'MemoryPressure', config: { evictionHard: { 'memory.available': '1Gi' } }, met: { memory: { availableBytes: '500Mi', workingSetBytes: '1Gi' } }, clear: { memory: { availableBytes: '5Gi', workingSetBytes: '1Gi' } } },
+  {
+    signal: 'memory.available',
+    condition: 'MemoryPressure',
+    config: { evictionHard: { 'memory.available': '1Gi' } },
+    met: { memory: { availableBytes: '500Mi', workingSetBytes: '1Gi' } },
+    clear: { memory: { availableBytes: '5Gi', workingSetBytes: '1Gi' } },
+  },
   {
     signal: 'allocatableMemory.available',
     condition: 'MemoryPressure',
@@ -28,13 +34,59 @@ const CASES: Case[] = [
     met: { allocatableMemory: { availableBytes: '500Mi', workingSetBytes: '1Gi' } },
     clear: { allocatableMemory: { availableBytes: '5Gi', workingSetBytes: '1Gi' } },
   },
-  { signal: 'nodefs.available', condition: 'DiskPressure', config: { evictionHard: { 'nodefs.available': '10%' } }, met: { nodefs: fs('1Gi') }, clear: { nodefs: fs('50Gi') } },
-  { signal: 'nodefs.inodesFree', condition: 'DiskPressure', config: { evictionHard: { 'nodefs.inodesFree': '5%' } }, met: { nodefs: fs('50Gi', 10) }, clear: { nodefs: fs('50Gi', 900) } },
-  { signal: 'imagefs.available', condition: 'DiskPressure', config: { evictionHard: { 'imagefs.available': '15%' } }, layout: 'dedicated-imagefs', met: { imagefs: fs('1Gi') }, clear: { imagefs: fs('50Gi') } },
-  { signal: 'imagefs.inodesFree', condition: 'DiskPressure', config: { evictionHard: { 'imagefs.inodesFree': '5%' } }, layout: 'dedicated-imagefs', met: { imagefs: fs('50Gi', 10) }, clear: { imagefs: fs('50Gi', 900) } },
-  { signal: 'containerfs.available', condition: 'DiskPressure', config: { evictionHard: { 'nodefs.available': '10%' } }, layout: 'split', met: { containerfs: fs('1Gi') }, clear: { containerfs: fs('50Gi') } },
-  { signal: 'containerfs.inodesFree', condition: 'DiskPressure', config: { evictionHard: { 'imagefs.inodesFree': '5%' } }, layout: 'dedicated-imagefs', met: { containerfs: fs('50Gi', 10) }, clear: { containerfs: fs('50Gi', 900) } },
-  { signal: 'pid.available', condition: 'PIDPressure', config: { evictionHard: { 'pid.available': '100' } }, met: { pid: { maxPID: 1000, running: 950 } }, clear: { pid: { maxPID: 1000, running: 10 } } },
+  {
+    signal: 'nodefs.available',
+    condition: 'DiskPressure',
+    config: { evictionHard: { 'nodefs.available': '10%' } },
+    met: { nodefs: fs('1Gi') },
+    clear: { nodefs: fs('50Gi') },
+  },
+  {
+    signal: 'nodefs.inodesFree',
+    condition: 'DiskPressure',
+    config: { evictionHard: { 'nodefs.inodesFree': '5%' } },
+    met: { nodefs: fs('50Gi', 10) },
+    clear: { nodefs: fs('50Gi', 900) },
+  },
+  {
+    signal: 'imagefs.available',
+    condition: 'DiskPressure',
+    config: { evictionHard: { 'imagefs.available': '15%' } },
+    layout: 'dedicated-imagefs',
+    met: { imagefs: fs('1Gi') },
+    clear: { imagefs: fs('50Gi') },
+  },
+  {
+    signal: 'imagefs.inodesFree',
+    condition: 'DiskPressure',
+    config: { evictionHard: { 'imagefs.inodesFree': '5%' } },
+    layout: 'dedicated-imagefs',
+    met: { imagefs: fs('50Gi', 10) },
+    clear: { imagefs: fs('50Gi', 900) },
+  },
+  {
+    signal: 'containerfs.available',
+    condition: 'DiskPressure',
+    config: { evictionHard: { 'nodefs.available': '10%' } },
+    layout: 'split',
+    met: { containerfs: fs('1Gi') },
+    clear: { containerfs: fs('50Gi') },
+  },
+  {
+    signal: 'containerfs.inodesFree',
+    condition: 'DiskPressure',
+    config: { evictionHard: { 'imagefs.inodesFree': '5%' } },
+    layout: 'dedicated-imagefs',
+    met: { containerfs: fs('50Gi', 10) },
+    clear: { containerfs: fs('50Gi', 900) },
+  },
+  {
+    signal: 'pid.available',
+    condition: 'PIDPressure',
+    config: { evictionHard: { 'pid.available': '100' } },
+    met: { pid: { maxPID: 1000, running: 950 } },
+    clear: { pid: { maxPID: 1000, running: 10 } },
+  },
 ];
 
 test('every signal reports its condition, held for the transition period after it was last met', () => {
@@ -52,7 +104,11 @@ test('every signal reports its condition, held for the transition period after i
     });
     const held = steps.map((s) => s.conditions.join(','));
     assert.deepEqual(held, ['', c.condition, c.condition, c.condition, ''], c.signal);
-    assert.deepEqual(steps[1]!.thresholdsMet.map((t) => t.signal), [c.signal], c.signal);
+    assert.deepEqual(
+      steps[1]!.thresholdsMet.map((t) => t.signal),
+      [c.signal],
+      c.signal,
+    );
   }
 });
 
@@ -82,13 +138,25 @@ test('a 1ns transition period shows a condition only while it is met; "0s" in a 
       { at: '1s', node: CASES[0]!.clear },
     ],
   });
-  assert.deepEqual(steps.map((s) => s.conditions), [['MemoryPressure'], []]);
+  assert.deepEqual(
+    steps.map((s) => s.conditions),
+    [['MemoryPressure'], []],
+  );
   // A literal 0 (a flag's "0s") shows no condition at all, even while met: nodeConditionsObservedSince
   // keeps a condition while "now - last seen < period", and 0 < 0 is false.
   const config = compileConfig(configFromFlags({ evictionHard: 'memory.available<1Gi', evictionPressureTransitionPeriod: '0s' }));
   const met = evaluate(config, initialState(), { now: 0, node: { memory: { availableBytes: 1, workingSetBytes: 2 ** 30 } }, pods: [], layout: 'single' });
   assert.equal(met.thresholdsMet.length, 1);
   assert.deepEqual(met.conditions, []);
-  const defaulted = run({ config: { evictionHard: { 'memory.available': '1Gi' }, evictionPressureTransitionPeriod: '0s' }, steps: [{ at: '0s', node: CASES[0]!.met }, { at: '4m59s', node: CASES[0]!.clear }] });
-  assert.deepEqual(defaulted.map((s) => s.conditions), [['MemoryPressure'], ['MemoryPressure']]);
+  const defaulted = run({
+    config: { evictionHard: { 'memory.available': '1Gi' }, evictionPressureTransitionPeriod: '0s' },
+    steps: [
+      { at: '0s', node: CASES[0]!.met },
+      { at: '4m59s', node: CASES[0]!.clear },
+    ],
+  });
+  assert.deepEqual(
+    defaulted.map((s) => s.conditions),
+    [['MemoryPressure'], ['MemoryPressure']],
+  );
 });

@@ -8,20 +8,69 @@ import { compileConfig, configFromFlags, configFromKubeletConfiguration, ConfigE
 import { compileDoc, describe } from './helpers';
 
 const MIN = 60e9;
-const DEFAULT_HARD = ['memory.available<100Mi (hard)', 'nodefs.available<10% (hard)', 'nodefs.inodesFree<5% (hard)', 'imagefs.available<15% (hard)', 'imagefs.inodesFree<5% (hard)', 'allocatableMemory.available<100Mi (hard)'];
+const DEFAULT_HARD = [
+  'memory.available<100Mi (hard)',
+  'nodefs.available<10% (hard)',
+  'nodefs.inodesFree<5% (hard)',
+  'imagefs.available<15% (hard)',
+  'imagefs.inodesFree<5% (hard)',
+  'allocatableMemory.available<100Mi (hard)',
+];
 
 // pkg/kubelet/apis/config/v1beta1/defaults.go SetDefaults_KubeletConfiguration: a field left at
 // its zero value takes the default; a present but empty map or list is not zero.
 test('SetDefaults_KubeletConfiguration: zero-valued eviction fields take the defaults', () => {
   const cases: { name: string; doc: unknown; transitionNs: number; maxPod: number; enforce: string[]; thresholds: string[] }[] = [
     { name: 'empty document', doc: {}, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
-    { name: 'transition "0s" is zero: 5m', doc: { evictionPressureTransitionPeriod: '0s' }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
-    { name: 'transition "0" is zero: 5m', doc: { evictionPressureTransitionPeriod: '0' }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
-    { name: 'transition "0m0s" is zero: 5m', doc: { evictionPressureTransitionPeriod: '0m0s' }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
-    { name: 'transition 30s kept', doc: { evictionPressureTransitionPeriod: '30s' }, transitionNs: 30e9, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
-    { name: 'max pod grace 0: not specified', doc: { evictionMaxPodGracePeriod: 0 }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
+    {
+      name: 'transition "0s" is zero: 5m',
+      doc: { evictionPressureTransitionPeriod: '0s' },
+      transitionNs: 5 * MIN,
+      maxPod: 0,
+      enforce: ['pods'],
+      thresholds: DEFAULT_HARD,
+    },
+    {
+      name: 'transition "0" is zero: 5m',
+      doc: { evictionPressureTransitionPeriod: '0' },
+      transitionNs: 5 * MIN,
+      maxPod: 0,
+      enforce: ['pods'],
+      thresholds: DEFAULT_HARD,
+    },
+    {
+      name: 'transition "0m0s" is zero: 5m',
+      doc: { evictionPressureTransitionPeriod: '0m0s' },
+      transitionNs: 5 * MIN,
+      maxPod: 0,
+      enforce: ['pods'],
+      thresholds: DEFAULT_HARD,
+    },
+    {
+      name: 'transition 30s kept',
+      doc: { evictionPressureTransitionPeriod: '30s' },
+      transitionNs: 30e9,
+      maxPod: 0,
+      enforce: ['pods'],
+      thresholds: DEFAULT_HARD,
+    },
+    {
+      name: 'max pod grace 0: not specified',
+      doc: { evictionMaxPodGracePeriod: 0 },
+      transitionNs: 5 * MIN,
+      maxPod: 0,
+      enforce: ['pods'],
+      thresholds: DEFAULT_HARD,
+    },
     { name: 'max pod grace 45 kept', doc: { evictionMaxPodGracePeriod: 45 }, transitionNs: 5 * MIN, maxPod: 45, enforce: ['pods'], thresholds: DEFAULT_HARD },
-    { name: 'enforceNodeAllocatable null: ["pods"]', doc: { enforceNodeAllocatable: null }, transitionNs: 5 * MIN, maxPod: 0, enforce: ['pods'], thresholds: DEFAULT_HARD },
+    {
+      name: 'enforceNodeAllocatable null: ["pods"]',
+      doc: { enforceNodeAllocatable: null },
+      transitionNs: 5 * MIN,
+      maxPod: 0,
+      enforce: ['pods'],
+      thresholds: DEFAULT_HARD,
+    },
     {
       name: 'enforceNodeAllocatable [] is not nil: nothing enforced, no allocatable threshold',
       doc: { enforceNodeAllocatable: [] },
@@ -68,9 +117,24 @@ test('SetDefaults_KubeletConfiguration: zero-valued eviction fields take the def
 // map flag replaces the file's whole map (cliflag map values clear their target on first Set).
 test('kubeletConfigFlagPrecedence: flags go over the defaulted file, literally', () => {
   const cases: { name: string; file: unknown; flags: EvictionFlags; check: (p: ReturnType<typeof compileConfig>) => void }[] = [
-    { name: 'file 0s defaults to 5m', file: { evictionPressureTransitionPeriod: '0s' }, flags: {}, check: (p) => assert.equal(p.pressureTransitionPeriodNs, 5 * MIN) },
-    { name: 'flag 0s stays 0', file: { evictionPressureTransitionPeriod: '1m' }, flags: { evictionPressureTransitionPeriod: '0s' }, check: (p) => assert.equal(p.pressureTransitionPeriodNs, 0) },
-    { name: 'flag max pod grace 0 over file 10', file: { evictionMaxPodGracePeriod: 10 }, flags: { evictionMaxPodGracePeriod: '0' }, check: (p) => assert.equal(p.maxPodGracePeriodSeconds, 0) },
+    {
+      name: 'file 0s defaults to 5m',
+      file: { evictionPressureTransitionPeriod: '0s' },
+      flags: {},
+      check: (p) => assert.equal(p.pressureTransitionPeriodNs, 5 * MIN),
+    },
+    {
+      name: 'flag 0s stays 0',
+      file: { evictionPressureTransitionPeriod: '1m' },
+      flags: { evictionPressureTransitionPeriod: '0s' },
+      check: (p) => assert.equal(p.pressureTransitionPeriodNs, 0),
+    },
+    {
+      name: 'flag max pod grace 0 over file 10',
+      file: { evictionMaxPodGracePeriod: 10 },
+      flags: { evictionMaxPodGracePeriod: '0' },
+      check: (p) => assert.equal(p.maxPodGracePeriodSeconds, 0),
+    },
     {
       name: 'flag map replaces the file map',
       file: { evictionHard: { 'memory.available': '1Gi', 'nodefs.available': '5%' } },
@@ -97,8 +161,14 @@ test('kubeletConfigFlagPrecedence: flags go over the defaulted file, literally',
 
 // A key no plain object can hold must not vanish: the kubelet refuses it as an unknown signal.
 test('"__proto__" as a signal is refused, not silently dropped', () => {
-  assert.throws(() => compileConfig(configFromFlags({ evictionHard: '__proto__<1Gi' })), /--eviction-hard\["__proto__"\]: "1Gi": unsupported eviction signal __proto__/);
-  assert.throws(() => compileDoc(JSON.parse('{"evictionSoft": {"__proto__": "1Gi"}}')), /evictionSoft\["__proto__"\]: "1Gi": unsupported eviction signal __proto__/);
+  assert.throws(
+    () => compileConfig(configFromFlags({ evictionHard: '__proto__<1Gi' })),
+    /--eviction-hard\["__proto__"\]: "1Gi": unsupported eviction signal __proto__/,
+  );
+  assert.throws(
+    () => compileDoc(JSON.parse('{"evictionSoft": {"__proto__": "1Gi"}}')),
+    /evictionSoft\["__proto__"\]: "1Gi": unsupported eviction signal __proto__/,
+  );
 });
 
 // cliflag LangleSeparatedMapStringString / MapStringString: a key given twice in one flag keeps
@@ -111,7 +181,11 @@ test('a signal twice in one map flag: the last value is kept, with one warning',
       warning: /^--eviction-hard: memory\.available is given more than once \("1Gi", then "2Gi"\): kept the last, "2Gi"/,
     },
     {
-      flags: { evictionSoft: 'memory.available<3Gi,memory.available<4Gi', evictionSoftGracePeriod: 'memory.available=1m,memory.available=2m', evictionHard: 'nodefs.available<1%' },
+      flags: {
+        evictionSoft: 'memory.available<3Gi,memory.available<4Gi',
+        evictionSoftGracePeriod: 'memory.available=1m,memory.available=2m',
+        evictionHard: 'nodefs.available<1%',
+      },
       kept: ['nodefs.available<1% (hard)', 'memory.available<4Gi (soft 120s)'],
       warning: /^--eviction-soft: memory\.available is given more than once/,
     },
@@ -171,9 +245,18 @@ test('parseThresholdStatement: percentages, 0%/100%, positive quantities, known 
 // helpers.go ParseThresholdConfig + parseGracePeriods: every soft threshold needs a grace period;
 // a grace period must parse and not be negative; a grace period with no soft threshold is unused.
 test('parseGracePeriods: missing, zero, negative and unused soft grace periods', () => {
-  assert.throws(() => compileConfig({ evictionSoft: { 'memory.available': '1Gi' } }), /evictionSoft\["memory.available"\]: "1Gi": grace period must be specified/);
-  assert.throws(() => compileConfig({ evictionSoft: { 'memory.available': '1Gi' }, evictionSoftGracePeriod: { 'memory.available': '-1s' } }), /must be a positive value/);
-  assert.throws(() => compileConfig({ evictionSoft: { 'memory.available': '1Gi' }, evictionSoftGracePeriod: { 'memory.available': '1 minute' } }), /evictionSoftGracePeriod\["memory.available"\]: "1 minute": time: /);
+  assert.throws(
+    () => compileConfig({ evictionSoft: { 'memory.available': '1Gi' } }),
+    /evictionSoft\["memory.available"\]: "1Gi": grace period must be specified/,
+  );
+  assert.throws(
+    () => compileConfig({ evictionSoft: { 'memory.available': '1Gi' }, evictionSoftGracePeriod: { 'memory.available': '-1s' } }),
+    /must be a positive value/,
+  );
+  assert.throws(
+    () => compileConfig({ evictionSoft: { 'memory.available': '1Gi' }, evictionSoftGracePeriod: { 'memory.available': '1 minute' } }),
+    /evictionSoftGracePeriod\["memory.available"\]: "1 minute": time: /,
+  );
   assert.throws(() => compileConfig({ evictionSoftGracePeriod: { 'memory.gone': '1m' } }), /unsupported eviction signal memory\.gone/);
   // a zero grace period is accepted: the threshold is then "hard" by the kubelet's own test
   const zero = compileConfig({ evictionHard: {}, evictionSoft: { 'memory.available': '1Gi' }, evictionSoftGracePeriod: { 'memory.available': '0s' } });
@@ -183,7 +266,9 @@ test('parseGracePeriods: missing, zero, negative and unused soft grace periods',
   // a grace period for a signal with no soft threshold: ignored by the kubelet, warned about here
   const unused = compileConfig({ evictionHard: {}, evictionSoftGracePeriod: { 'nodefs.available': '1m' } });
   assert.deepEqual(unused.thresholds, []);
-  assert.deepEqual(unused.warnings, ['evictionSoftGracePeriod["nodefs.available"]: no soft threshold for nodefs.available: the grace period is ignored, as the kubelet does']);
+  assert.deepEqual(unused.warnings, [
+    'evictionSoftGracePeriod["nodefs.available"]: no soft threshold for nodefs.available: the grace period is ignored, as the kubelet does',
+  ]);
 });
 
 // helpers.go parseMinimumReclaims: a percentage must be > 0, a quantity >= 0; it attaches to every
@@ -199,7 +284,10 @@ test('parseMinimumReclaims: values, attachment, and a signal with no threshold',
     p.thresholds.map((t) => `${t.signal} ${t.kind} ${t.minReclaim?.text}`),
     ['memory.available hard 500Mi', 'memory.available soft 500Mi', 'allocatableMemory.available hard 500Mi'],
   );
-  assert.equal(compileConfig({ evictionHard: { 'memory.available': '1Gi' }, evictionMinimumReclaim: { 'memory.available': '0' } }).thresholds[0]!.minReclaim!.text, '0');
+  assert.equal(
+    compileConfig({ evictionHard: { 'memory.available': '1Gi' }, evictionMinimumReclaim: { 'memory.available': '0' } }).thresholds[0]!.minReclaim!.text,
+    '0',
+  );
   for (const [v, problem] of [
     ['0%', /eviction percentage minimum reclaim memory\.available must be positive/],
     ['-1%', /must be positive/],

@@ -61,24 +61,34 @@ test('buildSignalToNodeReclaimFuncs: every filesystem signal on every layout', (
   const both = ['deleteUnusedContainers', 'deleteUnusedImages'];
   const table: Record<FilesystemLayout, Partial<Record<Signal, string[]>>> = {
     single: {
-      'nodefs.available': both, 'nodefs.inodesFree': both,
-      'imagefs.available': both, 'imagefs.inodesFree': both,
-      'containerfs.available': both, 'containerfs.inodesFree': both,
+      'nodefs.available': both,
+      'nodefs.inodesFree': both,
+      'imagefs.available': both,
+      'imagefs.inodesFree': both,
+      'containerfs.available': both,
+      'containerfs.inodesFree': both,
     },
     'dedicated-imagefs': {
-      'nodefs.available': [], 'nodefs.inodesFree': [],
-      'imagefs.available': both, 'imagefs.inodesFree': both,
-      'containerfs.available': both, 'containerfs.inodesFree': both,
+      'nodefs.available': [],
+      'nodefs.inodesFree': [],
+      'imagefs.available': both,
+      'imagefs.inodesFree': both,
+      'containerfs.available': both,
+      'containerfs.inodesFree': both,
     },
     split: {
-      'nodefs.available': ['deleteUnusedContainers'], 'nodefs.inodesFree': ['deleteUnusedContainers'],
-      'imagefs.available': ['deleteUnusedImages'], 'imagefs.inodesFree': ['deleteUnusedImages'],
-      'containerfs.available': ['deleteUnusedContainers'], 'containerfs.inodesFree': ['deleteUnusedContainers'],
+      'nodefs.available': ['deleteUnusedContainers'],
+      'nodefs.inodesFree': ['deleteUnusedContainers'],
+      'imagefs.available': ['deleteUnusedImages'],
+      'imagefs.inodesFree': ['deleteUnusedImages'],
+      'containerfs.available': ['deleteUnusedContainers'],
+      'containerfs.inodesFree': ['deleteUnusedContainers'],
     },
   };
   for (const layout of LAYOUTS) {
     for (const [signal, fns] of Object.entries(table[layout])) assert.deepEqual(nodeReclaimFunctions(signal as Signal, layout), fns, `${layout} ${signal}`);
-    for (const s of ['memory.available', 'allocatableMemory.available', 'pid.available'] as Signal[]) assert.deepEqual(nodeReclaimFunctions(s, layout), [], `${layout} ${s}`);
+    for (const s of ['memory.available', 'allocatableMemory.available', 'pid.available'] as Signal[])
+      assert.deepEqual(nodeReclaimFunctions(s, layout), [], `${layout} ${s}`);
   }
 });
 
@@ -129,7 +139,15 @@ test('containerfs pressure on single and dedicated-imagefs runs both collectors,
 // (the imagefs function).
 test('buildSignalToRankFunc: containerfs ranks by what lives on the container filesystem', () => {
   const pod = (name: string, rootfs: number, logs: number, volume: number): ActivePod => ({
-    spec: { namespace: 'default', name, uid: name, priority: 0, annotations: {}, containers: [{ name: 'c', requests: {}, limits: {} }], volumes: [{ name: 'v', emptyDir: {} }] },
+    spec: {
+      namespace: 'default',
+      name,
+      uid: name,
+      priority: 0,
+      annotations: {},
+      containers: [{ name: 'c', requests: {}, limits: {} }],
+      volumes: [{ name: 'v', emptyDir: {} }],
+    },
     usage: { containers: [{ name: 'c', rootfsBytes: rootfs, logsBytes: logs }], volumes: [{ name: 'v', usedBytes: volume }] },
   });
   // big-layer wins when only writable layers count; big-volume wins when volumes count

@@ -11,7 +11,16 @@ import type { ActivePod } from '../../../src/policy/types';
 import { mem, memPod, run } from './helpers';
 
 const pod = (tgps?: number): ActivePod => ({
-  spec: { namespace: 'default', name: 'p', uid: 'p', priority: 0, annotations: {}, containers: [], volumes: [], ...(tgps === undefined ? {} : { terminationGracePeriodSeconds: tgps }) },
+  spec: {
+    namespace: 'default',
+    name: 'p',
+    uid: 'p',
+    priority: 0,
+    annotations: {},
+    containers: [],
+    volumes: [],
+    ...(tgps === undefined ? {} : { terminationGracePeriodSeconds: tgps }),
+  },
 });
 
 test('gracePeriodOverride: hard 0; soft min(evictionMaxPodGracePeriod, terminationGracePeriodSeconds, API default 30)', () => {
@@ -19,8 +28,8 @@ test('gracePeriodOverride: hard 0; soft min(evictionMaxPodGracePeriod, terminati
     { name: 'hard threshold, max set', max: 10, tgps: 30, expected: 0 },
     { name: 'hard threshold, no max', max: 0, tgps: 30, expected: 0 },
     { name: 'soft, no max: the fixed rule 0', softGrace: '1m', max: 0, tgps: 30, expected: 0 },
-    { name: 'soft, max below the pod\'s own', softGrace: '1m', max: 5, tgps: 30, expected: 5 },
-    { name: 'soft, max above the pod\'s own', softGrace: '1m', max: 60, tgps: 30, expected: 30 },
+    { name: "soft, max below the pod's own", softGrace: '1m', max: 5, tgps: 30, expected: 5 },
+    { name: "soft, max above the pod's own", softGrace: '1m', max: 60, tgps: 30, expected: 30 },
     { name: 'soft, pod with 0 of its own', softGrace: '1m', max: 60, tgps: 0, expected: 0 },
     { name: 'soft, pod without its own: the API default 30 caps a larger max', softGrace: '1m', max: 60, expected: 30 },
     { name: 'soft, pod without its own: a smaller max wins', softGrace: '1m', max: 10, expected: 10 },
@@ -30,7 +39,12 @@ test('gracePeriodOverride: hard 0; soft min(evictionMaxPodGracePeriod, terminati
     const config = compileConfig(
       c.softGrace === undefined
         ? { evictionHard: { 'memory.available': '1Gi' }, evictionMaxPodGracePeriod: c.max }
-        : { evictionHard: {}, evictionSoft: { 'memory.available': '1Gi' }, evictionSoftGracePeriod: { 'memory.available': c.softGrace }, evictionMaxPodGracePeriod: c.max },
+        : {
+            evictionHard: {},
+            evictionSoft: { 'memory.available': '1Gi' },
+            evictionSoftGracePeriod: { 'memory.available': c.softGrace },
+            evictionMaxPodGracePeriod: c.max,
+          },
     );
     assert.equal(evictionGracePeriod(config, config.thresholds[0]!, pod(c.tgps)), c.expected, c.name);
   }
@@ -38,7 +52,12 @@ test('gracePeriodOverride: hard 0; soft min(evictionMaxPodGracePeriod, terminati
 
 test('the grace period reaches the simulate output for a pod without terminationGracePeriodSeconds', () => {
   const steps = run({
-    config: { evictionHard: {}, evictionSoft: { 'memory.available': '2Gi' }, evictionSoftGracePeriod: { 'memory.available': '30s' }, evictionMaxPodGracePeriod: 45 },
+    config: {
+      evictionHard: {},
+      evictionSoft: { 'memory.available': '2Gi' },
+      evictionSoftGracePeriod: { 'memory.available': '30s' },
+      evictionMaxPodGracePeriod: 45,
+    },
     steps: [
       { at: '0s', node: mem('1Gi'), pods: [memPod('p', '1Gi')] },
       { at: '30s', node: mem('1Gi'), pods: [memPod('p', '1Gi')] },
@@ -51,7 +70,14 @@ test('the grace period reaches the simulate output for a pod without termination
 test('local-storage limit evictions always give 0', () => {
   const [s] = run({
     config: { evictionMaxPodGracePeriod: 60 },
-    steps: [{ at: '0s', pods: [{ name: 'p', terminationGracePeriodSeconds: 90, containers: [{ name: 'c' }], volumes: [{ name: 'v', emptyDir: { sizeLimit: '1Mi' }, usage: '2Mi' }] }] }],
+    steps: [
+      {
+        at: '0s',
+        pods: [
+          { name: 'p', terminationGracePeriodSeconds: 90, containers: [{ name: 'c' }], volumes: [{ name: 'v', emptyDir: { sizeLimit: '1Mi' }, usage: '2Mi' }] },
+        ],
+      },
+    ],
   });
   assert.equal(s!.evicted[0]!.gracePeriodSeconds, 0);
 });

@@ -9,7 +9,8 @@ export const run = (doc: unknown): StepResult[] => [...simulate(readScenario(doc
 export const compileDoc = (doc: unknown): PolicyConfig => compileConfig(configFromKubeletConfiguration(doc));
 
 /** "signal<text (kind)" per threshold, in order: compact enough to compare whole tables. */
-export const describe = (c: PolicyConfig): string[] => c.thresholds.map((t) => `${t.signal}<${t.value.text} (${t.kind}${t.gracePeriodNs ? ` ${t.gracePeriodNs / 1e9}s` : ''})`);
+export const describe = (c: PolicyConfig): string[] =>
+  c.thresholds.map((t) => `${t.signal}<${t.value.text} (${t.kind}${t.gracePeriodNs ? ` ${t.gracePeriodNs / 1e9}s` : ''})`);
 
 export const mem = (available: string, workingSet = '4Gi') => ({ memory: { availableBytes: available, workingSetBytes: workingSet } });
 

@@ -27,7 +27,14 @@ const c = (name: string, memory: string, extra: Partial<ContainerSpec> = {}): Co
   ...extra,
 });
 const spec = (containers: ContainerSpec[], initContainers: ContainerSpec[]): PodSpec => ({
-  namespace: 'default', name: 'p', uid: 'p', priority: 0, annotations: {}, volumes: [], containers, initContainers,
+  namespace: 'default',
+  name: 'p',
+  uid: 'p',
+  priority: 0,
+  annotations: {},
+  volumes: [],
+  containers,
+  initContainers,
 });
 const MI = 2 ** 20;
 
@@ -55,7 +62,10 @@ test('evictd run: an API pod keeps restartPolicy Always on its init containers o
     metadata: { name: 'p', uid: 'u' },
     spec: {
       containers: [{ name: 'app', resources: { requests: { memory: '100Mi' } } }],
-      initContainers: [{ name: 'proxy', restartPolicy: 'Always', resources: { requests: { memory: '100Mi' } } }, { name: 'setup', resources: { requests: { memory: '150Mi' } } }],
+      initContainers: [
+        { name: 'proxy', restartPolicy: 'Always', resources: { requests: { memory: '100Mi' } } },
+        { name: 'setup', resources: { requests: { memory: '150Mi' } } },
+      ],
     },
   })!;
   assert.equal(k.spec.initContainers![0]!.restartPolicy, 'Always');
@@ -93,13 +103,16 @@ test('rankMemoryPressure: a running init container uses pod memory, a sidecar re
   assert.deepEqual(names(d!), ['default/plain-init']);
 });
 
-test('disk: a running init container\'s layer and logs rank, are named, count in the pod total, but its own limit is not checked', () => {
+test("disk: a running init container's layer and logs rank, are named, count in the pod total, but its own limit is not checked", () => {
   const init = { name: 'loader', usage: { rootfs: '5Gi', logs: '1Mi' } };
   const pods = [
     { name: 'small', containers: [{ name: 'app', usage: { rootfs: '1Gi', logs: '0' } }] },
     { name: 'with-init', containers: [{ name: 'app', usage: { rootfs: '10Mi', logs: '0' } }], initContainers: [init] },
   ];
-  const [s] = run({ config: { evictionHard: { 'nodefs.available': '10%' } }, steps: [{ node: { nodefs: { availableBytes: '1Gi', capacityBytes: '100Gi' } }, pods }] });
+  const [s] = run({
+    config: { evictionHard: { 'nodefs.available': '10%' } },
+    steps: [{ node: { nodefs: { availableBytes: '1Gi', capacityBytes: '100Gi' } }, pods }],
+  });
   assert.deepEqual(names(s!), ['default/with-init']);
   assert.equal(s!.evicted[0]!.signal, 'nodefs.available');
   assert.match(s!.evicted[0]!.message, /Container loader was using 5121Mi, request is 0, has larger consumption of ephemeral-storage\. $/);
@@ -115,10 +128,16 @@ test('disk: a running init container\'s layer and logs rank, are named, count in
   assert.deepEqual(limits('2560Mi'), ['Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. ']);
 });
 
-test('the scenario keeps init containers\' usage, and takes restartPolicy Always on them only', () => {
+test("the scenario keeps init containers' usage, and takes restartPolicy Always on them only", () => {
   const read = (pod: Record<string, unknown>) => readScenario({ steps: [{ pods: [{ name: 'p', containers: [{ name: 'app' }], ...pod }] }] }).steps[0]!.pods[0]!;
   const p = read({ initContainers: [{ name: 'done' }, { name: 'proxy', restartPolicy: 'Always', usage: { memory: '1Mi' } }] });
-  assert.deepEqual(p.usage!.containers.map((u) => [u.name, u.memoryBytes]), [['app', undefined], ['proxy', MI]]);
+  assert.deepEqual(
+    p.usage!.containers.map((u) => [u.name, u.memoryBytes]),
+    [
+      ['app', undefined],
+      ['proxy', MI],
+    ],
+  );
   assert.equal(p.spec.initContainers![1]!.restartPolicy, 'Always');
   assert.throws(() => read({ initContainers: [{ name: 'i', restartPolicy: 'OnFailure' }] }), /initContainers\[0\]\.restartPolicy: "OnFailure": must be Always/);
   assert.throws(() => read({ containers: [{ name: 'app', restartPolicy: 'Always' }] }), /containers\[0\]\.restartPolicy: "Always": unknown field/);

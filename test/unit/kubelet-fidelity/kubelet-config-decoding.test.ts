@@ -20,7 +20,14 @@ import { compileConfig, configFromFlags, configFromKubeletConfiguration } from '
 import { readScenario } from '../../../src/sim/scenario';
 import { compileDoc, describe } from './helpers';
 
-const DEFAULT_HARD = ['memory.available<100Mi (hard)', 'nodefs.available<10% (hard)', 'nodefs.inodesFree<5% (hard)', 'imagefs.available<15% (hard)', 'imagefs.inodesFree<5% (hard)', 'allocatableMemory.available<100Mi (hard)'];
+const DEFAULT_HARD = [
+  'memory.available<100Mi (hard)',
+  'nodefs.available<10% (hard)',
+  'nodefs.inodesFree<5% (hard)',
+  'imagefs.available<15% (hard)',
+  'imagefs.inodesFree<5% (hard)',
+  'allocatableMemory.available<100Mi (hard)',
+];
 
 test('DecodeKubeletConfiguration: null is absent, except in a metav1.Duration', () => {
   const absent = compileDoc({
@@ -48,7 +55,10 @@ test('DecodeKubeletConfiguration: null is absent, except in a metav1.Duration', 
     assert.throws(() => compileDoc(YAML.parse(text)), /time: invalid duration ""/, text);
   }
   // a null string field is "": the reserved enforcement that needs it is refused
-  assert.throws(() => compileDoc({ enforceNodeAllocatable: ['system-reserved'], systemReservedCgroup: null }), /systemReservedCgroup \(--system-reserved-cgroup\) must be specified/);
+  assert.throws(
+    () => compileDoc({ enforceNodeAllocatable: ['system-reserved'], systemReservedCgroup: null }),
+    /systemReservedCgroup \(--system-reserved-cgroup\) must be specified/,
+  );
 });
 
 test('DecodeKubeletConfiguration: wrong types and int32 out of range are decoding errors', () => {
@@ -74,15 +84,27 @@ test('DecodeKubeletConfiguration: wrong types and int32 out of range are decodin
 
 test('ValidateKubeletConfiguration: reserved enforcements need their cgroup, every enforcement cgroupsPerQOS', () => {
   const cases: [Record<string, unknown>, RegExp | null][] = [
-    [{ enforceNodeAllocatable: ['pods', 'system-reserved'] }, /^ConfigError: enforceNodeAllocatable: "system-reserved": systemReservedCgroup \(--system-reserved-cgroup\) must be specified/],
+    [
+      { enforceNodeAllocatable: ['pods', 'system-reserved'] },
+      /^ConfigError: enforceNodeAllocatable: "system-reserved": systemReservedCgroup \(--system-reserved-cgroup\) must be specified/,
+    ],
     [{ enforceNodeAllocatable: ['system-reserved-compressible'] }, /enforceNodeAllocatable: "system-reserved-compressible": systemReservedCgroup/],
-    [{ enforceNodeAllocatable: ['kube-reserved'], systemReservedCgroup: '/system.slice' }, /enforceNodeAllocatable: "kube-reserved": kubeReservedCgroup \(--kube-reserved-cgroup\)/],
+    [
+      { enforceNodeAllocatable: ['kube-reserved'], systemReservedCgroup: '/system.slice' },
+      /enforceNodeAllocatable: "kube-reserved": kubeReservedCgroup \(--kube-reserved-cgroup\)/,
+    ],
     [{ enforceNodeAllocatable: ['kube-reserved-compressible'] }, /kubeReservedCgroup/],
     [{ enforceNodeAllocatable: ['system-reserved'], systemReservedCgroup: '' }, /systemReservedCgroup/],
-    [{ enforceNodeAllocatable: ['system-reserved', 'kube-reserved-compressible'], systemReservedCgroup: '/system.slice', kubeReservedCgroup: '/kube.slice' }, null],
+    [
+      { enforceNodeAllocatable: ['system-reserved', 'kube-reserved-compressible'], systemReservedCgroup: '/system.slice', kubeReservedCgroup: '/kube.slice' },
+      null,
+    ],
     [{ enforceNodeAllocatable: ['system-reserved-compressible'], systemReservedCgroup: '/system.slice' }, null],
     [{ cgroupsPerQOS: false }, /^ConfigError: cgroupsPerQOS: false: must be true when "pods" is in enforceNodeAllocatable/], // the default ["pods"]
-    [{ cgroupsPerQOS: false, enforceNodeAllocatable: ['kube-reserved'], kubeReservedCgroup: '/kube.slice' }, /cgroupsPerQOS: false: must be true when "kube-reserved"/],
+    [
+      { cgroupsPerQOS: false, enforceNodeAllocatable: ['kube-reserved'], kubeReservedCgroup: '/kube.slice' },
+      /cgroupsPerQOS: false: must be true when "kube-reserved"/,
+    ],
     [{ cgroupsPerQOS: false, enforceNodeAllocatable: ['none'] }, null],
     [{ cgroupsPerQOS: false, enforceNodeAllocatable: [] }, null],
     [{ cgroupsPerQOS: true }, null],
@@ -94,21 +116,33 @@ test('ValidateKubeletConfiguration: reserved enforcements need their cgroup, eve
 });
 
 test('the same rules on the command line (evictd run), flags over the file', () => {
-  assert.throws(() => compileConfig(configFromFlags({ enforceNodeAllocatable: 'pods,system-reserved' })), /^ConfigError: --enforce-node-allocatable: "system-reserved": systemReservedCgroup \(--system-reserved-cgroup\)/);
+  assert.throws(
+    () => compileConfig(configFromFlags({ enforceNodeAllocatable: 'pods,system-reserved' })),
+    /^ConfigError: --enforce-node-allocatable: "system-reserved": systemReservedCgroup \(--system-reserved-cgroup\)/,
+  );
   assert.doesNotThrow(() => compileConfig(configFromFlags({ enforceNodeAllocatable: 'pods,system-reserved', systemReservedCgroup: '/system.slice' })));
   // the file names the cgroup, the flag the enforcement
   const file = configFromKubeletConfiguration({ kubeReservedCgroup: '/kube.slice' }, 'kubelet.yaml: ');
   assert.deepEqual(compileConfig(configFromFlags({ enforceNodeAllocatable: 'kube-reserved' }, file)).enforceNodeAllocatable, ['kube-reserved']);
   assert.throws(() => compileConfig(configFromFlags({ cgroupsPerQOS: false })), /^ConfigError: --cgroups-per-qos: false: must be true when "pods"/);
-  assert.throws(() => compileConfig(configFromFlags({}, configFromKubeletConfiguration({ cgroupsPerQOS: false }, 'kubelet.yaml: '))), /^ConfigError: kubelet.yaml: cgroupsPerQOS: false/);
+  assert.throws(
+    () => compileConfig(configFromFlags({}, configFromKubeletConfiguration({ cgroupsPerQOS: false }, 'kubelet.yaml: '))),
+    /^ConfigError: kubelet.yaml: cgroupsPerQOS: false/,
+  );
 });
 
 test('evictd simulate: one line naming the field and value, exit 2', () => {
-  assert.throws(() => readScenario({ config: { enforceNodeAllocatable: ['pods', 'kube-reserved'] } }), /config\.enforceNodeAllocatable: "kube-reserved": kubeReservedCgroup/);
+  assert.throws(
+    () => readScenario({ config: { enforceNodeAllocatable: ['pods', 'kube-reserved'] } }),
+    /config\.enforceNodeAllocatable: "kube-reserved": kubeReservedCgroup/,
+  );
   const bin = path.join(__dirname, '..', '..', '..', '..', 'bin', 'evictd.js');
   for (const [input, line] of [
     ['config:\n  evictionPressureTransitionPeriod:\n', 'evictd: config.evictionPressureTransitionPeriod: null: time: invalid duration ""'],
-    ['{"config": {"enforceNodeAllocatable": ["system-reserved"]}}', 'evictd: config.enforceNodeAllocatable: "system-reserved": systemReservedCgroup (--system-reserved-cgroup) must be specified'],
+    [
+      '{"config": {"enforceNodeAllocatable": ["system-reserved"]}}',
+      'evictd: config.enforceNodeAllocatable: "system-reserved": systemReservedCgroup (--system-reserved-cgroup) must be specified',
+    ],
     ['config: {evictionMaxPodGracePeriod: 4294967296}', 'evictd: config.evictionMaxPodGracePeriod: 4294967296: out of the int32 range'],
   ]) {
     const r = spawnSync(process.execPath, [bin, 'simulate', '-'], { encoding: 'utf8', input });

@@ -25,11 +25,15 @@ test('emptyDir sizeLimit and the pod-level limit count the same on every layout'
     volumes: [{ name: 'v', emptyDir: {}, usage: '700Mi' }],
   };
   for (const layout of LAYOUTS) {
-    assert.deepEqual(evicted(layout, [emptyDir, atLimit, memoryBacked, podLimit]), [
-      'default/ed emptydirfs.limit',
-      'default/mem emptydirfs.limit', // the sizeLimit test does not look at the medium
-      'default/pod ephemeralpodfs.limit', // 2100Mi > 2Gi
-    ], layout);
+    assert.deepEqual(
+      evicted(layout, [emptyDir, atLimit, memoryBacked, podLimit]),
+      [
+        'default/ed emptydirfs.limit',
+        'default/mem emptydirfs.limit', // the sizeLimit test does not look at the medium
+        'default/pod ephemeralpodfs.limit', // 2100Mi > 2Gi
+      ],
+      layout,
+    );
   }
   assert.equal(step('single', [emptyDir]).evicted[0]!.message, 'Usage of EmptyDir volume "scratch" exceeds the limit "1Gi". ');
   assert.equal(step('single', [podLimit]).evicted[0]!.message, 'Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. ');
@@ -76,11 +80,20 @@ test('one violation per pod, in the kubelet order; critical pods stay; threshold
   const staticPod = { ...both, name: 'static', annotations: { 'kubernetes.io/config.source': 'file' } };
   const [s] = run({
     config: { evictionHard: { 'memory.available': '1Gi' } },
-    steps: [{ at: '0s', node: { memory: { availableBytes: '1Mi', workingSetBytes: '1Gi' } }, pods: [staticPod, both, { name: 'hog', containers: [{ name: 'c', usage: { memory: '1Gi' } }] }] }],
+    steps: [
+      {
+        at: '0s',
+        node: { memory: { availableBytes: '1Mi', workingSetBytes: '1Gi' } },
+        pods: [staticPod, both, { name: 'hog', containers: [{ name: 'c', usage: { memory: '1Gi' } }] }],
+      },
+    ],
   });
   // emptyDir first, then nothing else for that pod; the static pod is never evicted; the memory
   // threshold is met, but a pass with local-storage evictions evicts nothing else
-  assert.deepEqual(s!.evicted.map((e) => `${e.pod} ${e.signal}`), ['default/both emptydirfs.limit']);
+  assert.deepEqual(
+    s!.evicted.map((e) => `${e.pod} ${e.signal}`),
+    ['default/both emptydirfs.limit'],
+  );
   assert.deepEqual(s!.conditions, ['MemoryPressure']);
   assert.deepEqual(s!.nodeReclaim, []);
 });

@@ -43,6 +43,9 @@ test('PID pressure in a scenario evicts by priority, then processes, with no nod
     ],
   });
   assert.deepEqual(s!.nodeReclaim, []);
-  assert.deepEqual(s!.evicted.map((e) => [e.pod, e.signal, e.annotations.starved_resource]), [['default/quiet', 'pid.available', 'pids']]);
+  assert.deepEqual(
+    s!.evicted.map((e) => [e.pod, e.signal, e.annotations.starved_resource]),
+    [['default/quiet', 'pid.available', 'pids']],
+  );
   assert.equal(s!.evicted[0]!.message, 'The node was low on resource: pids. Threshold quantity: 100, available: 50. ');
 });

@@ -20,8 +20,13 @@ import type { ActivePod } from '../../../src/policy/types';
 import { readScenario } from '../../../src/sim/scenario';
 import { mem, memPod, names, run } from './helpers';
 
-const silent = (name: string, priority = 0, request = '1Gi') => ({ name, priority, containers: [{ name: 'c', requests: { memory: request, 'ephemeral-storage': request } }] });
-const statsOf = (pod: Record<string, unknown>) => readScenario({ steps: [{ pods: [{ name: 'p', containers: [{ name: 'c' }], ...pod }] }] }).steps[0]!.pods[0]!.usage;
+const silent = (name: string, priority = 0, request = '1Gi') => ({
+  name,
+  priority,
+  containers: [{ name: 'c', requests: { memory: request, 'ephemeral-storage': request } }],
+});
+const statsOf = (pod: Record<string, unknown>) =>
+  readScenario({ steps: [{ pods: [{ name: 'p', containers: [{ name: 'c' }], ...pod }] }] }).steps[0]!.pods[0]!.usage;
 
 test('the scenario: a pod with no usage anywhere and no processes has no stats', () => {
   assert.equal(statsOf({}), undefined);
@@ -40,12 +45,23 @@ test('rankMemoryPressure: without stats first; among them priority, then the lis
   assert.deepEqual(s!.evicted[0]!.annotations, {});
 
   const pod = (name: string, priority: number, request: string): ActivePod => ({
-    spec: { namespace: 'default', name, uid: name, priority, annotations: {}, volumes: [], containers: [{ name: 'c', requests: { memory: Quantity.parse(request), 'ephemeral-storage': Quantity.parse(request) }, limits: {} }] },
+    spec: {
+      namespace: 'default',
+      name,
+      uid: name,
+      priority,
+      annotations: {},
+      volumes: [],
+      containers: [{ name: 'c', requests: { memory: Quantity.parse(request), 'ephemeral-storage': Quantity.parse(request) }, limits: {} }],
+    },
   });
   const big = pod('big-request', 0, '2Gi');
   const small = pod('small-request', 0, '1Mi');
   const low = pod('low', -1, '1Gi');
-  const measured: ActivePod = { ...pod('measured', -5, '1Mi'), usage: { containers: [{ name: 'c', memoryBytes: 2 ** 30, rootfsBytes: 2 ** 30 }], volumes: [] } };
+  const measured: ActivePod = {
+    ...pod('measured', -5, '1Mi'),
+    usage: { containers: [{ name: 'c', memoryBytes: 2 ** 30, rootfsBytes: 2 ** 30 }], volumes: [] },
+  };
   const order = (ranked: { pod: ActivePod }[]) => ranked.map((r) => r.pod.spec.name);
   assert.deepEqual(order(rankMemory([big, small, measured, low])), ['low', 'big-request', 'small-request', 'measured']);
   assert.deepEqual(order(rankMemory([small, big])), ['small-request', 'big-request']);
@@ -59,7 +75,11 @@ test('disk and inodes: without stats first, and the message has only the thresho
   const config = { evictionHard: { 'nodefs.available': '10Gi', 'nodefs.inodesFree': '10k' } };
   const hog = { name: 'hog', containers: [{ name: 'c', usage: { rootfs: '50Gi', logs: '1Gi', inodes: 90000 } }] };
   for (const [node, resource, threshold] of [
-    [{ nodefs: { availableBytes: '1Gi', capacityBytes: '100Gi', inodesFree: 90000, inodes: 100000 } }, 'ephemeral-storage', 'Threshold quantity: 10Gi, available: 1Gi. '],
+    [
+      { nodefs: { availableBytes: '1Gi', capacityBytes: '100Gi', inodesFree: 90000, inodes: 100000 } },
+      'ephemeral-storage',
+      'Threshold quantity: 10Gi, available: 1Gi. ',
+    ],
     [{ nodefs: { availableBytes: '50Gi', capacityBytes: '100Gi', inodesFree: 10, inodes: 100000 } }, 'inodes', 'Threshold quantity: 10k, available: 10. '],
   ] as const) {
     const [s] = run({ config, steps: [{ node, pods: [hog, silent('new')] }] });
@@ -72,7 +92,12 @@ test('disk and inodes: without stats first, and the message has only the thresho
 test('PIDs: without stats first within its priority, and no annotations', () => {
   const [s] = run({
     config: { evictionHard: { 'pid.available': '100' } },
-    steps: [{ node: { pid: { maxPID: 1000, running: 950 } }, pods: [{ name: 'forker', processes: 800, containers: [{ name: 'c' }] }, silent('new'), silent('vip', 10)] }],
+    steps: [
+      {
+        node: { pid: { maxPID: 1000, running: 950 } },
+        pods: [{ name: 'forker', processes: 800, containers: [{ name: 'c' }] }, silent('new'), silent('vip', 10)],
+      },
+    ],
   });
   assert.deepEqual(names(s!), ['default/new']);
   assert.equal(s!.evicted[0]!.message, 'The node was low on resource: pids. Threshold quantity: 100, available: 50. ');
@@ -84,12 +109,20 @@ test('evictionMessage without stats, for every resource: the threshold line, emp
   for (const resource of ['memory', 'ephemeral-storage', 'inodes', 'pids']) {
     assert.deepEqual(evictionMessage(resource, spec, undefined, [], {}), { message: `The node was low on resource: ${resource}. `, annotations: {} }, resource);
     // with stats, even empty ones, the three keys are there
-    assert.deepEqual(Object.keys(evictionMessage(resource, spec, { containers: [], volumes: [] }, [], {}).annotations), ['offending_containers', 'offending_containers_usage', 'starved_resource']);
+    assert.deepEqual(Object.keys(evictionMessage(resource, spec, { containers: [], volumes: [] }, [], {}).annotations), [
+      'offending_containers',
+      'offending_containers_usage',
+      'starved_resource',
+    ]);
   }
 });
 
 test('localStorageEviction skips a pod without stats, whatever its limits', () => {
-  const limited = { name: 'limited', containers: [{ name: 'c', limits: { 'ephemeral-storage': '1' } }], volumes: [{ name: 'v', emptyDir: { sizeLimit: '1' } }] };
+  const limited = {
+    name: 'limited',
+    containers: [{ name: 'c', limits: { 'ephemeral-storage': '1' } }],
+    volumes: [{ name: 'v', emptyDir: { sizeLimit: '1' } }],
+  };
   const [s] = run({ config: { evictionHard: {} }, steps: [{ pods: [limited] }] });
   assert.deepEqual(s!.evicted, []);
 });

@@ -96,7 +96,9 @@ test('podEphemeralStorageLimitEviction: the pod total counts disk-backed volumes
   });
   const [s] = run({
     config: { evictionHard: {} },
-    steps: [{ pods: [pod('tmpfs', 'Memory'), pod('huge', 'HugePages'), pod('huge-1g', 'HugePages-1Gi'), pod('disk', ''), pod('huge-capped', 'HugePages', '1Gi')] }],
+    steps: [
+      { pods: [pod('tmpfs', 'Memory'), pod('huge', 'HugePages'), pod('huge-1g', 'HugePages-1Gi'), pod('disk', ''), pod('huge-capped', 'HugePages', '1Gi')] },
+    ],
   });
   assert.deepEqual(
     s!.evicted.map((e) => `${e.pod} ${e.signal}`),
@@ -106,9 +108,14 @@ test('podEphemeralStorageLimitEviction: the pod total counts disk-backed volumes
 });
 
 test('the scenario takes the media a running pod can have and refuses the others', () => {
-  const read = (medium: unknown) => readScenario({ steps: [{ pods: [{ name: 'p', containers: [{ name: 'c' }], volumes: [{ name: 'v', emptyDir: { medium } }] }] }] });
+  const read = (medium: unknown) =>
+    readScenario({ steps: [{ pods: [{ name: 'p', containers: [{ name: 'c' }], volumes: [{ name: 'v', emptyDir: { medium } }] }] }] });
   for (const ok of ['', 'Memory', 'HugePages', 'HugePages-2Mi', 'HugePages-1Gi']) read(ok);
   for (const bad of ['Disk', 'memory', 'HugePages-', 'HugePages-x', 'HugePages-0', 7]) {
-    assert.throws(() => read(bad), /^UsageError: steps\[0\]\.pods\[0\]\.volumes\[0\]\.emptyDir\.medium: .*must be "", Memory, HugePages or HugePages-<page size>/, String(bad));
+    assert.throws(
+      () => read(bad),
+      /^UsageError: steps\[0\]\.pods\[0\]\.volumes\[0\]\.emptyDir\.medium: .*must be "", Memory, HugePages or HugePages-<page size>/,
+      String(bad),
+    );
   }
 });

@@ -54,7 +54,8 @@ export interface CrossingResult {
 /** A latency that is negative means the crossing stamp is wrong: stop the bench, loudly. */
 function latencyUs(mechanism: string, eventNs: bigint, crossNs: bigint): number {
   const us = usOf(eventNs - crossNs);
-  if (us < 0) throw new Error(`bench notify: ${mechanism} reported ${us.toFixed(1)} us BEFORE the crossing: the crossing stamp is wrong, refusing to report percentiles`);
+  if (us < 0)
+    throw new Error(`bench notify: ${mechanism} reported ${us.toFixed(1)} us BEFORE the crossing: the crossing stamp is wrong, refusing to report percentiles`);
   return us;
 }
 
@@ -113,9 +114,26 @@ export async function benchCrossings(layout: CgroupLayout, samples: number, prog
       const tripwire = native.lineMechanism === 'bpf-tripwire';
       const result: CrossingResult = {
         native: { mechanism: line.mechanism, method: 'measured', how: line.how, latenciesUs: [] },
-        nativeJs: { mechanism: `${line.mechanism}-js`, method: 'measured', how: `as ${line.mechanism}, to the first JS listener of the event (the callback the agent runs; the pollers' rows are stamped in JS too)`, latenciesUs: [] },
-        adaptive: adaptive ? { mechanism: 'adaptive-poll', method: 'measured', how: `the adaptive poller (fallback where BPF cannot load) reading ${path.basename(usageFile)} beside it, same crossings`, latenciesUs: [] } : null,
-        poll100: { mechanism: 'poll-100ms', method: 'measured', how: `a real setInterval(100 ms) reading ${path.basename(usageFile)} beside it, same crossings`, latenciesUs: [] },
+        nativeJs: {
+          mechanism: `${line.mechanism}-js`,
+          method: 'measured',
+          how: `as ${line.mechanism}, to the first JS listener of the event (the callback the agent runs; the pollers' rows are stamped in JS too)`,
+          latenciesUs: [],
+        },
+        adaptive: adaptive
+          ? {
+              mechanism: 'adaptive-poll',
+              method: 'measured',
+              how: `the adaptive poller (fallback where BPF cannot load) reading ${path.basename(usageFile)} beside it, same crossings`,
+              latenciesUs: [],
+            }
+          : null,
+        poll100: {
+          mechanism: 'poll-100ms',
+          method: 'measured',
+          how: `a real setInterval(100 ms) reading ${path.basename(usageFile)} beside it, same crossings`,
+          latenciesUs: [],
+        },
         nativeToJs: [],
         wakeUs: [],
         granularity: {},

@@ -62,4 +62,3 @@ export async function benchIdle(layout: CgroupLayout, plan: { idleSeconds: numbe
     await unified?.remove();
   }
 }
-

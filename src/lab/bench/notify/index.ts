@@ -79,7 +79,13 @@ export async function run(argv: string[]): Promise<number> {
   try {
     values = parseArgs({
       args: argv,
-      options: { json: { type: 'boolean' }, quick: { type: 'boolean' }, samples: { type: 'string' }, svg: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        json: { type: 'boolean' },
+        quick: { type: 'boolean' },
+        samples: { type: 'string' },
+        svg: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     }).values;
   } catch (e) {
     throw new UsageError(`bench notify: ${(e as Error).message}`);
@@ -123,7 +129,11 @@ export async function run(argv: string[]): Promise<number> {
     setRealtimePriority(RT_PRIORITY);
     progress(`${th.native.mechanism} with SCHED_FIFO ${RT_PRIORITY}: ${plan.thresholdSamples} crossings`);
     const thRt = await benchCrossings(layout, plan.thresholdSamples, progress);
-    rt = { ...thRt.native, mechanism: `${thRt.native.mechanism}-rt`, how: `as ${thRt.native.mechanism}, with the notified thread in SCHED_FIFO ${RT_PRIORITY} (as evictd run --realtime-priority ${RT_PRIORITY} runs its kill threads); the allocator stays SCHED_OTHER` };
+    rt = {
+      ...thRt.native,
+      mechanism: `${thRt.native.mechanism}-rt`,
+      how: `as ${thRt.native.mechanism}, with the notified thread in SCHED_FIFO ${RT_PRIORITY} (as evictd run --realtime-priority ${RT_PRIORITY} runs its kill threads); the allocator stays SCHED_OTHER`,
+    };
   } catch (e) {
     rt = { skipped: `real-time scheduling unavailable: ${(e as Error).message}` };
   } finally {
@@ -134,8 +144,18 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
   const random = rng(42);
-  const poll1s: Series = { mechanism: 'poll-1s', method: 'modelled', how: `the same ${th.crossingsNs.length} crossings, a 1 s poller at a random phase, plus one read (${th.readUs.toFixed(1)} us measured)`, latenciesUs: modelPoll(th.crossingsNs, 1000, th.readUs, random) };
-  const poll10s: Series = { mechanism: 'poll-10s', method: 'modelled', how: `as poll-1s with 10 s: the kubelet's housekeeping interval`, latenciesUs: modelPoll(th.crossingsNs, 10_000, th.readUs, random) };
+  const poll1s: Series = {
+    mechanism: 'poll-1s',
+    method: 'modelled',
+    how: `the same ${th.crossingsNs.length} crossings, a 1 s poller at a random phase, plus one read (${th.readUs.toFixed(1)} us measured)`,
+    latenciesUs: modelPoll(th.crossingsNs, 1000, th.readUs, random),
+  };
+  const poll10s: Series = {
+    mechanism: 'poll-10s',
+    method: 'modelled',
+    how: `as poll-1s with 10 s: the kubelet's housekeeping interval`,
+    latenciesUs: modelPoll(th.crossingsNs, 10_000, th.readUs, random),
+  };
   const model100 = summarize({ mechanism: 'poll-100ms', method: 'modelled', how: '', latenciesUs: modelPoll(th.crossingsNs, 100, th.readUs, random) });
 
   progress(`cgroup events: ${plan.eventSamples} samples`);
@@ -167,7 +187,15 @@ export async function run(argv: string[]): Promise<number> {
   const granularity = Object.entries(th.granularity).flatMap(([mechanism, byRate]) =>
     Object.entries(byRate).map(([rate, xs]) => {
       const sorted = [...xs].sort((a, b) => a - b);
-      return { mechanism: 'granularity', of: mechanism, ramp: rate, samples: sorted.length, p50_bytes: nearestRank(sorted, 50), p99_bytes: nearestRank(sorted, 99), max_bytes: sorted[sorted.length - 1] };
+      return {
+        mechanism: 'granularity',
+        of: mechanism,
+        ramp: rate,
+        samples: sorted.length,
+        p50_bytes: nearestRank(sorted, 50),
+        p99_bytes: nearestRank(sorted, 99),
+        max_bytes: sorted[sorted.length - 1],
+      };
     }),
   );
   const tw = tripwireStatus();
@@ -178,8 +206,20 @@ export async function run(argv: string[]): Promise<number> {
     for (const r of rows) process.stdout.write(JSON.stringify(lineRows.has(r.mechanism) ? { ...r, crossing_stamp: th.stamp } : r) + '\n');
     for (const g of granularity) process.stdout.write(JSON.stringify(g) + '\n');
     process.stdout.write(JSON.stringify({ mechanism: 'environment', ...env }) + '\n');
-    if (wake.length > 0) process.stdout.write(JSON.stringify({ mechanism: 'delivery', of: thr.mechanism, wake_p50_us: nearestRank(wake, 50), wake_p99_us: nearestRank(wake, 99), to_js_p50_us: nearestRank(toJs, 50), to_js_p99_us: nearestRank(toJs, 99) }) + '\n');
-    process.stdout.write(JSON.stringify({ mechanism: 'ratio-to-poll-100ms', of: thrJs.mechanism, p50_x: ratio.p50, p99_x: ratio.p99, target_p50_x: 50, target_p99_x: 20 }) + '\n');
+    if (wake.length > 0)
+      process.stdout.write(
+        JSON.stringify({
+          mechanism: 'delivery',
+          of: thr.mechanism,
+          wake_p50_us: nearestRank(wake, 50),
+          wake_p99_us: nearestRank(wake, 99),
+          to_js_p50_us: nearestRank(toJs, 50),
+          to_js_p99_us: nearestRank(toJs, 99),
+        }) + '\n',
+      );
+    process.stdout.write(
+      JSON.stringify({ mechanism: 'ratio-to-poll-100ms', of: thrJs.mechanism, p50_x: ratio.p50, p99_x: ratio.p99, target_p50_x: 50, target_p99_x: 20 }) + '\n',
+    );
     if (tw.loadMs) process.stdout.write(JSON.stringify({ mechanism: 'tripwire-load', load_ms: tw.loadMs, attach_ms: tw.attachMs }) + '\n');
     process.stdout.write(
       JSON.stringify({
@@ -197,7 +237,9 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   const lines: string[] = [];
-  lines.push(`evictd bench notify: ${describeEnvironment(env)}, load average ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} at start, ${Math.round((Date.now() - started) / 1000)} s`);
+  lines.push(
+    `evictd bench notify: ${describeEnvironment(env)}, load average ${loadAtStart.map((l) => l.toFixed(2)).join(' ')} at start, ${Math.round((Date.now() - started) / 1000)} s`,
+  );
   lines.push('');
   lines.push(table(rows));
   lines.push('');
@@ -207,14 +249,26 @@ export async function run(argv: string[]): Promise<number> {
   if ('skipped' in ev) lines.push(`  ${'cgroup-events'.padEnd(16)} skipped: ${ev.skipped}`);
   if ('skipped' in psi) lines.push(`  ${'psi'.padEnd(16)} skipped: ${psi.skipped}`);
   lines.push('');
-  lines.push(`model check: poll-100ms modelled p50 ${model100.p50_us.toFixed(0)} us / p99 ${model100.p99_us.toFixed(0)} us vs measured p50 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p50_us.toFixed(0)} us / p99 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p99_us.toFixed(0)} us`);
-  lines.push(`crossing stamp: ${th.stamp === 'kernel' ? "the start of the charge that crossed, stamped by the tripwire's fentry program (all rows)" : "the allocating process's (all rows)"}`);
-  if (wake.length > 0) lines.push(`${thr.mechanism}: program -> native callback (the kernel waking the agent's thread) p50 ${nearestRank(wake, 50).toFixed(1)} us, p99 ${nearestRank(wake, 99).toFixed(1)} us`);
-  lines.push(`${thr.mechanism}: native callback -> JS listener p50 ${nearestRank(toJs, 50).toFixed(1)} us, p99 ${nearestRank(toJs, 99).toFixed(1)} us; ${th.missed} of ${plan.thresholdSamples} steps without a usable crossing`);
+  lines.push(
+    `model check: poll-100ms modelled p50 ${model100.p50_us.toFixed(0)} us / p99 ${model100.p99_us.toFixed(0)} us vs measured p50 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p50_us.toFixed(0)} us / p99 ${rows.find((r) => r.mechanism === 'poll-100ms')?.p99_us.toFixed(0)} us`,
+  );
+  lines.push(
+    `crossing stamp: ${th.stamp === 'kernel' ? "the start of the charge that crossed, stamped by the tripwire's fentry program (all rows)" : "the allocating process's (all rows)"}`,
+  );
+  if (wake.length > 0)
+    lines.push(
+      `${thr.mechanism}: program -> native callback (the kernel waking the agent's thread) p50 ${nearestRank(wake, 50).toFixed(1)} us, p99 ${nearestRank(wake, 99).toFixed(1)} us`,
+    );
+  lines.push(
+    `${thr.mechanism}: native callback -> JS listener p50 ${nearestRank(toJs, 50).toFixed(1)} us, p99 ${nearestRank(toJs, 99).toFixed(1)} us; ${th.missed} of ${plan.thresholdSamples} steps without a usable crossing`,
+  );
   lines.push('');
   lines.push("granularity: the line's measure past the line in the event, per ramp rate (p50 / p99 / max); the");
   lines.push("  working-set rows are lines on the kubelet's own signal (memory.available = capacity - working set):");
-  for (const g of granularity) lines.push(`  ${g.of.padEnd(34)} ${g.ramp.padEnd(9)} ${(g.p50_bytes / 1024).toFixed(0)} / ${(g.p99_bytes / 1024).toFixed(0)} / ${(g.max_bytes / 1024).toFixed(0)} KiB (${g.samples})`);
+  for (const g of granularity)
+    lines.push(
+      `  ${g.of.padEnd(34)} ${g.ramp.padEnd(9)} ${(g.p50_bytes / 1024).toFixed(0)} / ${(g.p99_bytes / 1024).toFixed(0)} / ${(g.max_bytes / 1024).toFixed(0)} KiB (${g.samples})`,
+    );
   lines.push('  (a counter moves by whole charges: 64 pages (256 KiB) per stock refill, 512 pages (2 MiB) for a THP fault; a counter');
   lines.push('  mechanism sees usage up to one charge past the line, a poller adds ramp x its delay)');
   // Issue 31: what a standing order's kill is decided on, per line, whatever the event said.
@@ -222,13 +276,20 @@ export async function run(argv: string[]): Promise<number> {
   lines.push('  memory.stat) at the candidate and kills only at a working set at or past the line; an event above it only wakes the');
   lines.push('  thread. Late by the rows above at most. No kill in the charge: its working set may be a fold old (docs/mechanisms.md)');
   if (tw.loadMs) lines.push(`tripwire load ${tw.loadMs.toFixed(0)} ms, attach ${tw.attachMs?.toFixed(0)} ms (last load in this process)`);
-  lines.push(`target ${thrJs.mechanism} p50 >= 50x lower than poll-100ms: ${ratio.p50.toFixed(0)}x -> ${ratio.p50 >= 50 ? 'met' : 'NOT met'}; p99 >= 20x: ${ratio.p99.toFixed(0)}x -> ${ratio.p99 >= 20 ? 'met' : 'NOT met'}`);
+  lines.push(
+    `target ${thrJs.mechanism} p50 >= 50x lower than poll-100ms: ${ratio.p50.toFixed(0)}x -> ${ratio.p50 >= 50 ? 'met' : 'NOT met'}; p99 >= 20x: ${ratio.p99.toFixed(0)}x -> ${ratio.p99 >= 20 ? 'met' : 'NOT met'}`,
+  );
   lines.push(`target ${thr.mechanism} p99 < 1 ms: ${thr.p99_us.toFixed(0)} us with default scheduling -> ${thr.p99_us < 1000 ? 'met' : 'NOT met'}`);
   const rtRow = rows.find((r) => r.mechanism === `${thr.mechanism}-rt`);
-  if (rtRow) lines.push(`target ${thr.mechanism} p99 < 1 ms: ${rtRow.p99_us.toFixed(0)} us with --realtime-priority ${RT_PRIORITY} -> ${rtRow.p99_us < 1000 ? 'met' : 'NOT met'}`);
+  if (rtRow)
+    lines.push(
+      `target ${thr.mechanism} p99 < 1 ms: ${rtRow.p99_us.toFixed(0)} us with --realtime-priority ${RT_PRIORITY} -> ${rtRow.p99_us < 1000 ? 'met' : 'NOT met'}`,
+    );
   lines.push(`target >= 100x faster than poll-1s at p50: ${speedup.toFixed(0)}x -> ${speedup >= 100 ? 'met' : 'NOT met'}`);
   lines.push('');
-  lines.push(`idle CPU, 100 watchers armed for ${idle.seconds} s: ${idle.cpuMs.toFixed(1)} ms (${idle.cpuPercent}% of one CPU); 100 pollers at 100 ms: ${idle.pollCpuPercent}% of one CPU`);
+  lines.push(
+    `idle CPU, 100 watchers armed for ${idle.seconds} s: ${idle.cpuMs.toFixed(1)} ms (${idle.cpuPercent}% of one CPU); 100 pollers at 100 ms: ${idle.pollCpuPercent}% of one CPU`,
+  );
   lines.push(`histogram: ${svgPath}`);
   process.stdout.write(lines.join('\n') + '\n');
   return 0;

@@ -4,7 +4,8 @@ import type { Series, Summary } from './stats';
 
 export function table(rows: Summary[]): string {
   const head = ['mechanism', 'method', 'samples', 'p50', 'p90', 'p99', 'max'];
-  const fmt = (us: number) => (Number.isNaN(us) ? '-' : us >= 10_000 ? `${(us / 1000).toFixed(0)} ms` : us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(0)} us`);
+  const fmt = (us: number) =>
+    Number.isNaN(us) ? '-' : us >= 10_000 ? `${(us / 1000).toFixed(0)} ms` : us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(0)} us`;
   const cells = rows.map((r) => [r.mechanism, r.method, String(r.samples), fmt(r.p50_us), fmt(r.p90_us), fmt(r.p99_us), fmt(r.max_us)]);
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => c.map((x, i) => (i < 2 ? x.padEnd(widths[i]) : x.padStart(widths[i]))).join('  ');
@@ -47,10 +48,15 @@ export function histogramSvg(series: Series[], title: string): string {
       if (c === 0) return;
       const bx = left + (b / bins) * plotW;
       const bh = (c / peak) * (rowH - 20);
-      out.push(`<rect x="${bx.toFixed(1)}" y="${(y0 + rowH - 10 - bh).toFixed(1)}" width="${(plotW / bins - 1).toFixed(1)}" height="${bh.toFixed(1)}" fill="${colors[row % colors.length]}"/>`);
+      out.push(
+        `<rect x="${bx.toFixed(1)}" y="${(y0 + rowH - 10 - bh).toFixed(1)}" width="${(plotW / bins - 1).toFixed(1)}" height="${bh.toFixed(1)}" fill="${colors[row % colors.length]}"/>`,
+      );
     });
     const sorted = [...s.latenciesUs].sort((a, b) => a - b);
-    for (const [p, dash] of [[50, ''], [99, '4 3']] as const) {
+    for (const [p, dash] of [
+      [50, ''],
+      [99, '4 3'],
+    ] as const) {
       const v = nearestRank(sorted, p);
       if (!Number.isFinite(v) || v <= 0) continue;
       out.push(`<line x1="${x(v).toFixed(1)}" y1="${y0 + 8}" x2="${x(v).toFixed(1)}" y2="${y0 + rowH - 10}" stroke="black" stroke-dasharray="${dash}"/>`);
@@ -64,7 +70,9 @@ export function histogramSvg(series: Series[], title: string): string {
     out.push(`<line x1="${x(v).toFixed(1)}" y1="${top}" x2="${x(v).toFixed(1)}" y2="${axisY}" stroke="#eee"/>`);
     out.push(`<text x="${x(v).toFixed(1)}" y="${axisY + 15}" text-anchor="middle">${label}</text>`);
   }
-  out.push(`<text x="${left + plotW / 2}" y="${axisY + 35}" text-anchor="middle">latency from the crossing to the JS callback (log scale); solid p50, dashed p99</text>`);
+  out.push(
+    `<text x="${left + plotW / 2}" y="${axisY + 35}" text-anchor="middle">latency from the crossing to the JS callback (log scale); solid p50, dashed p99</text>`,
+  );
   out.push('</svg>');
   return out.join('\n') + '\n';
 }

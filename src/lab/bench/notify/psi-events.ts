@@ -10,7 +10,11 @@ import { MiB, nextEvent, record, sleep } from './line';
 import { usOf, type Series } from './stats';
 
 /** PSI: a trigger on the workload's cgroup2 memory.pressure, page-cache thrash in a full 64 MiB memcg. */
-export async function benchPsi(layout: CgroupLayout, samples: number, progress: (s: string) => void): Promise<{ series: Series; trigger: string } | { skipped: string }> {
+export async function benchPsi(
+  layout: CgroupLayout,
+  samples: number,
+  progress: (s: string) => void,
+): Promise<{ series: Series; trigger: string } | { skipped: string }> {
   if (layout.unifiedMount === null) return { skipped: 'no cgroup2 mount' };
   const dir = os.tmpdir();
   if (onRamFilesystem(dir)) return { skipped: `${dir} is tmpfs: page-cache thrash needs a disk filesystem` };
@@ -38,7 +42,9 @@ export async function benchPsi(layout: CgroupLayout, samples: number, progress: 
       return { child, startNs, exited: new Promise((r) => child.on('exit', r)) };
     };
     // Fill the memcg with the file's pages first, so every sample starts at the limit.
-    await (await thrash(1, false)).exited;
+    await (
+      await thrash(1, false)
+    ).exited;
     let triggerText = '';
     const series: Series = { mechanism: 'psi', method: 'measured', how: '', latenciesUs: [] };
     for (let i = 0; i < samples; i++) {
@@ -74,7 +80,12 @@ export async function benchEvents(layout: CgroupLayout, samples: number, progres
     const w = watchCgroupEvents(cg.file('cgroup.events'));
     watcher = w;
     const events = record(w);
-    const series: Series = { mechanism: 'cgroup-events', method: 'measured', how: 'kernfs notification of cgroup.events (populated 1 -> 0) from the workload\'s exit', latenciesUs: [] };
+    const series: Series = {
+      mechanism: 'cgroup-events',
+      method: 'measured',
+      how: "kernfs notification of cgroup.events (populated 1 -> 0) from the workload's exit",
+      latenciesUs: [],
+    };
     for (let i = 0; i < samples; i++) {
       const hog = await Memhog.start([cg.dir]);
       // cgroup_file_notify() sends at most one notification per 10 ms per file and defers the

@@ -28,7 +28,8 @@ export interface Summary {
 export function summarize(s: Series): Summary {
   const sorted = [...s.latenciesUs].sort((a, b) => a - b);
   // A mechanism cannot report a crossing before it happened: the stamp is wrong, not the row.
-  if (sorted.length > 0 && sorted[0] < 0) throw new Error(`bench notify: ${s.mechanism}: negative latency ${sorted[0]} us: the crossing stamp is wrong, refusing to report percentiles`);
+  if (sorted.length > 0 && sorted[0] < 0)
+    throw new Error(`bench notify: ${s.mechanism}: negative latency ${sorted[0]} us: the crossing stamp is wrong, refusing to report percentiles`);
   const mean = sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length);
   return {
     mechanism: s.mechanism,

@@ -121,7 +121,22 @@ interface Options {
 }
 
 export function parse(argv: string[], now = Date.now()): Options {
-  const o: Options = { contenders: DEFAULT_CONTENDERS, rates: [50, 200], trials: DEFAULT_TRIALS, calibrationRamps: CALIBRATION_RAMPS, warmUp: true, scheduling: 'tight', seed: now % 1_000_000_007, lineMiB: 32, realMarginMiB: 100, logs: path.resolve('evictd-bench-peers-logs'), svg: path.resolve('evictd-bench-peers.svg'), json: false, force: false, from: null };
+  const o: Options = {
+    contenders: DEFAULT_CONTENDERS,
+    rates: [50, 200],
+    trials: DEFAULT_TRIALS,
+    calibrationRamps: CALIBRATION_RAMPS,
+    warmUp: true,
+    scheduling: 'tight',
+    seed: now % 1_000_000_007,
+    lineMiB: 32,
+    realMarginMiB: 100,
+    logs: path.resolve('evictd-bench-peers-logs'),
+    svg: path.resolve('evictd-bench-peers.svg'),
+    json: false,
+    force: false,
+    from: null,
+  };
   let trials: number | null = null;
   let quick = false;
   eachFlag(argv, (flag, value, raw) => {
@@ -130,7 +145,8 @@ export function parse(argv: string[], now = Date.now()): Options {
       const v = value();
       const names = v.split(',').map((x) => x.trim());
       const unknown = names.find((n) => !CONTENDERS.some((c) => c.name === n));
-      if (unknown !== undefined) throw badValue('--peers', v, `unknown contender ${JSON.stringify(unknown)} (one of ${CONTENDERS.map((c) => c.name).join(', ')})`);
+      if (unknown !== undefined)
+        throw badValue('--peers', v, `unknown contender ${JSON.stringify(unknown)} (one of ${CONTENDERS.map((c) => c.name).join(', ')})`);
       o.contenders = CONTENDERS.filter((c) => names.includes(c.name));
     } else if (flag === '--rates') o.rates = parseRates('--rates', value());
     else if (flag === '--trials') trials = whole('--trials', value(), 1, 100);
@@ -160,9 +176,11 @@ export function parse(argv: string[], now = Date.now()): Options {
 function machineMissing(force: boolean): string | null {
   const missing = harnessMissing();
   if (missing) return missing;
-  if (detectCgroups().memoryVersion !== 2) return 'needs pure cgroup v2 (oomd and the whole-machine node): run it in the lab, e.g. scripts/v2vm/run --mem 1024 -- node bin/evictd.js bench protect --peers';
+  if (detectCgroups().memoryVersion !== 2)
+    return 'needs pure cgroup v2 (oomd and the whole-machine node): run it in the lab, e.g. scripts/v2vm/run --mem 1024 -- node bin/evictd.js bench protect --peers';
   const totalMiB = os.totalmem() / MiB;
-  if (totalMiB > 8192 && !force) return `the whole machine (${Math.round(totalMiB)} MiB) is the node and would be filled: run it in a VM of 1-2 GiB (the lab), or pass --force`;
+  if (totalMiB > 8192 && !force)
+    return `the whole machine (${Math.round(totalMiB)} MiB) is the node and would be filled: run it in a VM of 1-2 GiB (the lab), or pass --force`;
   return tracefsMissing();
 }
 
@@ -204,7 +222,16 @@ export async function run(argv: string[]): Promise<number> {
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-peers-'));
   fs.mkdirSync(o.logs, { recursive: true });
   const trace = SignalTrace.open(`evictd-peers-${process.pid}`);
-  const ctx: ContenderContext = { lab, endpoint: harness.endpoint, lineMiB: o.lineMiB, evictdLineMiB: o.lineMiB, oomdFreeLineMiB: o.lineMiB, workDir, scheduling: o.scheduling, logDir: o.logs };
+  const ctx: ContenderContext = {
+    lab,
+    endpoint: harness.endpoint,
+    lineMiB: o.lineMiB,
+    evictdLineMiB: o.lineMiB,
+    oomdFreeLineMiB: o.lineMiB,
+    workDir,
+    scheduling: o.scheduling,
+    logDir: o.logs,
+  };
   const groups = new ContenderGroups(path.join(ownCgroupDir(), `evictd-bench-peers-${process.pid}`));
   const scale = o.realMarginMiB / o.lineMiB;
   const configs: Record<string, string> = {};
@@ -227,8 +254,12 @@ export async function run(argv: string[]): Promise<number> {
     let pods: ProtectedPods = await startProtectedPods(lab, bigMiB, o.lineMiB * 1024);
     const env = `${describeEnvironment()} (${os.cpus()[0]?.model ?? ''}), MemTotal ${Math.round(m.total / MiB)} MiB, ${fs.readFileSync('/proc/meminfo', 'utf8').match(/^SwapTotal:\s+(\d+)/m)?.[1] === '0' ? 'no swap' : 'swap on'}`;
     log(`bench protect --peers: ${env}`);
-    log(`  node = the whole machine; pods: Guaranteed ${bigMiB} MiB (the largest process, oom_score_adj -997; its process is the probe: a page touched every 1 ms, its stalls and MemAvailable < ${o.lineMiB} MiB logged), Burstable (request 32Mi), BestEffort hog (1000) ramping past MemAvailable`);
-    log(`  scheduling: ${o.scheduling}; order seed ${o.seed}; logs in ${o.logs}; ${o.warmUp ? 'one warm-up ramp per contender and cell (not counted)' : 'no warm-up ramp (--quick)'}`);
+    log(
+      `  node = the whole machine; pods: Guaranteed ${bigMiB} MiB (the largest process, oom_score_adj -997; its process is the probe: a page touched every 1 ms, its stalls and MemAvailable < ${o.lineMiB} MiB logged), Burstable (request 32Mi), BestEffort hog (1000) ramping past MemAvailable`,
+    );
+    log(
+      `  scheduling: ${o.scheduling}; order seed ${o.seed}; logs in ${o.logs}; ${o.warmUp ? 'one warm-up ramp per contender and cell (not counted)' : 'no warm-up ramp (--quick)'}`,
+    );
     const startFailures = new Map<string, string[]>();
     const sched = new Map<string, string>();
 
@@ -287,7 +318,9 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
     const rows = designRows(runnable.length);
-    log(`  order: a Williams design of ${rows} rows over ${runnable.length} contenders, labels shuffled by seed ${o.seed}${o.trials % rows === 0 ? '' : ` (${o.trials} trials is not a multiple of ${rows}: the last ${o.trials % rows} rows are a partial square, so the balance is not exact)`}`);
+    log(
+      `  order: a Williams design of ${rows} rows over ${runnable.length} contenders, labels shuffled by seed ${o.seed}${o.trials % rows === 0 ? '' : ` (${o.trials} trials is not a multiple of ${rows}: the last ${o.trials % rows} rows are a partial square, so the balance is not exact)`}`,
+    );
     const header: RunHeader = {
       environment: env,
       lineMiB: o.lineMiB,
@@ -309,7 +342,14 @@ export async function run(argv: string[]): Promise<number> {
       ownLines: Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))])),
     };
     const ownLinesAt: Record<string, Record<string, string>> = {};
-    o.rates.forEach((rate, ri) => (orders[String(rate)] = trialOrders(runnable.map((c) => c.name), o.trials, o.seed + ri)));
+    o.rates.forEach(
+      (rate, ri) =>
+        (orders[String(rate)] = trialOrders(
+          runnable.map((c) => c.name),
+          o.trials,
+          o.seed + ri,
+        )),
+    );
     if (o.json) stdoutLine(toJson({ run: header }));
     /** One ramp against the contender, thawed for it and frozen again after; counted or a warm-up. */
     const oneTrial = async (c: Contender, rate: number, index: number | string, counted: boolean): Promise<void> => {
@@ -319,7 +359,9 @@ export async function run(argv: string[]): Promise<number> {
       if (to !== null && from !== undefined) {
         // The cell's own readings put the line elsewhere: restarted on it, and warmed again.
         const readings = tracker!.readings();
-        log(`    ${c.name}: line moved from memory.available < ${from} to < ${to} MiB (the median of ${readings.length} readings where MemAvailable crossed the common line); restarted and warmed again`);
+        log(
+          `    ${c.name}: line moved from memory.available < ${from} to < ${to} MiB (the median of ${readings.length} readings where MemAvailable crossed the common line); restarted and warmed again`,
+        );
         lineMoves[String(rate)]!.push({ contender: c.name, beforeTrial: Number(index) + 1, fromMiB: from, toMiB: to, readings: readings.length });
         await stopOne(c.name);
         ctx.evictdLineMiB = to;
@@ -372,14 +414,20 @@ export async function run(argv: string[]): Promise<number> {
       try {
         // The peers on MemAvailable first: resident and frozen while the cell's lines are taken.
         for (const c of runnable) if (!notRun.has(c.name) && c.ownLine(ctx).signal === 'MemAvailable') await startOne(c, rate);
-        const startArmed = () => startAgent({ ...ctx, evictdLineMiB: FLOOR_LINE_MIB, logTag: `calibration-${rate}` }, shipped(ctx), true, `evictd-calibration-${rate}`);
+        const startArmed = () =>
+          startAgent({ ...ctx, evictdLineMiB: FLOOR_LINE_MIB, logTag: `calibration-${rate}` }, shipped(ctx), true, `evictd-calibration-${rate}`);
         const cal = await calibrateCell(lab, pods, rate, o.lineMiB, o.calibrationRamps, trace, startArmed, ref, log);
         pods = await replaceLostPods(lab, pods);
         ctx.evictdLineMiB = cal.evictdLineMiB;
         ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;
         tracker = new LineTracker(cal.withEvictd?.kubeletMiB ?? []);
         lineMoves[String(rate)] = [];
-        cellLines[String(rate)] = { evictdLineMiB: cal.evictdLineMiB, oomdFreeLineMiB: cal.oomdFreeLineMiB, note: cal.note, ...(cal.withEvictd ? { withEvictd: cal.withEvictd } : {}) };
+        cellLines[String(rate)] = {
+          evictdLineMiB: cal.evictdLineMiB,
+          oomdFreeLineMiB: cal.oomdFreeLineMiB,
+          note: cal.note,
+          ...(cal.withEvictd ? { withEvictd: cal.withEvictd } : {}),
+        };
         ownLinesAt[String(rate)] = Object.fromEntries(o.contenders.map((c) => [c.name, describeLine(c.ownLine(ctx))]));
         if (o.json) stdoutLine(toJson({ cellLines: { rateMiBs: rate, ...cellLines[String(rate)]!, ownLines: ownLinesAt[String(rate)] } }));
         log(`  lines at ${rate} MiB/s: evictd and kubelet memory.available < ${cal.evictdLineMiB} MiB, oomd MemFree < ${cal.oomdFreeLineMiB} MiB`);
@@ -415,13 +463,30 @@ export async function run(argv: string[]): Promise<number> {
     );
     if (o.json) for (const cell of cells) stdoutLine(toJson({ cell, config: configs[cell.contender] }));
     const { ownLines: _o, ...rest } = header;
-    const summary: Summary = { bench: 'protect-peers', ...rest, contenders: o.contenders.map((c) => c.name), cells, ran, errors, seconds: round((Date.now() - t0) / 1000, 0) ?? 0 };
+    const summary: Summary = {
+      bench: 'protect-peers',
+      ...rest,
+      contenders: o.contenders.map((c) => c.name),
+      cells,
+      ran,
+      errors,
+      seconds: round((Date.now() - t0) / 1000, 0) ?? 0,
+    };
     const r = printReport(summary, log, o.svg);
     if (o.json)
       stdoutLine(
         toJson({
           ...summary,
-          ratios: r.map((x) => ({ rateMiBs: x.rateMiBs, reachedRateMiBs: x.evictd?.reachedRateMiBs ?? null, peer: x.peer?.contender ?? null, ratio: x.headline?.ratio ?? null, lo: x.headline?.lo ?? null, hi: x.headline?.hi ?? null, loses: x.loses, text: x.text })),
+          ratios: r.map((x) => ({
+            rateMiBs: x.rateMiBs,
+            reachedRateMiBs: x.evictd?.reachedRateMiBs ?? null,
+            peer: x.peer?.contender ?? null,
+            ratio: x.headline?.ratio ?? null,
+            lo: x.headline?.lo ?? null,
+            hi: x.headline?.hi ?? null,
+            loses: x.loses,
+            text: x.text,
+          })),
           bootstrap: { reps: BOOTSTRAP_REPS, seed: BOOTSTRAP_SEED },
           favours: whatFavoursWhom(cells, o.scheduling),
           svg: o.svg,
@@ -431,7 +496,10 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     for (const name of [...live.keys()]) {
       await groups.freeze(name, false).catch(() => undefined);
-      await live.get(name)!.stop().catch(() => undefined);
+      await live
+        .get(name)!
+        .stop()
+        .catch(() => undefined);
     }
     groups.close();
     trace.close();

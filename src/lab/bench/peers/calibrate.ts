@@ -55,7 +55,15 @@ export function readingAtLine(steps: readonly Step[], lineMiB: number): { kubele
   return { kubeletMiB: signalMiB(at.reading!, 'memory.available'), freeMiB: signalMiB(at.reading!, 'MemFree') };
 }
 
-async function ramps(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, tag: string): Promise<CalibrationSet> {
+async function ramps(
+  lab: NodeLab,
+  pods: ProtectedPods,
+  rate: number,
+  lineMiB: number,
+  count: number,
+  trace: SignalTrace,
+  tag: string,
+): Promise<CalibrationSet> {
   const out: CalibrationSet = { kubeletMiB: [], freeMiB: [], discarded: 0, nodes: [] };
   for (let i = 0; i < count; i++) {
     const before = meminfo().available;
@@ -75,7 +83,8 @@ async function ramps(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: n
 }
 
 const list = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(', ') || 'none';
-const describe = (s: CalibrationSet) => `memory.available ${list(s.kubeletMiB)} MiB, MemFree ${list(s.freeMiB)} MiB${s.discarded ? ` (${s.discarded} discarded)` : ''}`;
+const describe = (s: CalibrationSet) =>
+  `memory.available ${list(s.kubeletMiB)} MiB, MemFree ${list(s.freeMiB)} MiB${s.discarded ? ` (${s.discarded} discarded)` : ''}`;
 
 /** The lines a calibration set gives: its medians, rounded up; null when it has no reading. */
 function linesOf(set: CalibrationSet): { evictdLineMiB: number; oomdFreeLineMiB: number } | null {
@@ -87,11 +96,25 @@ function linesOf(set: CalibrationSet): { evictdLineMiB: number; oomdFreeLineMiB:
  * `count` ramps with no agent: a reference printed beside the cells' lines (what evictd's
  * presence moves), and the lines of a cell whose own calibration has no reading.
  */
-export async function calibrateEmpty(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, log: (s: string) => void = () => undefined): Promise<Calibration> {
+export async function calibrateEmpty(
+  lab: NodeLab,
+  pods: ProtectedPods,
+  rate: number,
+  lineMiB: number,
+  count: number,
+  trace: SignalTrace,
+  log: (s: string) => void = () => undefined,
+): Promise<Calibration> {
   const noAgent = await ramps(lab, pods, rate, lineMiB, count, trace, 'no-agent');
   log(`  calibration, no agent: where MemAvailable fell below ${lineMiB} MiB the hog read ${describe(noAgent)}`);
   const lines = linesOf(noAgent);
-  if (!lines) return { evictdLineMiB: lineMiB, oomdFreeLineMiB: lineMiB, note: `calibration failed (every ramp OOM-killed or without a reading): memory.available<${lineMiB}Mi and MemFree < ${lineMiB} MiB uncorrected`, noAgent };
+  if (!lines)
+    return {
+      evictdLineMiB: lineMiB,
+      oomdFreeLineMiB: lineMiB,
+      note: `calibration failed (every ramp OOM-killed or without a reading): memory.available<${lineMiB}Mi and MemFree < ${lineMiB} MiB uncorrected`,
+      noAgent,
+    };
   return { ...lines, note: `with no agent, at ${rate} MiB/s, ${count} ramp(s): ${describe(noAgent)}`, noAgent };
 }
 
@@ -105,7 +128,17 @@ export async function calibrateEmpty(lab: NodeLab, pods: ProtectedPods, rate: nu
  * sits a different distance above MemAvailable in each ramp, so the median needs ramps
  * (bench.ts CALIBRATION_RAMPS). `fallback` gives the lines if no ramp has a reading.
  */
-export async function calibrateCell(lab: NodeLab, pods: ProtectedPods, rate: number, lineMiB: number, count: number, trace: SignalTrace, startArmed: () => Promise<Pick<RunningContender, 'stop'>>, fallback: Calibration, log: (s: string) => void = () => undefined): Promise<Calibration> {
+export async function calibrateCell(
+  lab: NodeLab,
+  pods: ProtectedPods,
+  rate: number,
+  lineMiB: number,
+  count: number,
+  trace: SignalTrace,
+  startArmed: () => Promise<Pick<RunningContender, 'stop'>>,
+  fallback: Calibration,
+  log: (s: string) => void = () => undefined,
+): Promise<Calibration> {
   const armed = await startArmed();
   let withEvictd: CalibrationSet;
   try {
@@ -116,10 +149,16 @@ export async function calibrateCell(lab: NodeLab, pods: ProtectedPods, rate: num
   } finally {
     await armed.stop();
   }
-  log(`  calibration at ${rate} MiB/s, as this cell's evictd trials find the node (evictd armed at memory.available < ${FLOOR_LINE_MIB} MiB, the peers on MemAvailable frozen): the hog read ${describe(withEvictd)}`);
+  log(
+    `  calibration at ${rate} MiB/s, as this cell's evictd trials find the node (evictd armed at memory.available < ${FLOOR_LINE_MIB} MiB, the peers on MemAvailable frozen): the hog read ${describe(withEvictd)}`,
+  );
   const lines = linesOf(withEvictd);
   if (!lines) return { ...fallback, note: `at ${rate} MiB/s no calibration ramp had a reading (${describe(withEvictd)}): the no-agent lines`, withEvictd };
-  return { ...lines, note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) with evictd armed and the peers frozen: ${describe(withEvictd)}; the lines are the medians, rounded up`, withEvictd };
+  return {
+    ...lines,
+    note: `calibrated at ${rate} MiB/s where MemAvailable fell below ${lineMiB} MiB, ${count} ramp(s) with evictd armed and the peers frozen: ${describe(withEvictd)}; the lines are the medians, rounded up`,
+    withEvictd,
+  };
 }
 
 /** evictd's line while it calibrates: memory.available reads over 100 MiB here when the kernel OOM-kills, so it never fires. */

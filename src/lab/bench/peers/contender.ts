@@ -106,7 +106,14 @@ export function setOomScoreAdj(pid: number, adj: number): void {
 /** A contender that cannot be run here at all (its program cannot be executed): not a failed start. */
 export class ContenderUnavailable extends Error {}
 
-export async function startDaemon(ctx: ContenderContext, name: string, cmd: string, args: string[], ready: RegExp, readyTimeoutMs = 20_000): Promise<RunningContender> {
+export async function startDaemon(
+  ctx: ContenderContext,
+  name: string,
+  cmd: string,
+  args: string[],
+  ready: RegExp,
+  readyTimeoutMs = 20_000,
+): Promise<RunningContender> {
   const logFile = logFileOf(ctx, name);
   const log = fs.openSync(logFile, 'a');
   const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });

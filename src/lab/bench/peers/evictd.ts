@@ -59,7 +59,10 @@ export async function startAgent(ctx: ContenderContext, extraArgs: string[], wai
       await agent.stop();
       // Its log, kept beside the run's output (--logs): every line it wrote, then its stderr's tail.
       try {
-        fs.writeFileSync(logFileOf(ctx, name), agent.lines.map((l) => JSON.stringify(l)).join('\n') + (agent.stderrTail ? `\n--- stderr (tail) ---\n${agent.stderrTail}` : '') + '\n');
+        fs.writeFileSync(
+          logFileOf(ctx, name),
+          agent.lines.map((l) => JSON.stringify(l)).join('\n') + (agent.stderrTail ? `\n--- stderr (tail) ---\n${agent.stderrTail}` : '') + '\n',
+        );
       } catch {
         // no log directory: the run goes on
       }
@@ -110,7 +113,8 @@ export const evictdNoReap: Contender = {
   name: 'evictd-noreap',
   stops: 'CRI',
   missing: () => null,
-  config: (ctx) => `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')} --reap-killed=false: as evictd, the killed tasks left to free their own memory`,
+  config: (ctx) =>
+    `evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')} --reap-killed=false: as evictd, the killed tasks left to free their own memory`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
   start: (ctx) => startAgent(ctx, [...shipped(ctx), '--reap-killed=false'], true, 'evictd-noreap'),
 };
@@ -125,7 +129,8 @@ export const evictdBase: Contender = {
     if (bin === null) return 'no baseline tree: set EVICTD_BENCH_BASELINE to a built checkout of evictd';
     return fs.existsSync(bin) ? null : `${bin} does not exist (EVICTD_BENCH_BASELINE)`;
   },
-  config: (ctx) => `the baseline build at ${process.env.EVICTD_BENCH_BASELINE ?? '(unset)'}: evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')}`,
+  config: (ctx) =>
+    `the baseline build at ${process.env.EVICTD_BENCH_BASELINE ?? '(unset)'}: evictd run --cgroup-root / --eviction-hard memory.available<${ctx.evictdLineMiB}Mi ${shipped(ctx).join(' ')}`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
   start: (ctx) => startAgent(ctx, shipped(ctx), true, 'evictd-base', baselineBin() ?? undefined),
 };

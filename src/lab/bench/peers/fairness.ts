@@ -10,12 +10,18 @@ const medianOf = (xs: (number | null)[]): number | null => summarize(xs.filter((
 
 function byContender(cells: Cell[], pick: (c: Cell) => number | null): Map<string, number | null> {
   const out = new Map<string, number | null>();
-  for (const name of [...new Set(cells.filter((c) => !c.notRun).map((c) => c.contender))]) out.set(name, medianOf(cells.filter((c) => c.contender === name && !c.notRun).map(pick)));
+  for (const name of [...new Set(cells.filter((c) => !c.notRun).map((c) => c.contender))])
+    out.set(name, medianOf(cells.filter((c) => c.contender === name && !c.notRun).map(pick)));
   return out;
 }
 
 function list(m: Map<string, number | null>, unit: string, names?: string[]): string {
-  return [...m].filter(([n, v]) => v !== null && (!names || names.includes(n))).map(([n, v]) => `${n} ${formatMs(v)}${unit}`).join(', ') || 'not measured';
+  return (
+    [...m]
+      .filter(([n, v]) => v !== null && (!names || names.includes(n)))
+      .map(([n, v]) => `${n} ${formatMs(v)}${unit}`)
+      .join(', ') || 'not measured'
+  );
 }
 
 /**
@@ -28,16 +34,23 @@ function list(m: Map<string, number | null>, unit: string, names?: string[]): st
 export function calibrationCheck(cells: Cell[]): string | null {
   const parts = [...new Set(cells.map((c) => c.rateMiBs))].flatMap((rate) => {
     const e = cells.find((c) => c.contender === 'evictd' && c.rateMiBs === rate);
-    const lines = e?.ownLinesMiB?.length ? e.ownLinesMiB : [Number(/memory\.available < (\d+(?:\.\d+)?) MiB/.exec(e?.ownLine ?? '')?.[1] ?? NaN)].filter(Number.isFinite);
+    const lines = e?.ownLinesMiB?.length
+      ? e.ownLinesMiB
+      : [Number(/memory\.available < (\d+(?:\.\d+)?) MiB/.exec(e?.ownLine ?? '')?.[1] ?? NaN)].filter(Number.isFinite);
     const xs = cells.filter((c) => c.rateMiBs === rate).flatMap((c) => c.kubeletAtCommonMiB ?? []);
     const s = summarize(xs);
     const at = summarize(lines);
     if (!s || !at) return [];
     const off = at.median - s.median;
-    const line = new Set(lines).size > 1 ? `lines ${Math.min(...lines)}-${Math.max(...lines)} MiB (median over its trials ${at.median})` : `line ${at.median} MiB`;
-    return [`at ${rate} MiB/s asked, evictd's ${line} against a median of ${s.median.toFixed(1)} MiB (${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)}, ${xs.length} trials): ${Math.abs(off) < 1 ? 'on it' : `${Math.abs(off).toFixed(1)} MiB ${off > 0 ? 'high (it acts early)' : 'low (it acts late)'}`}`];
+    const line =
+      new Set(lines).size > 1 ? `lines ${Math.min(...lines)}-${Math.max(...lines)} MiB (median over its trials ${at.median})` : `line ${at.median} MiB`;
+    return [
+      `at ${rate} MiB/s asked, evictd's ${line} against a median of ${s.median.toFixed(1)} MiB (${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)}, ${xs.length} trials): ${Math.abs(off) < 1 ? 'on it' : `${Math.abs(off).toFixed(1)} MiB ${off > 0 ? 'high (it acts early)' : 'low (it acts late)'}`}`,
+    ];
   });
-  return parts.length ? `Calibration check: where MemAvailable first fell below the common line, the kubelet's memory.available read, ${parts.join('; ')}.` : null;
+  return parts.length
+    ? `Calibration check: where MemAvailable first fell below the common line, the kubelet's memory.available read, ${parts.join('; ')}.`
+    : null;
 }
 
 /** One sentence per thing that favours a contender, with this run's numbers (medians over its rates). */

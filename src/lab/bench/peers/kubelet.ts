@@ -11,7 +11,8 @@ export const kubelet: Contender = {
   name: 'kubelet',
   stops: 'CRI',
   missing: () => null,
-  config: (ctx) => `evictd run --notifications none --housekeeping-interval 10s, memory.available<${ctx.evictdLineMiB}Mi: the kubelet's 10 s loop and ranking (its default 100Mi, scaled to the lab)`,
+  config: (ctx) =>
+    `evictd run --notifications none --housekeeping-interval 10s, memory.available<${ctx.evictdLineMiB}Mi: the kubelet's 10 s loop and ranking (its default 100Mi, scaled to the lab)`,
   ownLine: (ctx) => ({ signal: 'memory.available', belowMiB: ctx.evictdLineMiB }),
   start: (ctx) => startAgent(ctx, ['--notifications', 'none', '--housekeeping-interval', '10s'], false, 'kubelet'),
 };

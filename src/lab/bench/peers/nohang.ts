@@ -48,12 +48,20 @@ export const nohang: Contender = {
   name: 'nohang',
   stops: 'bare kill',
   missing: (ctx) =>
-    !which('nohang') ? 'nohang is not installed (apt-get install --no-install-recommends nohang)' : !fs.existsSync(STOCK) ? `${STOCK} missing` : ctx.scheduling === 'tight' && !which('chrt') ? 'chrt (util-linux) is missing: SCHED_RR cannot be applied' : null,
+    !which('nohang')
+      ? 'nohang is not installed (apt-get install --no-install-recommends nohang)'
+      : !fs.existsSync(STOCK)
+        ? `${STOCK} missing`
+        : ctx.scheduling === 'tight' && !which('chrt')
+          ? 'chrt (util-linux) is missing: SCHED_RR cannot be applied'
+          : null,
   config: (ctx) =>
     `nohang --monitor --config <stock ${STOCK} with soft_threshold_min_mem = ${ctx.lineMiB} M, hard_threshold_min_mem = ${Math.max(1, Math.floor(ctx.lineMiB / 2))} M, min_sleep = ${MIN_SLEEP}>: SIGTERM when MemAvailable < the line, SIGKILL below half; victim by oom_score; ${ctx.scheduling === 'tight' ? `SCHED_RR ${UNIT_RR_PRIORITY} (chrt -r ${UNIT_RR_PRIORITY}), as nohang.service documents` : 'SCHED_OTHER nice 0'}`,
   ownLine: (ctx) => ({ signal: 'MemAvailable', belowMiB: ctx.lineMiB }),
   start: (ctx) => {
     const args = ['--monitor', '--config', configFile(ctx)];
-    return ctx.scheduling === 'tight' ? startDaemon(ctx, 'nohang', 'chrt', ['-r', UNIT_RR_PRIORITY, 'nohang', ...args], /[Mm]onitoring has started/) : startDaemon(ctx, 'nohang', 'nohang', args, /[Mm]onitoring has started/);
+    return ctx.scheduling === 'tight'
+      ? startDaemon(ctx, 'nohang', 'chrt', ['-r', UNIT_RR_PRIORITY, 'nohang', ...args], /[Mm]onitoring has started/)
+      : startDaemon(ctx, 'nohang', 'nohang', args, /[Mm]onitoring has started/);
   },
 };

@@ -54,5 +54,13 @@ export const oomd: Contender = {
   config: (ctx) =>
     `oomd --interval 1 --cgroup-fs /sys/fs/cgroup, memory_above cgroup=/ threshold=${thresholdKiB(ctx)}K (MemTotal - ${ctx.lineMiB} MiB - the ${ctx.oomdFreeLineMiB - ctx.lineMiB} MiB MemFree-MemAvailable gap calibrated at the line) duration=0, kill_by_memory_size_or_growth over ${cgroupList(ctx)}`,
   ownLine: (ctx) => ({ signal: 'MemFree', belowMiB: ctx.oomdFreeLineMiB }),
-  start: (ctx) => startDaemon(ctx, 'oomd', 'oomd', ['--config', configFile(ctx), '--interval', '1', '--cgroup-fs', '/sys/fs/cgroup'], /[Rr]unning oomd|[Ee]ngine|ruleset/, 5000),
+  start: (ctx) =>
+    startDaemon(
+      ctx,
+      'oomd',
+      'oomd',
+      ['--config', configFile(ctx), '--interval', '1', '--cgroup-fs', '/sys/fs/cgroup'],
+      /[Rr]unning oomd|[Ee]ngine|ruleset/,
+      5000,
+    ),
 };

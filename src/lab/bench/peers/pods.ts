@@ -61,7 +61,9 @@ export async function startProtectedPods(lab: NodeLab, bigMiB: number, probeLine
     namespace: 'bench',
     qos: 'Guaranteed',
     // The hog image holds what it allocated until stopped (no hold argument).
-    containers: [{ name: 'app', image: IMAGES.hog, args: ['400', String(bigMiB)], env: { HOG_PROBE: String(probeLineKb) }, memoryLimitBytes: (bigMiB + 32) * MiB }],
+    containers: [
+      { name: 'app', image: IMAGES.hog, args: ['400', String(bigMiB)], env: { HOG_PROBE: String(probeLineKb) }, memoryLimitBytes: (bigMiB + 32) * MiB },
+    ],
     annotations: { 'evictd.io/requests': `memory=${bigMiB + 32}Mi,cpu=100m`, 'evictd.io/limits': `memory=${bigMiB + 32}Mi,cpu=100m` },
   });
   applyOomScoreAdj(lab, guaranteed, kubeletOomScoreAdj('Guaranteed', 0, capacity));

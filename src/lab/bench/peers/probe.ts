@@ -71,7 +71,14 @@ export function worstStallMs(events: readonly ProbeEvent[], fromNs: bigint, toNs
 export function probeMinAvailableKb(events: readonly ProbeEvent[], fromNs: bigint, toNs: bigint): number | null {
   let min: number | null = null;
   for (const e of events) {
-    const kb = e.kind === 'below' || e.kind === 'above' ? (e.ns >= fromNs && e.ns <= toNs ? e.availableKb : null) : e.kind === 'beat' && e.ns >= fromNs && e.ns - 1_000_000_000n < toNs && e.minAvailableKb >= 0 ? e.minAvailableKb : null;
+    const kb =
+      e.kind === 'below' || e.kind === 'above'
+        ? e.ns >= fromNs && e.ns <= toNs
+          ? e.availableKb
+          : null
+        : e.kind === 'beat' && e.ns >= fromNs && e.ns - 1_000_000_000n < toNs && e.minAvailableKb >= 0
+          ? e.minAvailableKb
+          : null;
     if (kb !== null && (min === null || kb < min)) min = kb;
   }
   return min;
@@ -81,7 +88,15 @@ export function probeMinAvailableKb(events: readonly ProbeEvent[], fromNs: bigin
 export function compactProbe(events: readonly ProbeEvent[], fromNs: bigint, toNs: bigint): (number | string)[][] {
   return events
     .filter((e) => e.ns >= fromNs && e.ns <= toNs)
-    .map((e) => (e.kind === 'gap' ? [Number(e.ns), 'gap', Number(e.startNs)] : e.kind === 'beat' ? [Number(e.ns), 'beat', e.maxGapNs, e.minAvailableKb] : e.kind === 'probe' ? [Number(e.ns), 'probe', e.lineKb] : [Number(e.ns), e.kind, e.availableKb]));
+    .map((e) =>
+      e.kind === 'gap'
+        ? [Number(e.ns), 'gap', Number(e.startNs)]
+        : e.kind === 'beat'
+          ? [Number(e.ns), 'beat', e.maxGapNs, e.minAvailableKb]
+          : e.kind === 'probe'
+            ? [Number(e.ns), 'probe', e.lineKb]
+            : [Number(e.ns), e.kind, e.availableKb],
+    );
 }
 
 /** What one trial cost the node's other pods, from the probe's log, the hog's readings and the kernel's trace. */

@@ -208,8 +208,18 @@ export function ratios(cells: Cell[], rates: number[], reps = BOOTSTRAP_REPS, se
     const here = cells.filter((c) => c.rateMiBs === rate && !c.notRun && c.trials > 0);
     const e = here.find((c) => c.contender === 'evictd') ?? null;
     const peers = here.filter((c) => !NOT_PEERS.includes(c.contender));
-    const p = peers.length ? peers.reduce((a, b) => (share(a) !== share(b) ? (share(a) > share(b) ? a : b) : headlineMedian(a) <= headlineMedian(b) ? a : b)) : null;
-    if (!e || !p) return { rateMiBs: rate, evictd: e, peer: p, headline: null, loses: null, text: `${rateLabel(e ?? p, rate)}: no comparison (evictd or every peer not run)` };
+    const p = peers.length
+      ? peers.reduce((a, b) => (share(a) !== share(b) ? (share(a) > share(b) ? a : b) : headlineMedian(a) <= headlineMedian(b) ? a : b))
+      : null;
+    if (!e || !p)
+      return {
+        rateMiBs: rate,
+        evictd: e,
+        peer: p,
+        headline: null,
+        loses: null,
+        text: `${rateLabel(e ?? p, rate)}: no comparison (evictd or every peer not run)`,
+      };
     const b = bootstrapRatio(p.headlineMs ?? [], e.headlineMs ?? [], reps, seed);
     const loses = b.ratio === null ? null : b.ratio < 1 || b.lo === null || b.lo <= 1;
     const verdict =
@@ -233,7 +243,9 @@ export function ratios(cells: Cell[], rates: number[], reps = BOOTSTRAP_REPS, se
     const text =
       `${rateLabel(e, rate)}: common line -> memory back, evictd ${formatSummary(e.headline)} ms (${e.stopped}/${e.trials} stopped) vs best peer ${p.contender} ${formatSummary(p.headline)} ms (${p.stopped}/${p.trials} stopped); ` +
       `ratio ${p.contender}/evictd ${times(b.ratio)} [${times(b.lo)}, ${times(b.hi)}] (bootstrap 95%, ${b.reps} reps, seed ${b.seed}): ${verdict}` +
-      (early.length ? `; killed before the hog's readings reached the common line ("<0", ranked soonest): ${early.join(', ')}: its own line was crossed first (mechanism table), which is where its line sits, not a faster stop` : '');
+      (early.length
+        ? `; killed before the hog's readings reached the common line ("<0", ranked soonest): ${early.join(', ')}: its own line was crossed first (mechanism table), which is where its line sits, not a faster stop`
+        : '');
     return { rateMiBs: rate, evictd: e, peer: p, headline: b, loses, text };
   });
 }
@@ -243,7 +255,9 @@ function renderRows(head: string[], rows: string[][], notRun: (i: number) => str
   const widths = head.map((h, i) => Math.max(h.length, ...measured.map((r) => r[i]!.length)));
   const line = (cols: string[], i: number) => {
     const why = i >= 0 ? notRun(i) : undefined;
-    return why !== undefined ? `${cols[0]!.padEnd(widths[0]!)} | ${cols[1]!.padEnd(widths[1]!)} | not run: ${why}` : cols.map((c, k) => c.padEnd(widths[k]!)).join(' | ');
+    return why !== undefined
+      ? `${cols[0]!.padEnd(widths[0]!)} | ${cols[1]!.padEnd(widths[1]!)} | not run: ${why}`
+      : cols.map((c, k) => c.padEnd(widths[k]!)).join(' | ');
   };
   return [line(head, -1), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map((r, i) => line(r, i))].join('\n');
 }
@@ -254,7 +268,18 @@ function renderRows(head: string[], rows: string[][], notRun: (i: number) => str
  * low MemAvailable went, how long the protected pod stalled.
  */
 export function renderHeadline(cells: Cell[]): string {
-  const head = ['MiB/s reached (asked)', 'contender', 'real-node MiB/s', 'stopped before OOM', 'common line -> memory back ms: median [95% CI] / p95 (max if n<20)', 'common line -> hog exit ms', 'MemAvailable min MiB (median / lowest)', 'protected pod worst stall ms (median / worst)', 'protected lost', 'kernel OOM kills'];
+  const head = [
+    'MiB/s reached (asked)',
+    'contender',
+    'real-node MiB/s',
+    'stopped before OOM',
+    'common line -> memory back ms: median [95% CI] / p95 (max if n<20)',
+    'common line -> hog exit ms',
+    'MemAvailable min MiB (median / lowest)',
+    'protected pod worst stall ms (median / worst)',
+    'protected lost',
+    'kernel OOM kills',
+  ];
   const rows = cells.map((c) => [
     c.notRun ? `(${c.rateMiBs})` : `${c.reachedRateMiBs ?? '-'} (${c.rateMiBs})`,
     c.contender,
@@ -272,7 +297,20 @@ export function renderHeadline(cells: Cell[]): string {
 
 /** The mechanism: who stopped the hog, how soon from its own line and from the common one, what was left. */
 export function renderTable(cells: Cell[]): string {
-  const head = ['contender', 'MiB/s reached (asked)', 'real-node MiB/s', 'stopped before OOM', 'protected lost', 'kernel OOM kills', 'own line', 'own-line reaction ms: median [95% CI] / p95', 'common-line reaction ms', 'MemAvailable / memory.available at kill MiB', 'stop', 'first kill sent by'];
+  const head = [
+    'contender',
+    'MiB/s reached (asked)',
+    'real-node MiB/s',
+    'stopped before OOM',
+    'protected lost',
+    'kernel OOM kills',
+    'own line',
+    'own-line reaction ms: median [95% CI] / p95',
+    'common-line reaction ms',
+    'MemAvailable / memory.available at kill MiB',
+    'stop',
+    'first kill sent by',
+  ];
   const rows = cells.map((c) => [
     c.contender,
     c.notRun ? `(${c.rateMiBs})` : `${c.reachedRateMiBs ?? '-'} (${c.rateMiBs})`,
@@ -292,7 +330,18 @@ export function renderTable(cells: Cell[]): string {
 
 /** What favours whom, measured per cell. */
 export function renderConditions(cells: Cell[]): string {
-  const head = ['contender', 'MiB/s asked', 'own line crossed before the common one, ms (median)', 'crossing chunk touch + read, ms (median)', 'own crossings inferred', 'acted before its line', 'kill sent -> hog exited, ms (median)', 'contender RSS MiB', 'contender major faults per ramp (median / most)', 'PSI some avg10 max %'];
+  const head = [
+    'contender',
+    'MiB/s asked',
+    'own line crossed before the common one, ms (median)',
+    'crossing chunk touch + read, ms (median)',
+    'own crossings inferred',
+    'acted before its line',
+    'kill sent -> hog exited, ms (median)',
+    'contender RSS MiB',
+    'contender major faults per ramp (median / most)',
+    'PSI some avg10 max %',
+  ];
   const rows = cells.map((c) => [
     c.contender,
     String(c.rateMiBs),
@@ -312,7 +361,19 @@ function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-const COLORS: Record<string, string> = { evictd: '#1b9e77', 'evictd-poll': '#66a61e', 'evictd-pageable': '#a6d854', 'evictd-noreap': '#1f78b4', 'evictd-base': '#a6cee3', kubelet: '#e7298a', earlyoom: '#d95f02', nohang: '#7570b3', oomd: '#e6ab02', 'systemd-oomd': '#a6761d', kernel: '#666666' };
+const COLORS: Record<string, string> = {
+  evictd: '#1b9e77',
+  'evictd-poll': '#66a61e',
+  'evictd-pageable': '#a6d854',
+  'evictd-noreap': '#1f78b4',
+  'evictd-base': '#a6cee3',
+  kubelet: '#e7298a',
+  earlyoom: '#d95f02',
+  nohang: '#7570b3',
+  oomd: '#e6ab02',
+  'systemd-oomd': '#a6761d',
+  kernel: '#666666',
+};
 
 /** A marker of its own per contender (k-th), so equal colours or overlaps still tell them apart. */
 function marker(k: number, x: number, y: number, color: string, title: string): string {
@@ -365,7 +426,15 @@ export function svg(cells: Cell[], contenders: string[], rates: number[], title:
   // Log scale from 0.1 ms to 100 s; at or below 0.1 ms (or before the line) on the floor.
   const decades = 6;
   const yOf = (ms: number): number => (ms === Infinity ? top - band / 2 : top + plotH - (ms <= 0.1 ? 0 : Math.min(1, Math.log10(ms / 0.1) / decades)) * plotH);
-  const ticks: [number, string][] = [[0.1, '≤0.1 ms'], [1, '1 ms'], [10, '10 ms'], [100, '100 ms'], [1000, '1 s'], [10000, '10 s'], [100000, '100 s']];
+  const ticks: [number, string][] = [
+    [0.1, '≤0.1 ms'],
+    [1, '1 ms'],
+    [10, '10 ms'],
+    [100, '100 ms'],
+    [1000, '1 s'],
+    [10000, '10 s'],
+    [100000, '100 s'],
+  ];
   const panel = (x0: number, heading: string, pick: (c: Cell) => MedianSummary | null | undefined, withBand: boolean) => {
     text(x0, 50, escapeXml(heading), 'font-weight="bold"');
     if (withBand) {
@@ -390,8 +459,19 @@ export function svg(cells: Cell[], contenders: string[], rates: number[], title:
         const s = c && !c.notRun ? pick(c) : null;
         if (!s) return;
         const x = xOf(x0, i) + offset(k);
-        if (s.lo !== null && s.hi !== null) parts.push(`<line x1="${x.toFixed(1)}" y1="${yOf(s.lo).toFixed(1)}" x2="${x.toFixed(1)}" y2="${yOf(s.hi).toFixed(1)}" stroke="${color}" stroke-width="1.5"/>`);
-        parts.push(marker(k, x, yOf(s.median), color, `${name}, ${c!.reachedRateMiBs} MiB/s reached (${rate} asked): ${formatSummary(s)} ms, ${c!.stopped}/${c!.trials} stopped`));
+        if (s.lo !== null && s.hi !== null)
+          parts.push(
+            `<line x1="${x.toFixed(1)}" y1="${yOf(s.lo).toFixed(1)}" x2="${x.toFixed(1)}" y2="${yOf(s.hi).toFixed(1)}" stroke="${color}" stroke-width="1.5"/>`,
+          );
+        parts.push(
+          marker(
+            k,
+            x,
+            yOf(s.median),
+            color,
+            `${name}, ${c!.reachedRateMiBs} MiB/s reached (${rate} asked): ${formatSummary(s)} ms, ${c!.stopped}/${c!.trials} stopped`,
+          ),
+        );
       });
     });
     parts.push(`<line x1="${x0}" y1="${top + plotH}" x2="${x0 + panelW}" y2="${top + plotH}" stroke="#333"/>`);

@@ -61,7 +61,8 @@ export function parseFields(text: string): Record<string, string> {
 
 /** Why this machine cannot time kills in the kernel, or null. */
 export function tracefsMissing(root = TRACEFS): string | null {
-  if (!fs.existsSync(path.join(root, 'instances'))) return `no tracefs at ${root} (the lab VM mounts it; this bench times every kill from the kernel's signal_generate)`;
+  if (!fs.existsSync(path.join(root, 'instances')))
+    return `no tracefs at ${root} (the lab VM mounts it; this bench times every kill from the kernel's signal_generate)`;
   for (const e of ['signal/signal_generate', 'sched/sched_process_exit']) if (!fs.existsSync(path.join(root, 'events', e))) return `tracefs has no ${e} event`;
   return null;
 }

@@ -54,12 +54,22 @@ export function printReport(s: Summary, log: (line: string) => void, svgPath: st
   const title = `bench protect --peers: ${s.environment}; common line MemAvailable < ${s.lineMiB} MiB${variant} (real-node rates for a ${s.realMarginMiB} MiB margin)`;
   fs.writeFileSync(svgPath, svg(s.cells, s.contenders, s.rates, title, scale));
   const r = ratios(s.cells, s.rates);
-  log(`\nscheduling: ${s.scheduling ?? 'not recorded (a run before the variants)'}; order seed ${s.seed ?? '-'}; warm-up ramp per contender and cell: ${s.warmUp === undefined ? '-' : s.warmUp ? 'yes' : 'no (--quick)'}`);
-  log('\nheadline: what the node\'s other pods felt (the probe in the Guaranteed pod), per cell:\n' + renderHeadline(s.cells));
-  log(`\nevictd against the best peer (most hogs stopped before the kernel, then the lowest headline median), common line -> memory back:\n` + r.map((x) => `  ${x.text}`).join('\n'));
+  log(
+    `\nscheduling: ${s.scheduling ?? 'not recorded (a run before the variants)'}; order seed ${s.seed ?? '-'}; warm-up ramp per contender and cell: ${s.warmUp === undefined ? '-' : s.warmUp ? 'yes' : 'no (--quick)'}`,
+  );
+  log("\nheadline: what the node's other pods felt (the probe in the Guaranteed pod), per cell:\n" + renderHeadline(s.cells));
+  log(
+    `\nevictd against the best peer (most hogs stopped before the kernel, then the lowest headline median), common line -> memory back:\n` +
+      r.map((x) => `  ${x.text}`).join('\n'),
+  );
   log("\nmechanism: each contender's reaction from its own line and from the common one (median [95% CI] / p95, max where n < 20):\n" + renderTable(s.cells));
   log('\nwhat favours whom, per cell:\n' + renderConditions(s.cells));
-  log('\nwhat favours whom:\n' + whatFavoursWhom(s.cells, s.scheduling).map((f) => `  - ${f}`).join('\n'));
+  log(
+    '\nwhat favours whom:\n' +
+      whatFavoursWhom(s.cells, s.scheduling)
+        .map((f) => `  - ${f}`)
+        .join('\n'),
+  );
   log('\nconfigurations:\n' + s.contenders.map((n) => `  ${n}: ${s.configs[n]}${s.ran[n] ? ` [ran: ${s.ran[n]}]` : ''}`).join('\n'));
   if (s.errors.length) log(`\ntrials that failed (not counted): ${s.errors.length}\n` + s.errors.map((e) => `  ${e}`).join('\n'));
   log(`picture: ${svgPath}   (${s.seconds} s)`);
@@ -99,7 +109,12 @@ export function readSummary(text: string): Summary {
   const scale = header.realMarginMiB / header.lineMiB;
   const cells = header.rates.flatMap((rate) =>
     header.contenders.map((name) => {
-      const cell = cellOf(name, rate, trials.filter((t) => t.contender === name && t.rateMiBs === rate), scale);
+      const cell = cellOf(
+        name,
+        rate,
+        trials.filter((t) => t.contender === name && t.rateMiBs === rate),
+        scale,
+      );
       cell.ownLine = cellLines.get(rate)?.ownLines[name] ?? header.ownLines[name] ?? '';
       return withMovedLine(cell);
     }),
@@ -108,5 +123,13 @@ export function readSummary(text: string): Summary {
   const moves = lines.flatMap((l) => (l && 'lineMoves' in l ? [l.lineMoves as { rateMiBs: number; moves: LineMove[] }] : []));
   if (moves.length) rest.lineMoves = Object.fromEntries(moves.map((m) => [String(m.rateMiBs), m.moves]));
   if (cellLines.size) rest.cellLines = Object.fromEntries([...cellLines].map(([rate, { rateMiBs: _r, ownLines: _l, ...c }]) => [String(rate), c]));
-  return { bench: 'protect-peers', ...rest, environment: `${header.environment}; cut short: ${trials.length} of ${header.rates.length * header.trials * header.contenders.length} trials`, cells, ran: {}, errors: [], seconds: 0 };
+  return {
+    bench: 'protect-peers',
+    ...rest,
+    environment: `${header.environment}; cut short: ${trials.length} of ${header.rates.length * header.trials * header.contenders.length} trials`,
+    cells,
+    ran: {},
+    errors: [],
+    seconds: 0,
+  };
 }

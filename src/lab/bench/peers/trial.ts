@@ -117,7 +117,21 @@ export interface Trial {
 
 /** The fields of /proc/meminfo that move memory.available against MemAvailable, MiB. */
 export type NodeMeminfo = Record<(typeof NODE_FIELDS)[number], number>;
-const NODE_FIELDS = ['MemFree', 'MemAvailable', 'Active(file)', 'Inactive(file)', 'Unevictable', 'Mlocked', 'AnonPages', 'Shmem', 'SReclaimable', 'SUnreclaim', 'KernelStack', 'PageTables', 'Percpu'] as const;
+const NODE_FIELDS = [
+  'MemFree',
+  'MemAvailable',
+  'Active(file)',
+  'Inactive(file)',
+  'Unevictable',
+  'Mlocked',
+  'AnonPages',
+  'Shmem',
+  'SReclaimable',
+  'SUnreclaim',
+  'KernelStack',
+  'PageTables',
+  'Percpu',
+] as const;
 export function nodeMeminfo(text: string): NodeMeminfo {
   const out = {} as NodeMeminfo;
   for (const key of NODE_FIELDS) {
@@ -171,7 +185,9 @@ export function readProbeLog(pod: ProtectedPods['guaranteed']): ProbeEvent[] {
 
 /** The hog's readings, compact for the trial's JSON line. */
 export function compactReadings(steps: readonly Step[]): number[][] {
-  return steps.map((s) => (s.reading ? [Number(s.ns), s.mib, s.reading.availableKb, s.reading.freeKb, s.reading.inactiveFileKb, s.reading.kubeletKb ?? -1] : [Number(s.ns), s.mib]));
+  return steps.map((s) =>
+    s.reading ? [Number(s.ns), s.mib, s.reading.availableKb, s.reading.freeKb, s.reading.inactiveFileKb, s.reading.kubeletKb ?? -1] : [Number(s.ns), s.mib],
+  );
 }
 
 /** /proc/pressure/memory's `some avg10`, or null without PSI. */
@@ -272,7 +288,16 @@ function dropCaches(): void {
 }
 
 /** One ramp against the running contender. */
-export async function runTrial(lab: NodeLab, contender: Contender, pods: ProtectedPods, rate: number, index: number | string, lines: TrialLines, trace: SignalTrace, o: TrialOptions = {}): Promise<Trial & { raw: TrialRaw }> {
+export async function runTrial(
+  lab: NodeLab,
+  contender: Contender,
+  pods: ProtectedPods,
+  rate: number,
+  index: number | string,
+  lines: TrialLines,
+  trace: SignalTrace,
+  o: TrialOptions = {},
+): Promise<Trial & { raw: TrialRaw }> {
   dropCaches();
   const oom0 = vmstatOomKills();
   const m0 = meminfo();
@@ -280,7 +305,19 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   const contenderRssMiB = rssMiB(o.contenderPid);
   const faults0 = majorFaults(o.contenderPid);
   trace.clear();
-  const pod = await lab.runPod({ name: `hog-${contender.name}-${rate}-${index}`, namespace: 'bench', qos: 'BestEffort', containers: [{ name: 'hog', image: IMAGES.hog, args: [String(rate), String(targetMiB), '0'], env: { HOG_METER: '1', HOG_METER_FINE: `${FINE_KIB}:${Math.ceil(lines.common.belowMiB + FINE_MARGIN_MIB)}` } }] });
+  const pod = await lab.runPod({
+    name: `hog-${contender.name}-${rate}-${index}`,
+    namespace: 'bench',
+    qos: 'BestEffort',
+    containers: [
+      {
+        name: 'hog',
+        image: IMAGES.hog,
+        args: [String(rate), String(targetMiB), '0'],
+        env: { HOG_METER: '1', HOG_METER_FINE: `${FINE_KIB}:${Math.ceil(lines.common.belowMiB + FINE_MARGIN_MIB)}` },
+      },
+    ],
+  });
   applyOomScoreAdj(lab, pod, 1000);
   const hogDir = path.join(lab.memoryDir(pod.cgroupPath), pod.containers.hog!);
   let hogPid: number | null = null;
@@ -320,7 +357,9 @@ export async function runTrial(lab: NodeLab, contender: Contender, pods: Protect
   // that is not the Guaranteed pod's.
   if (hogPid === null) {
     const theirs = new Set(cgroupPids(path.join(lab.memoryDir(pods.guaranteed.cgroupPath), pods.guaranteed.containers.app!)));
-    const e = events.find((x) => (x.event === 'signal_generate' || x.event === 'sched_process_exit') && x.fields.comm === 'hog' && !theirs.has(Number(x.fields.pid)));
+    const e = events.find(
+      (x) => (x.event === 'signal_generate' || x.event === 'sched_process_exit') && x.fields.comm === 'hog' && !theirs.has(Number(x.fields.pid)),
+    );
     if (e) hogPid = Number(e.fields.pid);
   }
   const log = lab.podLog(pod, 'hog');

@@ -57,7 +57,8 @@ export function trialOrders<T>(contenders: readonly T[], trials: number, seed: n
 /** How often each contender directly follows each other within the rows: "a>b" -> count. */
 export function adjacentPairs<T>(rows: readonly (readonly T[])[]): Map<string, number> {
   const out = new Map<string, number>();
-  for (const row of rows) for (let i = 1; i < row.length; i++) out.set(`${String(row[i - 1])}>${String(row[i])}`, (out.get(`${String(row[i - 1])}>${String(row[i])}`) ?? 0) + 1);
+  for (const row of rows)
+    for (let i = 1; i < row.length; i++) out.set(`${String(row[i - 1])}>${String(row[i])}`, (out.get(`${String(row[i - 1])}>${String(row[i])}`) ?? 0) + 1);
   return out;
 }
 
