@@ -72,7 +72,7 @@ export { tripwireStatus, tripwireUnavailable } from './kernel/tripwire';
 
 // Observations of this node: cgroups, /proc, statfs.
 export { detectCgroups, type CgroupLayout, type CgroupMode } from './node/cgroups';
-export { NodeObserver, type NodeObserverOptions, type Observation } from './node/observer';
+export { NodeObserver, type NodeObserverOptions, type NodeReading } from './node/observer';
 
 // The container runtime (CRI): the client, a pod's eviction through it, node-level reclaim.
 export {

@@ -5,13 +5,13 @@
  * pass and node-level reclaim's second look, so neither calls into the other.
  */
 import type { Logger } from 'pino';
-import type { Observation } from '../node/observer';
+import type { NodeReading } from '../node/observer';
 import type { AgentMetrics } from './metrics';
 import type { RuntimePort } from './ports';
 
 /** What the agent reads the node with (NodeObserver; a fake one in unit tests). */
 export interface ObserverPort {
-  observe(imagefsPath?: string): Observation;
+  observe(imagefsPath?: string): NodeReading;
 }
 
 export class NodeView {
@@ -24,7 +24,7 @@ export class NodeView {
     private readonly metrics: AgentMetrics,
   ) {}
 
-  observe(): Observation {
+  observe(): NodeReading {
     return this.observer.observe(this.imagefsPath);
   }
 

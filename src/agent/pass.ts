@@ -8,7 +8,7 @@
  * Runs on the main JS thread, one pass at a time (the controller guarantees it).
  */
 import type { Logger } from 'pino';
-import type { Observation } from '../node/observer';
+import type { NodeReading } from '../node/observer';
 import { decideActions, type Action } from '../policy/actions';
 import type { ActiveBrake } from '../policy/brake';
 import type { PolicyConfig } from '../policy/config';
@@ -57,7 +57,7 @@ export interface PassOptions {
 
 /** What `decide` found, for `act` and the agent. */
 export interface Decision {
-  observation: Observation;
+  observation: NodeReading;
   evaluation: Evaluation;
   actions: Action[];
   /** the pods the actions may name (pods being stopped left out) */

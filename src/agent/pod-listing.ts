@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Observation } from '../node/observer';
+import type { NodeReading } from '../node/observer';
 import { listPodCgroups, podUidFromDirName } from '../node/pod-cgroups';
 import type { PassTrigger } from './controller';
 import type { AgentMetrics } from './metrics';
@@ -81,7 +81,7 @@ export class PodListing {
    * Housekeeping passes, and any pass that sees a pod cgroup no listing has named, wait for a
    * fresh listing.
    */
-  async forPass(obs: Observation, trigger: PassTrigger): Promise<RuntimePod[]> {
+  async forPass(obs: NodeReading, trigger: PassTrigger): Promise<RuntimePod[]> {
     const quick = (trigger.firstEventNs !== null || trigger.sources['standing-order'] !== undefined) && !trigger.sources.housekeeping && !trigger.sources.start;
     this.forgetRemoved(new Set(obs.pods.keys()));
     if (quick && this.runtimeOk && this.listedAt !== null && msSince(this.clock, this.listedAt) < POD_LIST_MAX_AGE_MS) {

@@ -29,7 +29,7 @@ import { eventNameAt } from '../policy/messages';
  * An eviction as the policy reports it (the ranking reasons are for logs, not the API), with
  * what the eviction journal fixes for a report repeated after a crash (see agent/ports.ts).
  */
-export type Eviction = Omit<PolicyEviction, 'reasons'> & { at?: Date; podEventName?: string; recovered?: boolean };
+export type EvictionReport = Omit<PolicyEviction, 'reasons'> & { at?: Date; podEventName?: string; recovered?: boolean };
 
 export const EVICTED_REASON = 'Evicted';
 
@@ -103,7 +103,7 @@ export class EvictionReporter {
   }
 
   /** Queues the writes for one eviction. Resolves when they are done, abandoned or interrupted by stop(); never rejects. */
-  report(e: Eviction): Promise<ReportEnd> {
+  report(e: EvictionReport): Promise<ReportEnd> {
     const known = this.seen.get(e.pod.uid);
     if (known) return known;
     this.stats.reported++;
@@ -173,7 +173,7 @@ export class EvictionReporter {
   }
 
   /** The report's writes; resolves to how the status write ended. */
-  private async run(e: Eviction, at: Date, podEventName: string, resource: string | undefined, nodeEventName: string | undefined): Promise<Outcome> {
+  private async run(e: EvictionReport, at: Date, podEventName: string, resource: string | undefined, nodeEventName: string | undefined): Promise<Outcome> {
     const pod = `${e.pod.namespace}/${e.pod.name}`;
     try {
       const status = await this.write(`status of ${pod}`, (retry) => this.patchStatus(e, at, retry || e.recovered === true));
@@ -227,11 +227,11 @@ export class EvictionReporter {
     }
   }
 
-  private podPath(e: Eviction): string {
+  private podPath(e: EvictionReport): string {
     return `/api/v1/namespaces/${encodeURIComponent(e.pod.namespace)}/pods/${encodeURIComponent(e.pod.name)}`;
   }
 
-  private async patchStatus(e: Eviction, at: Date, retry: boolean): Promise<Outcome> {
+  private async patchStatus(e: EvictionReport, at: Date, retry: boolean): Promise<Outcome> {
     if (retry) {
       // the previous attempt may have landed without us hearing back: read before writing again
       try {
@@ -267,7 +267,7 @@ export class EvictionReporter {
     }
   }
 
-  private async postPodEvent(e: Eviction, name: string, at: Date): Promise<Outcome> {
+  private async postPodEvent(e: EvictionReport, name: string, at: Date): Promise<Outcome> {
     return this.postEvent(e.pod.namespace, {
       metadata: { name, namespace: e.pod.namespace, annotations: { ...e.annotations } },
       involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: e.pod.namespace, name: e.pod.name, uid: e.pod.uid },

@@ -10,7 +10,7 @@
  * the DaemonSet later must be carried here (and so tested) or the test fails, instead of the
  * lab quietly running something other than what is shipped.
  */
-import type { ContainerSpec, PodSpec } from './sandbox-config';
+import type { ContainerRunSpec, SandboxSpec } from './sandbox-config';
 import type { Mount } from '../cri/types';
 import { Quantity } from '../policy/quantity';
 
@@ -56,7 +56,7 @@ export function daemonSetToCri(
   ds: DaemonSetDoc,
   m: DaemonSetLabMapping,
   pod: { name: string; namespace: string; uid: string },
-): { pod: PodSpec; container: ContainerSpec } {
+): { pod: SandboxSpec; container: ContainerRunSpec } {
   const spec = ds.spec.template.spec;
   if (spec.containers.length !== 1) throw new Error(`containers: ${spec.containers.length}: the lab runs a one-container DaemonSet`);
   if (spec.hostNetwork !== true) throw new Error('hostNetwork: the lab pods share the node network only');

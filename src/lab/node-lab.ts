@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { CriClient } from '../cri';
-import { containerConfig, sandboxConfig, type ContainerSpec, type PodSpec as CriPodSpec } from './sandbox-config';
+import { containerConfig, sandboxConfig, type ContainerRunSpec, type SandboxSpec } from './sandbox-config';
 import { allCgroupMounts, cgroupPids, detectCgroups, parseKeyValues, type CgroupLayout } from '../node/cgroups';
 import type { QosClass } from '../node/pod-cgroups';
 
@@ -32,7 +32,7 @@ export interface LabPodOptions {
   name: string;
   namespace?: string;
   qos: QosClass;
-  containers: ContainerSpec[];
+  containers: ContainerRunSpec[];
   annotations?: Record<string, string>;
   /** the pod's uid: absent, a fresh one; a uid given again is the pod restarted in place */
   uid?: string;
@@ -131,7 +131,7 @@ export class NodeLab {
     const logDirectory = path.join(this.opts.logRoot, uid);
     fs.mkdirSync(logDirectory, { recursive: true });
     const cgroupPath = this.podCgroupPath(p.qos, uid);
-    const spec: CriPodSpec = {
+    const spec: SandboxSpec = {
       name: p.name,
       uid,
       namespace,

@@ -5,7 +5,7 @@
  */
 import type { ContainerConfig, Labels, LinuxContainerSecurityContext, Mount, PodSandboxConfig } from '../cri/types';
 
-export interface PodSpec {
+export interface SandboxSpec {
   name: string;
   uid: string;
   namespace?: string;
@@ -13,7 +13,7 @@ export interface PodSpec {
   cgroupParent?: string;
   labels?: Labels;
   annotations?: Labels;
-  /** Host directory for container logs (ContainerSpec.logPath is relative to it). */
+  /** Host directory for container logs (ContainerRunSpec.logPath is relative to it). */
   logDirectory?: string;
   /** The sandbox's attempt (0 first; the kubelet counts up when it makes a pod's sandbox again). */
   attempt?: number;
@@ -26,7 +26,7 @@ export interface PodSpec {
  * (network NODE) and so must leave the hostname empty. PID and IPC stay per pod, as the
  * kubelet's defaults. The kubelet's pod labels are added so tools can link pods and containers.
  */
-export function sandboxConfig(spec: PodSpec): PodSandboxConfig {
+export function sandboxConfig(spec: SandboxSpec): PodSandboxConfig {
   const namespace = spec.namespace ?? 'default';
   return {
     metadata: { name: spec.name, uid: spec.uid, namespace, attempt: spec.attempt ?? 0 },
@@ -41,7 +41,7 @@ export function sandboxConfig(spec: PodSpec): PodSandboxConfig {
   };
 }
 
-export interface ContainerSpec {
+export interface ContainerRunSpec {
   name: string;
   image: string;
   command?: string[];
@@ -58,7 +58,7 @@ export interface ContainerSpec {
   securityContext?: Omit<LinuxContainerSecurityContext, 'namespaceOptions'>;
 }
 
-export function containerConfig(pod: PodSpec, spec: ContainerSpec): ContainerConfig {
+export function containerConfig(pod: SandboxSpec, spec: ContainerRunSpec): ContainerConfig {
   return {
     metadata: { name: spec.name, attempt: pod.attempt ?? 0 },
     image: { image: spec.image },

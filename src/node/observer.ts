@@ -24,7 +24,8 @@ export interface ObservedPodCgroup extends PodCgroup {
   usage: PodCgroupUsage;
 }
 
-export interface Observation {
+/** What one pass read from the node: its stats, its layout, the raw memory numbers and the pod cgroups. */
+export interface NodeReading {
   node: NodeStats;
   layout: FilesystemLayout;
   /** the node memory cgroup's raw numbers (for arming thresholds) */
@@ -76,7 +77,7 @@ export class NodeObserver {
     }
   }
 
-  observe(imagefsPath?: string): Observation {
+  observe(imagefsPath?: string): NodeReading {
     const { layout } = this.opts;
     const machine = readMeminfo();
     const { memory, allocatable } = this.observeMemory(machine);

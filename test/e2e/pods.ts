@@ -6,25 +6,25 @@ import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { CriClient } from '../../src/cri';
-import { containerConfig, sandboxConfig, type ContainerSpec, type PodSpec } from '../../src/lab/sandbox-config';
+import { containerConfig, sandboxConfig, type ContainerRunSpec, type SandboxSpec } from '../../src/lab/sandbox-config';
 import { ensureHarness, HARNESS_CGROUP, HARNESS_DIR, harnessMissing, type Harness } from '../../src/lab/harness';
 
 export const RUN_LABEL = 'evictd.test/run';
 export const runId = randomUUID().slice(0, 8);
 
 export interface TestPod {
-  spec: PodSpec;
+  spec: SandboxSpec;
   sandboxId: string;
   containers: Record<string, string>;
   /** The pod's cgroup under the v1 memory controller or cgroup2 (whichever has memory files). */
   cgroupParent: string;
 }
 
-export async function createPod(client: CriClient, name: string, containers: ContainerSpec[], harnessDir = HARNESS_DIR): Promise<TestPod> {
+export async function createPod(client: CriClient, name: string, containers: ContainerRunSpec[], harnessDir = HARNESS_DIR): Promise<TestPod> {
   const uid = `${runId}-${name}`;
   const logDirectory = path.join(harnessDir, 'pods', uid);
   fs.mkdirSync(logDirectory, { recursive: true });
-  const spec: PodSpec = {
+  const spec: SandboxSpec = {
     name: `${name}-${runId}`,
     uid,
     namespace: 'evictd-test',
@@ -57,7 +57,7 @@ export function podLog(pod: TestPod, container: string): string {
 }
 
 /** A container that ignores SIGTERM (its shell is PID 1 and traps it), so only SIGKILL stops it. */
-export const stubborn = (name: string): ContainerSpec => ({
+export const stubborn = (name: string): ContainerRunSpec => ({
   name,
   image: 'localhost/evictd/busybox:1',
   command: ['/bin/sh', '-c', 'trap "" TERM; while true; do sleep 1; done'],

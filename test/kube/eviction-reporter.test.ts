@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { KubeClient } from '../../src/kube/client';
-import { type Eviction, EvictionReporter, resourceOfSignal } from '../../src/kube/eviction-reporter';
+import { type EvictionReport, EvictionReporter, resourceOfSignal } from '../../src/kube/eviction-reporter';
 import { FakeApiServer, makePod } from './fake-api-server';
 import { client, MemoryLogger } from './helpers';
 
 const MESSAGE =
   'The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. Container main was using 900Mi, request is 128Mi, has larger consumption of memory. ';
 
-function eviction(name: string, signal = 'memory.available'): Eviction {
+function eviction(name: string, signal = 'memory.available'): EvictionReport {
   return {
     pod: { namespace: 'default', name, uid: `uid-${name}` },
     signal,

@@ -11,7 +11,7 @@ import pino, { type Logger } from 'pino';
 import type { Clock, PodSpecSource, RuntimePod, RuntimePort, StopTimings, Timer } from '../../src/agent/ports';
 import type { CgroupPort, KillResult } from '../../src/node/cgroup-port';
 import type { MemoryReading } from '../../src/node/memory';
-import type { Observation, ObservedPodCgroup } from '../../src/node/observer';
+import type { NodeReading, ObservedPodCgroup } from '../../src/node/observer';
 import { Quantity } from '../../src/policy/quantity';
 import type { NodeReclaimFunction, PodSpec } from '../../src/policy/types';
 
@@ -268,7 +268,7 @@ export class FakeNode {
       const o = this.observer.observe();
       return { memory: o.memory, allocatable: o.allocatable };
     },
-    observe: (): Observation => {
+    observe: (): NodeReading => {
       const pods = new Map<string, ObservedPodCgroup>();
       for (const p of this.pods.values()) {
         if (!p.cgroup) continue;

@@ -12,11 +12,11 @@ import { AgentMetrics } from '../../src/agent/metrics';
 import { PodListing } from '../../src/agent/pod-listing';
 import type { PassTrigger } from '../../src/agent/controller';
 import type { RuntimePod, RuntimePort } from '../../src/agent/ports';
-import type { Observation, ObservedPodCgroup } from '../../src/node/observer';
+import type { NodeReading, ObservedPodCgroup } from '../../src/node/observer';
 
 const pod = (uid: string): RuntimePod => ({ sandboxId: `sb-${uid}`, uid, name: uid, namespace: 'ns', labels: {}, annotations: {}, ready: true });
 /** Only the pod cgroups matter to the listing. */
-const seen = (...uids: string[]): Observation => ({ pods: new Map(uids.map((u) => [u, { uid: u } as ObservedPodCgroup])) }) as Observation;
+const seen = (...uids: string[]): NodeReading => ({ pods: new Map(uids.map((u) => [u, { uid: u } as ObservedPodCgroup])) }) as NodeReading;
 const kernel: PassTrigger = { sources: { 'memcg-threshold': 1 }, firstEventNs: 1n, firstNotifiedNs: 1n };
 const housekeeping: PassTrigger = { sources: { housekeeping: 1 }, firstEventNs: null, firstNotifiedNs: 1n };
 

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { CriClient, evictPod } from '../../cri';
-import { containerConfig, sandboxConfig, type PodSpec } from '../sandbox-config';
+import { containerConfig, sandboxConfig, type SandboxSpec } from '../sandbox-config';
 import { ensureHarness, HARNESS_CGROUP, IMAGES, type Harness } from '../harness';
 import { badValue, UsageError } from '../../errors';
 
@@ -96,12 +96,18 @@ export async function run(argv: string[]): Promise<number> {
   const s = (name: string) => (samples[name] ??= []);
   try {
     await client.version();
-    const specs: PodSpec[] = [];
+    const specs: SandboxSpec[] = [];
     const sandboxes: string[] = [];
     const containers: string[] = [];
     for (let i = 0; i < pods; i++) {
       const uid = `bench-${runId}-${i}`;
-      const spec: PodSpec = { name: `bench-${i}`, uid, namespace: 'evictd-bench', cgroupParent: `${cgroup}/burstable/pod${uid}`, labels: { [LABEL]: runId } };
+      const spec: SandboxSpec = {
+        name: `bench-${i}`,
+        uid,
+        namespace: 'evictd-bench',
+        cgroupParent: `${cgroup}/burstable/pod${uid}`,
+        labels: { [LABEL]: runId },
+      };
       specs.push(spec);
       const sb = await timed(s('RunPodSandbox'), () => client.runPodSandbox(sandboxConfig(spec)));
       sandboxes.push(sb);
