@@ -308,7 +308,7 @@ export class Agent extends EventEmitter {
       }
     }
     if (o.notifications) {
-      o.metrics.mechanism.set({ mechanism: o.notifications.mechanism }, 1);
+      o.metrics.notificationsMode.set({ mode: o.notifications.mechanism }, 1);
       const unified = o.layout.unifiedMount ? `${o.layout.unifiedMount}${o.observer.opts.podCgroupRoot === '/' ? '' : o.observer.opts.podCgroupRoot}` : null;
       this.arming = new Arming({
         port: o.notifications,
@@ -334,7 +334,7 @@ export class Agent extends EventEmitter {
       this.scheduleDrift(DRIFT_TICK_MS);
       this.listing.watchPodDirs();
     } else {
-      o.metrics.mechanism.set({ mechanism: 'housekeeping-only' }, 1);
+      o.metrics.notificationsMode.set({ mode: 'housekeeping-only' }, 1);
     }
     this.controller.start();
   }

@@ -23,11 +23,13 @@ export class AgentMetrics {
   readonly passErrors: Counter;
   readonly nodeCondition: Gauge<'condition'>;
   readonly thresholdMet: Gauge<'signal' | 'kind'>;
-  readonly observation: Gauge<'signal'>;
-  readonly mechanism: Gauge<'mechanism'>;
+  /** a signal's observed amount left, one gauge per unit (Prometheus names carry the unit) */
+  readonly availableBytes: Gauge<'signal'>;
+  readonly availableInodes: Gauge<'signal'>;
+  readonly availablePids: Gauge<'signal'>;
+  readonly notificationsMode: Gauge<'mode'>;
   readonly lineMechanism: Gauge<'line' | 'mechanism'>;
   readonly runtimeErrors: Counter<'call'>;
-  readonly podSourceHealthy: Gauge;
   readonly brakesActive: Gauge;
   readonly brakes: Counter<'signal'>;
   readonly brakeFailures: Counter;
@@ -43,8 +45,24 @@ export class AgentMetrics {
   readonly orderAge: Histogram<'signal'>;
   readonly orderCrossedToKilled: Histogram<'signal'>;
 
-  constructor(opts: { processMetrics?: boolean; orderRefusals?: () => Record<string, number>; reaps?: () => Record<string, number> } = {}) {
+  constructor(
+    opts: {
+      processMetrics?: boolean;
+      /** evictd_build_info's labels: what runs (the package's version, Node's, whether the addon loaded) */
+      buildInfo?: { version: string; nodejs_version: string; addon: 'loaded' | 'missing' };
+      orderRefusals?: () => Record<string, number>;
+      reaps?: () => Record<string, number>;
+    } = {},
+  ) {
     const r = [this.registry];
+    if (opts.buildInfo) {
+      new Gauge({
+        name: 'evictd_build_info',
+        help: 'Always 1: what runs, in its labels (version, nodejs_version, addon)',
+        labelNames: ['version', 'nodejs_version', 'addon'],
+        registers: r,
+      }).set(opts.buildInfo, 1);
+    }
     this.evictions = new Counter({ name: 'evictd_evictions_total', help: 'Pods evicted, by eviction signal', labelNames: ['signal'], registers: r });
     this.evictionFailures = new Counter({
       name: 'evictd_eviction_failures_total',
@@ -93,20 +111,32 @@ export class AgentMetrics {
       labelNames: ['signal', 'kind'],
       registers: r,
     });
-    this.observation = new Gauge({
-      name: 'evictd_signal_available',
-      help: 'Observed available amount per eviction signal (bytes, inodes or pids)',
+    this.availableBytes = new Gauge({
+      name: 'evictd_signal_available_bytes',
+      help: 'Observed amount left per eviction signal in bytes, as the last pass saw it (memory.available, allocatableMemory.available, nodefs.available, imagefs.available, containerfs.available)',
       labelNames: ['signal'],
       registers: r,
     });
-    this.mechanism = new Gauge({
-      name: 'evictd_notification_mechanism',
-      help: 'Notification mechanism in use (1 = in use)',
-      labelNames: ['mechanism'],
+    this.availableInodes = new Gauge({
+      name: 'evictd_signal_available_inodes',
+      help: 'Free inodes per eviction signal, as the last pass saw them (nodefs.inodesFree, imagefs.inodesFree, containerfs.inodesFree)',
+      labelNames: ['signal'],
+      registers: r,
+    });
+    this.availablePids = new Gauge({
+      name: 'evictd_signal_available_pids',
+      help: 'Process IDs left (pid.available), as the last pass saw them',
+      labelNames: ['signal'],
+      registers: r,
+    });
+    this.notificationsMode = new Gauge({
+      name: 'evictd_notifications_mode',
+      help: 'What wakes the loop besides housekeeping (1 = in force): native (the addon), polling (no addon), housekeeping-only (no notifications)',
+      labelNames: ['mode'],
       registers: r,
     });
     this.lineMechanism = new Gauge({
-      name: 'evictd_notifier_mechanism',
+      name: 'evictd_memory_line_mechanism',
       help: 'Mechanism watching each memory line (1 = in force): bpf-tripwire, memcg-threshold-eventfd, adaptive-poll',
       labelNames: ['line', 'mechanism'],
       registers: r,
@@ -117,7 +147,6 @@ export class AgentMetrics {
       labelNames: ['call'],
       registers: r,
     });
-    this.podSourceHealthy = new Gauge({ name: 'evictd_pod_source_healthy', help: '1 when the pod spec source follows its source', registers: r });
     this.brakesActive = new Gauge({ name: 'evictd_brakes_active', help: 'Pods held by the memory brake (memory.high on the pod cgroup) now', registers: r });
     this.brakes = new Counter({
       name: 'evictd_brakes_total',
@@ -205,7 +234,8 @@ export class AgentMetrics {
     for (const c of ['MemoryPressure', 'DiskPressure', 'PIDPressure']) this.nodeCondition.set({ condition: c }, 0);
     // The event-loop-lag histogram samples on a timer (10 ms by default): at that rate it alone
     // costs about 0.5% of a core, against an idle target of under 1%. One sample a second.
-    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'evictd_', eventLoopMonitoringPrecision: 1000 });
+    // Under their standard names (process_*, nodejs_*), so stock dashboards and alerts find them.
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 1000 });
   }
 
   /** The gauges a pass sets: conditions, thresholds met, and the observed signals. */
@@ -213,10 +243,14 @@ export class AgentMetrics {
     for (const c of ['MemoryPressure', 'DiskPressure', 'PIDPressure'] as const) this.nodeCondition.set({ condition: c }, ev.conditions.includes(c) ? 1 : 0);
     this.thresholdMet.reset();
     for (const t of ev.thresholdsMet) this.thresholdMet.set({ signal: t.signal, kind: t.kind }, 1);
-    if (node.memory) this.observation.set({ signal: 'memory.available' }, node.memory.availableBytes);
-    if (node.allocatableMemory) this.observation.set({ signal: 'allocatableMemory.available' }, node.allocatableMemory.availableBytes);
-    if (node.nodefs?.availableBytes !== undefined) this.observation.set({ signal: 'nodefs.available' }, node.nodefs.availableBytes);
-    if (node.pid) this.observation.set({ signal: 'pid.available' }, node.pid.maxPID - node.pid.running);
+    if (node.memory) this.availableBytes.set({ signal: 'memory.available' }, node.memory.availableBytes);
+    if (node.allocatableMemory) this.availableBytes.set({ signal: 'allocatableMemory.available' }, node.allocatableMemory.availableBytes);
+    for (const fs of ['nodefs', 'imagefs', 'containerfs'] as const) {
+      const stats = node[fs];
+      if (stats?.availableBytes !== undefined) this.availableBytes.set({ signal: `${fs}.available` }, stats.availableBytes);
+      if (stats?.inodesFree !== undefined) this.availableInodes.set({ signal: `${fs}.inodesFree` }, stats.inodesFree);
+    }
+    if (node.pid) this.availablePids.set({ signal: 'pid.available' }, node.pid.maxPID - node.pid.running);
   }
 }
 

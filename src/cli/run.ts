@@ -143,6 +143,11 @@ export async function run(argv: string[]): Promise<number> {
 
   const metrics = new AgentMetrics({
     processMetrics: true,
+    buildInfo: {
+      version: require('../../../package.json').version as string,
+      nodejs_version: process.version,
+      addon: nativeAvailable() ? 'loaded' : 'missing',
+    },
     orderRefusals: () => {
       const c = orderCounts();
       return { 'memcg-threshold-eventfd': c.eventfd.refused, 'bpf-tripwire': c.tripwire.refused };

@@ -59,7 +59,7 @@ export function registerKubeMetrics(registry: Registry, parts: KubeMetricsParts)
       },
     });
     new Gauge({
-      name: 'evictd_kube_pod_source_last_sync_seconds',
+      name: 'evictd_kube_pod_source_last_sync_timestamp_seconds',
       help: 'Unix time of the last successful list, poll or watch event',
       registers: [registry],
       collect() {

@@ -35,7 +35,20 @@ export interface DaemonSetLabMapping {
   extraArgs?: string[];
 }
 
-const CONTAINER_FIELDS = new Set(['name', 'image', 'args', 'env', 'resources', 'securityContext', 'livenessProbe', 'readinessProbe', 'volumeMounts']);
+// The probes are the kubelet's to run (the lab has none); the ports of a host-network pod are the node's own.
+const CONTAINER_FIELDS = new Set([
+  'name',
+  'image',
+  'args',
+  'env',
+  'ports',
+  'resources',
+  'securityContext',
+  'startupProbe',
+  'livenessProbe',
+  'readinessProbe',
+  'volumeMounts',
+]);
 const SECURITY_FIELDS = new Set([
   'runAsUser',
   'runAsGroup',
@@ -46,6 +59,14 @@ const SECURITY_FIELDS = new Set([
   'seccompProfile',
 ]);
 const MOUNT_FIELDS = new Set(['name', 'mountPath', 'readOnly', 'mountPropagation']);
+
+/**
+ * The kubelet's expansion of args: `$(NAME)` becomes the container's env value NAME (left as
+ * written when there is none), `$$` a literal `$` (kubernetes' third_party/forked/golang/expansion).
+ */
+export function expandVars(arg: string, env: Record<string, string>): string {
+  return arg.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string | undefined) => (name === undefined ? '$' : (env[name] ?? whole)));
+}
 
 function refuseUnknown(what: string, obj: Record<string, unknown>, known: Set<string>): void {
   for (const k of Object.keys(obj)) if (!known.has(k)) throw new Error(`${what}.${k}: not translated for the lab`);
@@ -95,7 +116,7 @@ export function daemonSetToCri(
     else throw new Error(`env[${e.name}]: no value given for the lab`);
   }
   const limit = (c.resources as { limits?: { memory?: string } } | undefined)?.limits?.memory;
-  const args = ((c.args as string[] | undefined) ?? []).map((a) => m.replaceArgs?.[a] ?? a);
+  const args = ((c.args as string[] | undefined) ?? []).map((a) => expandVars(m.replaceArgs?.[a] ?? a, env));
 
   return {
     pod: { ...pod, hostPid: spec.hostPID === true },

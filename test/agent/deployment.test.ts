@@ -131,8 +131,8 @@ test("the DaemonSet's container on the lab's containerd: healthy, braking and ev
         { containerPath: '/opt/evictd', hostPath: repo },
       ],
       entrypoint: [process.execPath, '/opt/evictd/bin/evictd.js'],
-      fieldRefs: { NODE_NAME: 'node-a' },
-      replaceArgs: { '--pod-source=api': '--pod-source=runtime', '--metrics-address=127.0.0.1:9741': `--metrics-address=127.0.0.1:${port}` },
+      fieldRefs: { NODE_NAME: 'node-a', HOST_IP: '127.0.0.1' },
+      replaceArgs: { '--pod-source=api': '--pod-source=runtime', '--metrics-address=$(HOST_IP):9741': `--metrics-address=$(HOST_IP):${port}` },
       extraArgs: [
         `--cgroup-root=${lab.root}`,
         '--eviction-hard=memory.available<128Mi',

@@ -83,7 +83,7 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   // A pass's decision is timed from the kernel event; a standing order's kill from the crossing.
   if (r.action === 'standing-order') assert.match(metrics.body, /evictd_standing_order_crossed_to_killed_seconds_count\{signal="[a-zA-Z.]+"\} 1/);
   else assert.match(metrics.body, /evictd_event_to_decision_seconds_count\{source="[a-z-]+"\} 1/);
-  assert.match(metrics.body, /evictd_notification_mechanism\{mechanism="native"\} 1/);
+  assert.match(metrics.body, /evictd_notifications_mode\{mode="native"\} 1/);
   // Each memory line's mechanism, said once at start and exposed as a gauge: the kernel's own
   // where the platform has one (memcg v1 thresholds; the eBPF tripwire on pure cgroup v2).
   const said = agent.lines.filter((l) => typeof l.line === 'string' && typeof l.mechanism === 'string' && String(l.msg).startsWith('memory line '));
@@ -91,7 +91,7 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   const expected = lab.layout.memoryVersion === 1 ? 'memcg-threshold-eventfd' : 'bpf-tripwire';
   for (const l of said) {
     assert.equal(l.mechanism, expected, `line ${String(l.line)}`);
-    assert.match(metrics.body, new RegExp(`^evictd_notifier_mechanism\\{line="${String(l.line)}",mechanism="${expected}"\\} 1$`, 'm'));
+    assert.match(metrics.body, new RegExp(`^evictd_memory_line_mechanism\\{line="${String(l.line)}",mechanism="${expected}"\\} 1$`, 'm'));
   }
   const health = await get(`http://${agent.metricsAddress}/healthz`);
   assert.equal(

@@ -10,7 +10,7 @@ import { reapCounts } from '../../src/kernel/reap';
 import { tripwireUnavailable, watchTripwire } from '../../src/kernel/tripwire';
 import type { OrderEvent, ThresholdWatcher } from '../../src/kernel/types';
 import { Memhog, ScratchCgroup, spawnInCgroups } from '../../src/lab/workload';
-import { needsPureV2, needsV1, skipped } from '../support/environment';
+import { needsPureV2, needsV1, skipped, slow } from '../support/environment';
 import { MiB, missingKernel, scratchDir, sleep, v1Root, victimPod, writePageCache } from './support';
 
 // A standing order kills only when the kubelet's own number, read fresh at the kill, is past the
@@ -122,9 +122,16 @@ async function cacheThenRamp(t: TestContext, tag: string, trial: Trial, extra?: 
   const refused = trial.refused() - refused0;
 
   // The same line, the same order: a real ramp.
-  await hog.alloc(96 * MiB).catch(() => undefined);
-  await waitFor(() => orders.length > 0, 5000);
-  assert.equal(orders.length, 1, 'the anonymous ramp used the order');
+  const refusedBefore = trial.refused();
+  const ramp = await hog.alloc(96 * MiB).then(
+    () => 'done',
+    (err: Error) => `failed: ${err.message}`,
+  );
+  await waitFor(() => orders.length > 0, slow(5000));
+  // Why not, if not: the ramp, the kubelet's number now against the line, the order thread's refusals during it.
+  const why = () =>
+    `ramp ${ramp}; working set now ${(workingSet(trial.dir, trial.kind) / MiB).toFixed(1)} MiB, line ${(wsLine / MiB).toFixed(1)} MiB; refused during the ramp: ${trial.refused() - refusedBefore}`;
+  assert.equal(orders.length, 1, `the anonymous ramp used the order (${why()})`);
   assert.equal(await victim.exited, 'SIGKILL');
   await waitFor(() => reapCounts().pods > reaps0, 5000);
   assert.equal(reapCounts().pods - reaps0, 1, "the order thread reaped the killed pod's tasks after its kill");

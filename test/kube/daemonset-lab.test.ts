@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { containerConfig, sandboxConfig } from '../../src/lab/sandbox-config';
-import { daemonSetToCri, type DaemonSetLabMapping } from '../../src/lab/daemonset';
+import { daemonSetToCri, expandVars, type DaemonSetLabMapping } from '../../src/lab/daemonset';
 import { docs, type Doc } from './manifests';
 
 const volumes = {
@@ -24,7 +24,7 @@ const mapping: DaemonSetLabMapping = {
   image: 'localhost/evictd/busybox:1',
   imageMounts: [{ containerPath: '/opt/evictd', hostPath: '/checkout' }],
   entrypoint: ['/usr/bin/node', '/opt/evictd/bin/evictd.js'],
-  fieldRefs: { NODE_NAME: 'node-a' },
+  fieldRefs: { NODE_NAME: 'node-a', HOST_IP: '10.0.0.7' },
   replaceArgs: { '--pod-source=api': '--pod-source=runtime' },
   extraArgs: ['--memory-brake'],
 };
@@ -62,8 +62,18 @@ test("the DaemonSet's container reaches CRI as written: mounts, security context
   assert.equal(sc.namespaceOptions?.pid, 'NODE');
   assert.equal(cfg.linux!.resources!.memoryLimitInBytes, 256 * 2 ** 20);
   assert.deepEqual(cfg.command, mapping.entrypoint);
-  assert.deepEqual(cfg.args, [...(c.args as string[]).map((a) => (a === '--pod-source=api' ? '--pod-source=runtime' : a)), '--memory-brake']);
-  assert.deepEqual(cfg.envs, [{ key: 'NODE_NAME', value: 'node-a' }]);
+  const asWritten = (c.args as string[]).map((a) => (a === '--pod-source=api' ? '--pod-source=runtime' : a));
+  assert.deepEqual(cfg.args, [...asWritten.map((a) => a.replace('$(HOST_IP)', '10.0.0.7')), '--memory-brake']);
+  assert.ok(cfg.args!.includes('--metrics-address=10.0.0.7:9741'), 'the metrics on the node address, expanded from the env as the kubelet does');
+  assert.deepEqual(cfg.envs, [
+    { key: 'NODE_NAME', value: 'node-a' },
+    { key: 'HOST_IP', value: '10.0.0.7' },
+  ]);
+});
+
+test("expandVars: the kubelet's $(VAR) in args, $$ escaped, an unknown name left as written", () => {
+  assert.equal(expandVars('--a=$(X):1', { X: 'v' }), '--a=v:1');
+  assert.equal(expandVars('$$(X) $(Y) $X', { X: 'v' }), '$(X) $(Y) $X');
 });
 
 test('what the translation does not carry is refused by name: a new container field, a security field, an unmapped volume, an env without a value', () => {

@@ -12,6 +12,8 @@ import { deployDir, docs, type Doc } from './manifests';
 
 /** The Kubernetes manifests (the Prometheus rules file is for Prometheus, not the API server). */
 const manifests = () => fs.readdirSync(deployDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && f !== 'prometheus-rules.yaml');
+/** Applied apart, where prometheus-operator's CRDs exist: `kubectl apply -k` must work without them. */
+const OPERATOR_ONLY = ['podmonitor.yaml'];
 const all = () => manifests().flatMap((f) => docs(f).map((d) => ({ file: f, doc: d })));
 
 /** CEL maps are Maps: plain objects in, recursively (numbers as CEL ints). */
@@ -58,6 +60,7 @@ describe('deploy/ as a whole', () => {
       'ClusterRoleBinding',
       'ConfigMap',
       'DaemonSet',
+      'PodMonitor',
       'ServiceAccount',
       'ValidatingAdmissionPolicy',
       'ValidatingAdmissionPolicyBinding',
@@ -65,11 +68,32 @@ describe('deploy/ as a whole', () => {
     for (const { file, doc } of objs) assert.ok(doc.apiVersion && doc.kind && doc.metadata?.name, `${file}: ${JSON.stringify(doc).slice(0, 80)}`);
   });
 
-  test('deploy/kustomization.yaml lists every manifest of deploy/ (what kubectl apply -k applies), the node confinement included', () => {
+  test('deploy/kustomization.yaml lists every manifest of deploy/ (what kubectl apply -k applies) but the PodMonitor, the node confinement included', () => {
     const [k] = docs('kustomization.yaml');
     assert.equal(k.kind, 'Kustomization');
-    assert.deepEqual([...k.resources].sort(), manifests().sort());
+    assert.deepEqual(
+      [...k.resources].sort(),
+      manifests()
+        .filter((f) => !OPERATOR_ONLY.includes(f))
+        .sort(),
+    );
     assert.ok(k.resources.includes('node-restriction.yaml'));
+  });
+
+  test("the PodMonitor scrapes the DaemonSet's metrics port on its pods, as the job the alert rules select", () => {
+    const [pm] = docs('podmonitor.yaml');
+    const [ds] = docs('daemonset.yaml');
+    const tpl = ds.spec.template;
+    assert.equal(pm.metadata.namespace, ds.metadata.namespace);
+    for (const [k, v] of Object.entries(pm.spec.selector.matchLabels as Record<string, string>))
+      assert.equal(tpl.metadata.labels[k], v, `selects the DaemonSet's pods by ${k}`);
+    assert.equal(tpl.metadata.labels[pm.spec.jobLabel], 'evictd', 'the job label the rules and the dashboard select');
+    const port = pm.spec.podMetricsEndpoints[0].port;
+    assert.ok(
+      (tpl.spec.containers[0].ports as Doc[]).some((p) => p.name === port),
+      `the container has a port named ${port}`,
+    );
+    assert.ok((tpl.spec.containers[0].args as string[]).includes('--metrics-address=$(HOST_IP):9741'), "metrics on the node's address");
   });
 
   test('the DaemonSet refers only to what deploy/ defines', () => {

@@ -11,8 +11,12 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { stringify } from 'yaml';
 import { FakeApiServer, writeKubeconfig } from './fake-api-server';
 import { deployDir, docs, type Doc } from './manifests';
+import { ALERT_CASES, annotationsFor } from './alert-cases';
+import { skipped } from '../support/environment';
+import { PROMTOOL_MISSING, promtool, promtoolPath } from '../support/promtool';
 import { waitFor } from '../support/wait';
 
 const bin = path.resolve(__dirname, '../../../bin/evictd.js');
@@ -34,10 +38,16 @@ function metricsIn(expr: string): string[] {
   return [...expr.matchAll(/\bevictd_[a-z0-9_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''));
 }
 
+/** prom-client's default metrics that break promtool's naming lint: gauges named _total (nodejs_active_*_total), kept under the names stock dashboards use. */
+const PROM_CLIENT_NAMES = /^nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/;
+
+const rulesFile = path.join(deployDir, 'prometheus-rules.yaml');
+
 describe('deploy/ operator files against a real /metrics', () => {
   let api: FakeApiServer;
   let child: ChildProcess;
   let families: Set<string>;
+  let scrape: string;
 
   before(async () => {
     api = new FakeApiServer();
@@ -68,7 +78,7 @@ describe('deploy/ operator files against a real /metrics', () => {
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     const starting = await waitFor('evictd starting', () => out.split('\n').find((l) => l.includes('"evictd starting"')), 20_000);
     const address = (JSON.parse(starting) as { metricsAddress: string }).metricsAddress;
-    const text = await get(`http://${address}/metrics`);
+    const text = (scrape = await get(`http://${address}/metrics`));
     families = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
     assert.ok(families.has('evictd_kube_pod_source_healthy'), 'the scrape has the Kubernetes metrics');
   });
@@ -87,10 +97,61 @@ describe('deploy/ operator files against a real /metrics', () => {
       assert.match(r.alert, /^Evictd[A-Za-z]+$/);
       assert.ok(['critical', 'warning', 'info'].includes(r.labels?.severity), `${r.alert}: severity`);
       assert.ok(r.annotations?.summary && r.annotations?.description, `${r.alert}: summary and description`);
+      assert.match(r.annotations?.runbook_url ?? '', new RegExp(`^docs/runbook\\.md#${r.alert.toLowerCase()}$`), `${r.alert}: runbook_url`);
       const used = metricsIn(r.expr);
-      assert.ok(used.length > 0, `${r.alert}: reads an evictd metric`);
+      // The one alert on Prometheus's own series: the scrape of evictd failing, or no evictd to scrape.
+      if (r.alert === 'EvictdTargetDown') assert.match(r.expr, /\bup\{job="evictd"\}/);
+      else assert.ok(used.length > 0, `${r.alert}: reads an evictd metric`);
       for (const m of used) assert.ok(families.has(m), `${r.alert}: ${m} is not served by evictd run`);
     }
+  });
+
+  test('docs/metrics.md: every family evictd serves is described, and every family it names is served', () => {
+    const doc = fs.readFileSync(path.join(deployDir, '..', 'docs', 'metrics.md'), 'utf8');
+    const named = new Set([...doc.matchAll(/`(evictd_[a-z0-9_]+)/g)].map((m) => m[1]!));
+    const served = [...families].filter((f) => f.startsWith('evictd_'));
+    for (const f of served) assert.ok(named.has(f), `docs/metrics.md does not describe ${f}`);
+    for (const f of named) assert.ok(families.has(f) || /^evictd_(process|nodejs)_$/.test(f), `docs/metrics.md names ${f}, which evictd run does not serve`);
+  });
+
+  test('the runbook: a section per alert, under the anchor its runbook_url names', () => {
+    const runbook = fs.readFileSync(path.join(deployDir, '..', 'docs', 'runbook.md'), 'utf8');
+    const anchors = new Set([...runbook.matchAll(/^## (\S+)$/gm)].map((m) => m[1]!.toLowerCase()));
+    const [file] = docs('prometheus-rules.yaml') as Doc[];
+    for (const r of file.groups.flatMap((g: Doc) => g.rules) as Doc[])
+      assert.ok(anchors.has(r.alert.toLowerCase()), `docs/runbook.md has no section ${r.alert}`);
+  });
+
+  test('promtool: the rules check, every alert fires on its case and stays silent on a healthy node, the scrape passes its lint', (t) => {
+    const bin = promtoolPath();
+    if (skipped(t, bin === null ? PROMTOOL_MISSING : null)) return;
+    const check = promtool(bin!, ['check', 'rules', rulesFile]);
+    assert.equal(check.status, 0, check.out);
+    const [file] = docs('prometheus-rules.yaml') as Doc[];
+    const rules = new Map((file.groups.flatMap((g: Doc) => g.rules) as Doc[]).map((r) => [r.alert as string, r]));
+    assert.deepEqual([...new Set(ALERT_CASES.map((c) => c.alert))].sort(), [...rules.keys()].sort(), 'a case for every alert');
+    const tests = ALERT_CASES.flatMap((c) => {
+      const rule = rules.get(c.alert)!;
+      const labels = { ...c.labels, severity: rule.labels.severity as string };
+      const fires = {
+        interval: '1m',
+        input_series: c.firing,
+        alert_rule_test: [
+          { eval_time: c.at, alertname: c.alert, exp_alerts: [{ exp_labels: labels, exp_annotations: annotationsFor(rule.annotations, labels) }] },
+        ],
+      };
+      const quiet = { interval: '1m', input_series: c.quiet, alert_rule_test: [{ eval_time: c.at, alertname: c.alert, exp_alerts: [] }] };
+      return [fires, quiet];
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-promtool-'));
+    const testFile = path.join(dir, 'alerts.test.yaml');
+    fs.writeFileSync(testFile, stringify({ rule_files: [rulesFile], evaluation_interval: '1m', tests }));
+    const run = promtool(bin!, ['test', 'rules', testFile]);
+    assert.equal(run.status, 0, run.out);
+    // The real scrape of evictd run, through promtool's naming lint.
+    const lint = promtool(bin!, ['check', 'metrics'], scrape);
+    const problems = lint.out.split('\n').filter((l) => l.trim() !== '' && !PROM_CLIENT_NAMES.test(l.trim()));
+    assert.deepEqual(problems, [], lint.out);
   });
 
   test('the Grafana dashboard: valid JSON, every panel queries metrics evictd serves', () => {
