@@ -18,6 +18,7 @@ import { FakeApiServer, makePod } from './fake-api-server';
 import { client } from './helpers';
 import { waitFor } from '../support/wait';
 import { deployDir, docs, type Doc } from './manifests';
+import { expandVars } from '../../src/lab/daemonset';
 
 /** The DaemonSet's args with the config path pointed at the ConfigMap's file, written to a temp dir. */
 function daemonSetArgs(): string[] {
@@ -27,8 +28,15 @@ function daemonSetArgs(): string[] {
   const [ds] = docs('daemonset.yaml');
   const args: string[] = ds.spec.template.spec.containers[0].args;
   assert.equal(args[0], 'run');
-  // host paths of a node, not of this machine: point them at stand-ins that exist here
-  return args.slice(1).map((a) => a.replace('/etc/evictd/config.yaml', path.join(dir, 'config.yaml')).replace('/var/lib/kubelet', dir));
+  // host paths of a node, not of this machine: point them at stand-ins that exist here; the
+  // env's $(VAR)s expanded as the kubelet does, with a node's values
+  return args
+    .slice(1)
+    .map((a) =>
+      expandVars(a, { NODE_NAME: 'node-a', HOST_IP: '10.0.0.7' })
+        .replace('/etc/evictd/config.yaml', path.join(dir, 'config.yaml'))
+        .replace('/var/lib/kubelet', dir),
+    );
 }
 
 describe('deploy/', () => {
@@ -67,9 +75,19 @@ describe('deploy/', () => {
     assert.ok(!readOnly.has('state'), 'the state dir is writable');
     const env = c.env.find((e: Doc) => e.name === 'NODE_NAME');
     assert.equal(env.valueFrom.fieldRef.fieldPath, 'spec.nodeName');
+    // The metrics server on the node's address (the pod's, on the host network), where the
+    // kubelet's probes reach it by the container port's name.
     const metrics = c.args.find((a: string) => a.startsWith('--metrics-address='))!.split('=')[1];
-    assert.equal(`${c.livenessProbe.httpGet.host}:${c.livenessProbe.httpGet.port}`, metrics, 'probes reach the metrics server');
-    // Two questions: a runtime outage makes evictd not ready, it does not get it restarted.
+    assert.equal(c.env.find((e: Doc) => e.name === 'HOST_IP')?.valueFrom.fieldRef.fieldPath, 'status.hostIP');
+    const port = c.ports.find((p: Doc) => p.name === 'metrics');
+    assert.equal(metrics, `$(HOST_IP):${port.containerPort}`);
+    for (const probe of [c.startupProbe, c.livenessProbe, c.readinessProbe]) {
+      assert.equal(probe.httpGet.port, 'metrics', 'probes reach the metrics server');
+      assert.equal(probe.httpGet.host, undefined, "the pod's address: the node's");
+    }
+    // Started after the first pass; then two questions: a runtime outage makes evictd not ready,
+    // it does not get it restarted.
+    assert.equal(c.startupProbe.httpGet.path, '/livez');
     assert.equal(c.livenessProbe.httpGet.path, '/livez');
     assert.equal(c.readinessProbe.httpGet.path, '/readyz');
   });
