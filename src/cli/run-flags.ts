@@ -120,14 +120,69 @@ const FLAGS: FlagDef[] = [
   { name: 'help', bool: true, help: 'show this help' },
 ];
 
+/** --help's sections, in order: every flag in exactly one (a unit test holds it). */
+export const FLAG_GROUPS: readonly { title: string; flags: readonly string[] }[] = [
+  {
+    title: "Eviction policy (the kubelet's flags and configuration file)",
+    flags: [
+      'config',
+      'eviction-hard',
+      'eviction-soft',
+      'eviction-soft-grace-period',
+      'eviction-max-pod-grace-period',
+      'eviction-minimum-reclaim',
+      'eviction-pressure-transition-period',
+      'enforce-node-allocatable',
+      'system-reserved-cgroup',
+      'kube-reserved-cgroup',
+      'cgroups-per-qos',
+    ],
+  },
+  {
+    title: 'The node and its runtime',
+    flags: ['container-runtime-endpoint', 'cgroup-root', 'pod-cgroup-root', 'root-dir', 'housekeeping-interval', 'volume-stats-agg-period', 'state-dir'],
+  },
+  { title: 'How it acts', flags: ['dry-run', 'fast-kill', 'standing-orders', 'release-timeout', 'memory-brake', 'memory-brake-max-duration'] },
+  { title: 'Kernel notifications and the kill path', flags: ['notifications', 'psi-trigger', 'realtime-priority', 'lock-memory', 'reap-killed'] },
+  { title: 'Pod specs (Kubernetes)', flags: ['pod-source', 'kubeconfig', 'node-name', 'kubelet-url', 'kubelet-insecure-tls', 'trust-sandbox-annotations'] },
+  {
+    title: 'Endpoints',
+    flags: ['metrics-address', 'admission-address', 'admission-tls-cert-file', 'admission-tls-private-key-file', 'admission-client-ca-file'],
+  },
+  { title: 'Records and logs', flags: ['record', 'record-max-size', 'log-level', 'help'] },
+];
+
+const HELP_WIDTH = 100;
+const HELP_INDENT = '        ';
+
+/** Words joined into lines of at most `width` characters, each after `indent`. */
+function wrap(text: string, indent: string, width: number): string[] {
+  const out: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/)) {
+    if (line && indent.length + line.length + 1 + word.length > width) {
+      out.push(indent + line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) out.push(indent + line);
+  return out;
+}
+
 export function runUsage(): string {
-  const lines = ['usage: evictd run [flags]', '', 'The eviction agent: kubelet eviction rules, woken by kernel notifications.', '', 'flags:'];
-  for (const f of FLAGS) {
-    const left = `  --${f.name}${f.arg ? ` ${f.arg}` : ''}`;
-    lines.push(`${left.padEnd(44)} ${f.help}${f.def ? ` (default ${f.def})` : ''}`);
+  const lines = ['usage: evictd run [flags]', '', 'The eviction agent: kubelet eviction rules, woken by kernel notifications.'];
+  for (const g of FLAG_GROUPS) {
+    lines.push('', `${g.title}:`);
+    for (const name of g.flags) {
+      const f = FLAGS.find((x) => x.name === name)!;
+      lines.push(`  --${f.name}${f.arg ? ` ${f.arg}` : ''}`, ...wrap(`${f.help}${f.def ? ` (default ${f.def})` : ''}`, HELP_INDENT, HELP_WIDTH));
+    }
   }
   return lines.join('\n');
 }
+
+/** Every flag's name, for the test that each is in one section. */
+export const FLAG_NAMES: readonly string[] = FLAGS.map((f) => f.name);
 
 export type ParsedFlags = Record<string, string | boolean>;
 

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseFlags, settingsFromFlags } from '../../src/cli/run';
 import { UsageError } from '../../src/errors';
+import { FLAG_GROUPS, FLAG_NAMES, runUsage } from '../../src/cli/run-flags';
 
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 
@@ -121,7 +122,11 @@ test('--notifications: kernel by default; poll and none accepted; anything else 
   assert.equal(cli.status, 2);
   assert.equal(cli.stderr.trim(), 'evictd: --notifications: "bpf": must be kernel, poll or none');
   const help = spawnSync(process.execPath, [bin, 'run', '--help'], { encoding: 'utf8' });
-  assert.match(help.stdout, /^ {2}--notifications MODE\b.*\bpoll \(memory lines on the adaptive poller, no BPF/m);
+  assert.match(
+    help.stdout.replace(/\n {8}/g, ' '),
+    /^ {2}--notifications MODE\b.*\bpoll \(memory lines on the adaptive poller, no BPF/m,
+    'the description, its wrapped lines joined',
+  );
 });
 
 test('evictd run --help and a bad flag through the real binary', () => {
@@ -239,4 +244,13 @@ test('an unknown flag names the one meant when it is near enough, and no guess o
   assert.match(refused(['--kubeconfg', 'x']), /did you mean --kubeconfig\?/);
   assert.match(refused(['--realtime', '1']), /did you mean --realtime-priority\?/, 'the only flag it begins');
   assert.equal(refused(['--frobnicate']), 'run: unknown flag --frobnicate (see evictd run --help)', 'no guess when nothing is near');
+});
+
+test('run --help: every flag in exactly one section, no line over 100 columns', () => {
+  const grouped = FLAG_GROUPS.flatMap((g) => g.flags);
+  assert.deepEqual([...grouped].sort(), [...FLAG_NAMES].sort(), 'every flag in a section, and only flags');
+  assert.equal(new Set(grouped).size, grouped.length, 'no flag in two sections');
+  const text = runUsage();
+  for (const line of text.split('\n')) assert.ok(line.length <= 100, `over 100 columns: ${line}`);
+  for (const name of FLAG_NAMES) assert.match(text, new RegExp(`^  --${name}\\b`, 'm'));
 });
