@@ -220,6 +220,8 @@ test('flags: 20 trials by default, --quick 1 unless --trials says otherwise, one
   assert.throws(() => parse(['--scheduling', 'rt']), /--scheduling.*"rt".*tight or normal/);
   assert.equal(parse(['--trials', '6']).calibrationRamps, 4, 'a short run: 4 calibration ramps per cell');
   assert.equal(parse(['--quick']).warmUp, false, '--quick skips the warm-up');
+  assert.equal(parse(['--quick']).trackLine, false, "a smoke run's line stays where the cell's calibration put it");
+  assert.equal(d.trackLine, true, "evictd's line follows the cell's readings");
   assert.equal(parse(['--quick']).calibrationRamps, 1);
   assert.match(parse(['--logs', 'x/y']).logs, /x\/y$/);
   assert.deepEqual(d.rates, [50, 200]);

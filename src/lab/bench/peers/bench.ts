@@ -108,6 +108,8 @@ interface Options {
   trials: number;
   calibrationRamps: number;
   warmUp: boolean;
+  /** evictd's line moves with the cell's readings (line-tracker.ts); not in a smoke run, whose one trial has nothing to follow */
+  trackLine: boolean;
   scheduling: Scheduling;
   seed: number;
   lineMiB: number;
@@ -127,6 +129,7 @@ export function parse(argv: string[], now = Date.now()): Options {
     trials: DEFAULT_TRIALS,
     calibrationRamps: CALIBRATION_RAMPS,
     warmUp: true,
+    trackLine: true,
     scheduling: 'tight',
     seed: now % 1_000_000_007,
     lineMiB: 32,
@@ -169,6 +172,7 @@ export function parse(argv: string[], now = Date.now()): Options {
   o.trials = trials ?? (quick ? QUICK_TRIALS : DEFAULT_TRIALS);
   o.calibrationRamps = quick ? 1 : o.trials < DEFAULT_TRIALS ? CALIBRATION_RAMPS_SHORT : CALIBRATION_RAMPS;
   o.warmUp = !quick;
+  o.trackLine = !quick;
   return o;
 }
 
@@ -420,7 +424,7 @@ export async function run(argv: string[]): Promise<number> {
         pods = await replaceLostPods(lab, pods);
         ctx.evictdLineMiB = cal.evictdLineMiB;
         ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;
-        tracker = new LineTracker(cal.withEvictd?.kubeletMiB ?? []);
+        tracker = o.trackLine ? new LineTracker(cal.withEvictd?.kubeletMiB ?? []) : null;
         lineMoves[String(rate)] = [];
         cellLines[String(rate)] = {
           evictdLineMiB: cal.evictdLineMiB,
