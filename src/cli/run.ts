@@ -23,7 +23,7 @@ import { reapCounts, setReapAfterKill } from '../kernel/reap';
 import { lockCode } from '../kernel/memory-lock';
 import { orderCounts } from '../kernel/order-event';
 import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
-import { nativeAvailable } from '../kernel/addon';
+import { nativeAvailable, nativeLoadError } from '../kernel/addon';
 import { formatDuration } from '../policy/duration';
 import { badValue } from '../errors';
 import { parseFlags, runUsage, type ParsedFlags } from './run-flags';
@@ -308,21 +308,36 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 let notifyFailureLogged = false;
+let notifyFallbackLogged = false;
 
 /**
- * sd_notify, never fatal: the agent keeps its job when it cannot tell systemd (the native addon
- * did not load, or the socket refused). Said once, with the real reason: under Type=notify
- * systemd then gives up on the start at its TimeoutStartSec.
+ * sd_notify, never fatal: the agent keeps its job when it cannot tell systemd (no addon and no
+ * systemd-notify, or the socket refused). Said once, with the real reason: under Type=notify
+ * systemd then gives up on the start at its TimeoutStartSec. Without the addon the message goes
+ * through systemd-notify, also said once, with the addon's load error.
  */
 function notifySystemd(state: string, logger: Logger): void {
   try {
-    sdNotify(state);
+    const failed = (why: string) => {
+      if (notifyFailureLogged) return;
+      notifyFailureLogged = true;
+      logger.error({ err: why, state: state.split('\n')[0] }, 'cannot notify systemd: systemd-notify failed (see err)');
+    };
+    if (sdNotify(state, failed) === 'systemd-notify' && !notifyFallbackLogged) {
+      notifyFallbackLogged = true;
+      logger.warn(
+        { err: nativeLoadError()?.message, state: state.split('\n')[0] },
+        'the native addon did not load (see err): systemd is notified through systemd-notify (the unit needs NotifyAccess=all)',
+      );
+    }
   } catch (err) {
     if (notifyFailureLogged) return;
     notifyFailureLogged = true;
     logger.error(
-      { err: (err as Error).message, state: state.split('\n')[0] },
-      nativeAvailable() ? 'cannot notify systemd (sd_notify failed)' : 'cannot notify systemd: the native addon did not load (see err)',
+      { err: (err as Error).message, state: state.split('\n')[0], addon: nativeLoadError()?.message },
+      nativeAvailable()
+        ? 'cannot notify systemd (sd_notify failed)'
+        : 'cannot notify systemd: the native addon did not load and systemd-notify cannot run (see err, addon)',
     );
   }
 }
