@@ -45,6 +45,15 @@ export const MEMORY_BRAKE_STOP_HEADROOM_BYTES = 128 * 1024 * 1024;
  */
 export const STOP_EASE_NODE_MARGIN_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The ease also comes out of what each cgroup above the pod has left under its own memory.max
+ * (kubepods at the node's allocatable, a QoS class, a lab's node): reaching one of them is an OOM
+ * kill too, in that cgroup. Its numbers are exact (memory.current counts all it is charged), so
+ * less is kept back than from MemAvailable's estimate: charges in flight (a 64-page batch per
+ * CPU) and what its other pods take while the handler starts.
+ */
+export const STOP_EASE_LIMIT_MARGIN_BYTES = 8 * 1024 * 1024;
+
 /** Node's longest timer (2^31-1 ms): the stuck bound arms one. */
 const MAX_TIMER_NS = (2 ** 31 - 1) * 1e6;
 

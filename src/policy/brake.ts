@@ -19,7 +19,7 @@
  *   eviction episode).
  * - stop: a pod braked for `maxDurationNs` or longer (the eviction did not come, or did not work).
  */
-import { STOP_EASE_NODE_MARGIN_BYTES, type MemoryBrakeConfig } from './brake-config';
+import { STOP_EASE_LIMIT_MARGIN_BYTES, STOP_EASE_NODE_MARGIN_BYTES, type MemoryBrakeConfig } from './brake-config';
 import type { PolicyConfig, Threshold } from './config';
 import { formatDuration } from './duration';
 import type { Assessment, Evaluation, Eviction, ThresholdStatus } from './evaluate';
@@ -154,9 +154,13 @@ export function brakeValue(usageBytes: number, marginBytes: number, pageBytes = 
 /**
  * The room a braked pod's graceful stop is given (memory.high = usage + this): what was asked,
  * but never more than the node has left (MemAvailable, read fresh; null: unknown, no bound)
- * beyond STOP_EASE_NODE_MARGIN_BYTES; 0 when it has no more than that.
+ * beyond STOP_EASE_NODE_MARGIN_BYTES, nor more than the tightest cgroup above the pod has left
+ * under its memory.max (null: none is limited) beyond STOP_EASE_LIMIT_MARGIN_BYTES; 0 when
+ * either has no more than its margin.
  */
-export function stopEaseRoom(askedBytes: number, nodeAvailableBytes: number | null, marginBytes = STOP_EASE_NODE_MARGIN_BYTES): number {
-  if (nodeAvailableBytes === null) return askedBytes;
-  return Math.min(askedBytes, Math.max(0, nodeAvailableBytes - marginBytes));
+export function stopEaseRoom(askedBytes: number, nodeAvailableBytes: number | null, limitLeftBytes: number | null = null): number {
+  let room = askedBytes;
+  if (nodeAvailableBytes !== null) room = Math.min(room, nodeAvailableBytes - STOP_EASE_NODE_MARGIN_BYTES);
+  if (limitLeftBytes !== null) room = Math.min(room, limitLeftBytes - STOP_EASE_LIMIT_MARGIN_BYTES);
+  return Math.max(0, room);
 }

@@ -28,5 +28,6 @@ export {
   MEMORY_BRAKE_MARGIN_BYTES,
   MEMORY_BRAKE_STOP_HEADROOM_BYTES,
   STOP_EASE_NODE_MARGIN_BYTES,
+  STOP_EASE_LIMIT_MARGIN_BYTES,
   type MemoryBrakeConfig,
 } from './brake-config';

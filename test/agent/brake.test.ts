@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
+import { STOP_EASE_LIMIT_MARGIN_BYTES } from '../../src/policy/config';
 import type { LabPod, NodeLab } from '../../src/lab/node-lab';
 import { AgentProcess } from '../../src/lab/ramp-lab';
 import { needsPureV2, skipped, slow } from '../support/environment';
@@ -110,15 +111,23 @@ for (const rate of [200, 2000]) {
     assert.ok(ckpt, 'the checkpoint was written after the 64 MiB were allocated');
     const eased = logTail(a.logFile, 100_000)
       .split('\n')
-      .flatMap((l) => (l.startsWith('{') ? [JSON.parse(l) as { msg?: string; memoryHigh?: string; was?: string }] : []))
+      .flatMap((l) =>
+        l.startsWith('{')
+          ? [JSON.parse(l) as { msg?: string; memoryHigh?: string; was?: string; headroomBytes?: number; limitDir?: string; limitLeftBytes?: number }]
+          : [],
+      )
       .find((l) => l.msg === 'memory brake eased for the graceful stop');
     t.diagnostic(
       `SIGTERM handler: 64 MiB allocated and the checkpoint written in ${((Number(ckpt[3]) - Number(ckpt[1])) / 1e6).toFixed(1)} ms, holding ${ckpt[2]} MiB; ` +
         (eased
-          ? `memory.high eased ${(Number(eased.was) / MiB).toFixed(0)} -> ${(Number(eased.memoryHigh) / MiB).toFixed(0)} MiB for the stop`
+          ? `memory.high eased ${(Number(eased.was) / MiB).toFixed(0)} -> ${(Number(eased.memoryHigh) / MiB).toFixed(0)} MiB for the stop ` +
+            `(the lab node's cgroup had ${((eased.limitLeftBytes ?? NaN) / MiB).toFixed(0)} MiB left under its limit)`
           : 'memory.high not eased'),
     );
     assert.ok(eased, 'the brake was eased for the graceful stop');
+    // The lab's node is a cgroup with a 512 MiB limit above the pod: the ease stays inside it.
+    assert.equal(typeof eased.limitLeftBytes, 'number', `the lab node's limit was read: ${JSON.stringify(eased)}`);
+    assert.ok(eased.headroomBytes! <= eased.limitLeftBytes! - STOP_EASE_LIMIT_MARGIN_BYTES, JSON.stringify(eased));
     const events = memoryEvents(lab, pod);
     assert.equal(events.oom_kill, 0, `memory.events: ${JSON.stringify(events)}`);
     assert.ok(events.high > 0, 'the kernel throttled the pod at memory.high');

@@ -277,11 +277,52 @@ test('the ease at a graceful stop is never more than the node has left beyond th
   assert.ok(tight.lines.some((l) => /memory brake kept for the graceful stop/.test(String(l.msg)) && l.roomBytes === 0));
 });
 
-test('stopEaseRoom: the asked room, bounded by the node beyond the margin; unknown node, unbounded', () => {
+test('the ease at a graceful stop is never more than the tightest limited cgroup above the pod has left beyond its margin', () => {
+  const e = setup();
+  const b = e.make();
+  b.apply(apply, e.podPath, 1n);
+  fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(308)}\n`);
+  fs.writeFileSync(path.join(e.dir, 'memory.current'), `${mi(310)}\n`);
+  // kubepods at 512 MiB with 452 in use (60 left), besteffort unlimited, the node plenty.
+  const kubepods = path.join(e.mount, 'kubepods');
+  fs.writeFileSync(path.join(kubepods, 'memory.max'), `${mi(512)}\n`);
+  fs.writeFileSync(path.join(kubepods, 'memory.current'), `${mi(452)}\n`);
+  fs.writeFileSync(path.join(kubepods, 'besteffort', 'memory.max'), 'max\n');
+  fs.writeFileSync(path.join(kubepods, 'besteffort', 'memory.current'), `${mi(400)}\n`);
+  e.node.availableBytes = mi(2048);
+  b.ease('abc', mi(128));
+  // 60 left, 8 kept back: 52 MiB of room.
+  assert.equal(e.high(), String(mi(362)));
+  const less = e.lines.find((l) => /eased less than asked/.test(String(l.msg)));
+  assert.ok(less, JSON.stringify(e.lines.map((l) => l.msg)));
+  assert.equal(less.limitDir, kubepods);
+  assert.equal(less.limitLeftBytes, mi(60));
+  assert.equal(less.roomBytes, mi(52));
+  // A tighter one lower down wins; the mount's root (no memory.max) ends the walk.
+  const t2 = setup();
+  const b2 = t2.make();
+  b2.apply(apply, t2.podPath, 1n);
+  fs.writeFileSync(path.join(t2.dir, 'memory.current'), `${mi(310)}\n`);
+  fs.writeFileSync(path.join(t2.mount, 'kubepods', 'memory.max'), `${mi(512)}\n`);
+  fs.writeFileSync(path.join(t2.mount, 'kubepods', 'memory.current'), `${mi(312)}\n`);
+  fs.writeFileSync(path.join(t2.mount, 'kubepods', 'besteffort', 'memory.max'), `${mi(340)}\n`);
+  fs.writeFileSync(path.join(t2.mount, 'kubepods', 'besteffort', 'memory.current'), `${mi(312)}\n`);
+  b2.ease('abc', mi(64));
+  assert.equal(t2.high(), String(mi(330)));
+  const eased = t2.lines.find((l) => /eased less than asked/.test(String(l.msg)));
+  assert.equal(eased?.limitDir, path.join(t2.mount, 'kubepods', 'besteffort'));
+});
+
+test('stopEaseRoom: the asked room, bounded by the node and by the tightest limit above the pod, each beyond its margin; unknown, unbounded', () => {
   assert.equal(stopEaseRoom(mi(128), null), mi(128));
   assert.equal(stopEaseRoom(mi(128), mi(500)), mi(128));
   assert.equal(stopEaseRoom(mi(128), mi(100)), mi(68));
   assert.equal(stopEaseRoom(mi(128), mi(10)), 0);
+  assert.equal(stopEaseRoom(mi(128), null, mi(100)), mi(92));
+  assert.equal(stopEaseRoom(mi(128), mi(100), mi(50)), mi(42));
+  assert.equal(stopEaseRoom(mi(128), mi(60), mi(100)), mi(28));
+  assert.equal(stopEaseRoom(mi(128), null, mi(4)), 0);
+  assert.equal(stopEaseRoom(mi(128), null, -mi(10)), 0, 'a cgroup already past its limit (usage counted before reclaim) gives nothing');
 });
 
 /**

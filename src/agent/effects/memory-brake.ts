@@ -25,7 +25,7 @@ import { currentBootId } from '../../node/boot-id';
 import type { CgroupPort } from '../../node/cgroup-port';
 import { readStateFile, writeStateFile } from '../../node/state-file';
 import { brakeValue, stopEaseRoom, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
-import { STOP_EASE_NODE_MARGIN_BYTES } from '../../policy/config';
+import { STOP_EASE_LIMIT_MARGIN_BYTES, STOP_EASE_NODE_MARGIN_BYTES } from '../../policy/config';
 import type { PodRef, Signal } from '../../policy/types';
 import { msSince } from '../clock';
 import type { AgentMetrics } from '../metrics';
@@ -34,6 +34,9 @@ import type { Effect, Rehearsal } from './effect';
 import { crashPoint } from '../crash-point';
 
 export const BRAKE_RECORD_FILE = 'memory-brakes.json';
+
+/** Cgroups above a pod looked at for their limits: a real hierarchy has 3-6 (kubepods, QoS class, slices). */
+const MAX_ANCESTORS = 16;
 
 /** A brake set again this soon after a restart released it keeps its first start (see recover). */
 const INHERIT_MS = 60_000;
@@ -329,10 +332,11 @@ export class MemoryBrakes {
   /**
    * A braked pod is being stopped with a grace period: memory.high = its usage + headroom, page
    * aligned, never above the value the brake replaced (the pod's own limit stays its own), and
-   * never more room than the node has left beyond STOP_EASE_NODE_MARGIN_BYTES (read now). Where
-   * that leaves the handler less than asked, or nothing, the log says so: the handler is then
-   * throttled until its grace period ends, not OOM-killed. The record first, as for the brake
-   * itself; a pod not braked is left alone.
+   * never more room than the node has left beyond STOP_EASE_NODE_MARGIN_BYTES, nor than the
+   * tightest limited cgroup above the pod has left beyond STOP_EASE_LIMIT_MARGIN_BYTES (both read
+   * now). Where that leaves the handler less than asked, or nothing, the log says so: the handler
+   * is then throttled until its grace period ends, not OOM-killed. The record first, as for the
+   * brake itself; a pod not braked is left alone.
    */
   ease(uid: string, headroomBytes: number): void {
     const e = this.brakes.get(uid);
@@ -340,7 +344,8 @@ export class MemoryBrakes {
     const usage = readNumber(this.o.cgroups.read(e.dir, 'memory.current'));
     if (usage === null) return;
     const nodeLeft = this.o.nodeAvailableBytes?.() ?? null;
-    const room = stopEaseRoom(headroomBytes, nodeLeft);
+    const limit = this.tightestLimitAbove(e.dir);
+    const room = stopEaseRoom(headroomBytes, nodeLeft, limit?.leftBytes ?? null);
     const pod = `${e.pod.namespace}/${e.pod.name}`;
     if (room < headroomBytes) {
       const fields = {
@@ -350,18 +355,21 @@ export class MemoryBrakes {
         roomBytes: room,
         nodeAvailableBytes: nodeLeft,
         nodeMarginBytes: STOP_EASE_NODE_MARGIN_BYTES,
+        limitDir: limit?.dir ?? null,
+        limitLeftBytes: limit?.leftBytes ?? null,
+        limitMarginBytes: STOP_EASE_LIMIT_MARGIN_BYTES,
         usageBytes: usage,
       };
       if (room <= 0) {
         this.o.logger.warn(
           fields,
-          'memory brake kept for the graceful stop: the node has no room to give its SIGTERM handler (it will be throttled until its grace period ends, not OOM-killed)',
+          'memory brake kept for the graceful stop: the node (or a limited cgroup above the pod) has no room to give its SIGTERM handler (it will be throttled until its grace period ends, not OOM-killed)',
         );
         return;
       }
       this.o.logger.warn(
         fields,
-        'memory brake eased less than asked for the graceful stop: the node has only this much room (a handler that needs more will be throttled, not OOM-killed)',
+        'memory brake eased less than asked for the graceful stop: the node (or a limited cgroup above the pod) has only this much room (a handler that needs more will be throttled, not OOM-killed)',
       );
     }
     let value = brakeValue(usage, room);
@@ -385,9 +393,37 @@ export class MemoryBrakes {
     // Landed: the record drops `previous` at its next write.
     delete e.previous;
     this.o.logger.info(
-      { pod, uid, memoryHigh: e.value, was: before, usageBytes: usage, headroomBytes: room, nodeAvailableBytes: nodeLeft },
+      {
+        pod,
+        uid,
+        memoryHigh: e.value,
+        was: before,
+        usageBytes: usage,
+        headroomBytes: room,
+        nodeAvailableBytes: nodeLeft,
+        limitDir: limit?.dir ?? null,
+        limitLeftBytes: limit?.leftBytes ?? null,
+      },
       'memory brake eased for the graceful stop',
     );
+  }
+
+  /**
+   * The cgroup above the pod with the least left under its memory.max (memory.max minus
+   * memory.current, read now), or null when none is limited. Up to the first directory without
+   * memory.max: the hierarchy's root has none.
+   */
+  private tightestLimitAbove(podDir: string): { dir: string; leftBytes: number } | null {
+    let tightest: { dir: string; leftBytes: number } | null = null;
+    for (let dir = path.dirname(podDir), depth = 0; depth < MAX_ANCESTORS && dir !== path.dirname(dir); dir = path.dirname(dir), depth++) {
+      const max = this.o.cgroups.read(dir, 'memory.max')?.trim();
+      if (max === undefined) break;
+      const current = readNumber(this.o.cgroups.read(dir, 'memory.current'));
+      if (max === 'max' || current === null || !/^\d+$/.test(max)) continue;
+      const left = Number(max) - current;
+      if (tightest === null || left < tightest.leftBytes) tightest = { dir, leftBytes: left };
+    }
+    return tightest;
   }
 
   releaseAll(why: BrakeEnd): void {
