@@ -62,6 +62,8 @@ export interface EvictionReporterOptions {
   /** one EvictionThresholdMet per resource per this window (default 10 s, the kubelet's pass period) */
   nodeEventIntervalMs?: number;
   now?: () => Date;
+  /** the wait between attempts, ended early by `signal` (default: a timer; a test steps its own clock) */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 export interface ReporterStats {
@@ -218,7 +220,7 @@ export class EvictionReporter {
         this.stats.retries++;
         const wait = Math.max(backoffMs(n, this.opts.initialBackoffMs ?? 500, this.opts.maxBackoffMs ?? 30_000), (e.retryAfterSeconds ?? 0) * 1000);
         this.log.warn({ what, status: e.status, reason: e.reason, err: e.message, attempt: n, retryInMs: wait }, 'kube: write failed; will retry');
-        await sleep(wait, this.abort.signal);
+        await (this.opts.sleep ?? sleep)(wait, this.abort.signal);
         if (this.abort.signal.aborted) {
           this.log.warn({ what, attempts: n }, 'kube: write interrupted at shutdown; the next start repeats it');
           return 'interrupted';

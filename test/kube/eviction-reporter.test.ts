@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { KubeClient } from '../../src/kube/client';
 import { type EvictionReport, EvictionReporter, resourceOfSignal } from '../../src/kube/eviction-reporter';
 import { FakeApiServer, makePod } from './fake-api-server';
+import { FakeClock } from '../support/fake-node';
 import { client, MemoryLogger } from './helpers';
 
 const MESSAGE =
@@ -162,6 +163,61 @@ describe('EvictionReporter against the in-repo fake API server (real HTTP)', () 
     assert.equal(api.statusWrites.length, 1);
     assert.equal(patient.stats.failures, 0, 'nothing abandoned');
     assert.ok(patient.stats.retries >= 10, `retried past the old 10-attempt bound (${patient.stats.retries})`);
+    patient.stop();
+    await patient.drain();
+  });
+
+  test('an API outage of 30 minutes (on a stepped clock) with evictions all through it: every status and event written once, each within the backoff ceiling of the API coming back', async () => {
+    const clock = new FakeClock();
+    const t0 = clock.now();
+    const minutes = () => Number(clock.now() - t0) / 60e9;
+    const OUTAGE_MIN = 30;
+    // The backoff's ceiling (30 s by default), with the +-20% jitter a fleet's retries get.
+    const CEILING_MS = 30_000 * 1.2;
+    const steppedSleep = (ms: number, signal: AbortSignal) =>
+      new Promise<void>((resolve) => {
+        const timer = clock.after(ms, resolve);
+        signal.addEventListener('abort', () => (timer.cancel(), resolve()), { once: true });
+      });
+    const patient = new EvictionReporter({
+      client: kc,
+      nodeName: 'node-a',
+      log,
+      now: () => new Date(at.getTime() + minutes() * 60_000),
+      sleep: steppedSleep,
+    });
+    // Every request fails while the outage lasts: 503, as an apiserver behind a load balancer.
+    api.faults.push({ match: () => minutes() < OUTAGE_MIN, status: 503, times: Infinity });
+    const arrivals = [0, 1, 7, 15, 22, 29.5];
+    const landed = new Map<string, { outcome: string; minute: number }>();
+    const reports: Promise<void>[] = [];
+    for (const [i, m] of arrivals.entries()) {
+      const name = `victim-${i}`;
+      api.addPod(makePod(name));
+      clock.after(m * 60_000, () => reports.push(patient.report(eviction(name)).then((outcome) => void landed.set(name, { outcome, minute: minutes() }))));
+    }
+    // The clock moves to each next wake-up once the real requests of the last one are answered.
+    while (landed.size < arrivals.length) {
+      assert.ok(minutes() < OUTAGE_MIN + 5, `still not landed 5 min after the outage: ${[...landed.keys()].join(', ')}`);
+      await new Promise((r) => setTimeout(r, 1));
+      const next = clock.pending()[0];
+      if (next !== undefined) await clock.step(next);
+    }
+    await Promise.all(reports);
+    for (const [i] of arrivals.entries()) {
+      const name = `victim-${i}`;
+      const l = landed.get(name)!;
+      assert.equal(l.outcome, 'done', name);
+      assert.ok(l.minute >= OUTAGE_MIN && l.minute <= OUTAGE_MIN + CEILING_MS / 60_000 + 0.01, `${name} landed at minute ${l.minute.toFixed(2)}`);
+      assert.equal(api.statusWrites.filter((w) => w.name === `default/${name}`).length, 1, `${name}: one status write`);
+      assert.equal(api.pod('default', name)?.status?.reason, 'Evicted');
+      assert.equal(podEvents(name).filter((e) => e.reason === 'Evicted').length, 1, `${name}: one Evicted event`);
+    }
+    assert.equal(patient.stats.failures, 0, 'nothing abandoned');
+    const waits = log.lines.filter((l) => l.msg === 'kube: write failed; will retry').map((l) => Number((l.obj as { retryInMs?: number }).retryInMs));
+    assert.ok(Math.max(...waits) <= CEILING_MS, `the backoff stays at its ceiling: ${Math.max(...waits)} ms`);
+    assert.ok(Math.max(...waits) >= 24_000, 'and reaches it');
+    assert.ok(patient.stats.retries > 200, `retried all through the outage: ${patient.stats.retries}`);
     patient.stop();
     await patient.drain();
   });
