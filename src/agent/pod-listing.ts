@@ -79,12 +79,15 @@ export class PodListing {
    * out of the path from the event to the kill, and out of an order's refresh, which must end
    * before the order's TTL (the background listing withdraws the orders if the pod set moved).
    * Housekeeping passes, and any pass that sees a pod cgroup no listing has named, wait for a
-   * fresh listing.
+   * fresh listing. While the runtime is down such a pass decides on the last listing whatever its
+   * age, as a failed listing would leave it to (list), but without first waiting out a listing
+   * that is likely to fail: a runtime outage must not slow a kill.
    */
   async forPass(obs: NodeReading, trigger: PassTrigger): Promise<RuntimePod[]> {
     const quick = (trigger.firstEventNs !== null || trigger.sources['standing-order'] !== undefined) && !trigger.sources.housekeeping && !trigger.sources.start;
     this.forgetRemoved(new Set(obs.pods.keys()));
-    if (quick && this.runtimeOk && this.listedAt !== null && msSince(this.clock, this.listedAt) < POD_LIST_MAX_AGE_MS) {
+    const cacheUsable = this.listedAt !== null && (!this.runtimeOk || msSince(this.clock, this.listedAt) < POD_LIST_MAX_AGE_MS);
+    if (quick && cacheUsable) {
       if ([...obs.pods.keys()].every((uid) => this.everListed.has(uid))) {
         this.usedCache = true;
         this.refreshing ??= this.list()

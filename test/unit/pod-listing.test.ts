@@ -128,3 +128,39 @@ test("a standing order's refresh pass decides on the cached listing and does not
   await l.forPass(seen('web', 'hog'), housekeeping);
   assert.equal(l.usedCache, false, 'housekeeping lists fresh');
 });
+
+test('the runtime down: a kernel-woken pass decides on the last listing at once, without waiting out another listing', async () => {
+  let answer: () => Promise<RuntimePod[]> = () => Promise.resolve([pod('web'), pod('hog')]);
+  const runtime = { listPods: () => answer() } as unknown as RuntimePort;
+  const l = new PodListing({
+    runtime,
+    logger: pino({ level: 'silent' }),
+    metrics: new AgentMetrics(),
+    memoryMount: '/nonexistent',
+    podCgroupRoot: '/kubepods',
+    podRootMemoryDir: '/nonexistent/kubepods',
+  });
+  await l.forPass(seen('web', 'hog'), housekeeping);
+  // containerd stops answering: a housekeeping pass finds out (its listing fails) ...
+  answer = () => Promise.reject(new Error('UNAVAILABLE'));
+  await l.forPass(seen('web', 'hog'), housekeeping);
+  assert.equal(l.runtimeOk, false);
+  // ... then its calls hang until their deadline: a kernel-woken pass does not wait for one.
+  let hung = 0;
+  answer = () => {
+    hung++;
+    return new Promise<RuntimePod[]>(() => undefined);
+  };
+  const pods = await l.forPass(seen('web', 'hog'), kernel);
+  assert.deepEqual(
+    pods.map((p) => p.uid),
+    ['web', 'hog'],
+  );
+  assert.equal(l.usedCache, true);
+  assert.equal(hung, 1, 'a listing goes on in the background');
+  // A pod cgroup no listing named still waits for the runtime (here: for ever, so not awaited).
+  let settled = false;
+  void l.forPass(seen('web', 'hog', 'new'), kernel).then(() => (settled = true));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(settled, false);
+});
