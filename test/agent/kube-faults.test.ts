@@ -4,7 +4,8 @@
  * - a report that gave up does not swallow the next eviction of the pod the kubelet restarted in
  *   place under the same uid: that eviction is written too;
  * - with the API down at start, a system-node-critical pod outside kube-system keeps the
- *   priority the API last gave it (the state dir's last-known priorities) and is not evicted.
+ *   priority the API last gave it (the state dir's last-known priorities) and is not evicted,
+ *   even after a start in between with the API and containerd both down.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import { skipped } from '../support/environment';
 import type { NodeLab } from '../../src/lab/node-lab';
 import { createKubeParts, type KubeParts } from '../../src/kube/setup';
 import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
-import { MiB, hog, logTail, missingE2e, newLab, releaseHarness, stopAgents, startAgent, type TestAgent } from './agent-harness';
+import { MiB, containerdPid, hog, logTail, missingE2e, newLab, releaseHarness, stopAgents, startAgent, type TestAgent } from './agent-harness';
 import { waitFor } from '../support/wait';
 
 const labs: NodeLab[] = [];
@@ -80,7 +81,7 @@ test('a report that gave up does not swallow the next eviction of a pod restarte
   await waitFor('an Evicted event per eviction', () => api.events.filter((e) => e.reason === 'Evicted').length === 2, 10_000);
 });
 
-test('API down at start: a system-node-critical pod outside kube-system keeps its last-known priority and is not evicted; the other pod is', async (t) => {
+test('API down at start, after a start with the API and containerd both down: a system-node-critical pod outside kube-system keeps its last-known priority and is not evicted; the other pod is', async (t) => {
   if (skipped(t, missingE2e())) return;
   const lab = await newLab('last-known', { memoryLimitBytes: 512 * MiB });
   labs.push(lab);
@@ -115,6 +116,33 @@ test('API down at start: a system-node-critical pod outside kube-system keeps it
   up.source.stop();
   up.close();
   await api.stop();
+
+  // A start with the API and containerd both down (frozen): it lists no pod and hears of none,
+  // and must forget no last-known priority (it used to write {"pods":{}} within 10 s).
+  const pid = containerdPid();
+  assert.ok(pid, 'the harness containerd runs');
+  const blind = createKubeParts({ kubeconfig: config, nodeName: 'node-a', podSource: 'api' });
+  kube.push(blind);
+  void blind.source.start().catch(() => undefined);
+  process.kill(pid, 'SIGSTOP');
+  try {
+    const b = await startAgent(lab, {
+      flags: { evictionHard: 'memory.available<1Mi' },
+      pods: blind.source,
+      stateDir,
+      housekeepingIntervalMs: 500,
+      noReplay: 'passes failing on the frozen runtime are not recorded',
+    });
+    agents.push(b);
+    await waitFor('10 passes blind', () => b.agent.controller.stats.passes >= 10, 30_000).catch(fail(b));
+    await b.stop();
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  blind.source.stop();
+  blind.close();
+  const kept = JSON.parse(fs.readFileSync(file, 'utf8')) as { pods: Record<string, unknown> };
+  assert.ok(Object.keys(kept.pods).includes(cni.uid), `the critical pod's priority kept through the double outage: ${JSON.stringify(kept)}`);
 
   // The next start finds the API gone; the threshold is met at once.
   const down = createKubeParts({ kubeconfig: config, nodeName: 'node-a', podSource: 'api' });

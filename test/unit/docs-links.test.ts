@@ -43,3 +43,8 @@ test('evictd simulate --help points at docs/scenarios.md, inside the repository'
   assert.doesNotMatch(r.stdout, /\.\.\/|shared\/spec/);
   assert.ok(fs.existsSync(path.join(root, 'docs', 'scenarios.md')));
 });
+
+test('docs/kill-path.svg is what scripts/draw-kill-path.mjs draws (edit the script, then run it)', () => {
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'draw-kill-path.mjs'), '--check'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+});
