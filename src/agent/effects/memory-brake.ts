@@ -23,6 +23,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { currentBootId } from '../../node/boot-id';
 import type { CgroupPort } from '../../node/cgroup-port';
+import { tightestMemoryLimitAbove } from '../../node/cgroup-limits';
 import { readStateFile, writeStateFile } from '../../node/state-file';
 import { brakeValue, stopEaseRoom, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
 import { STOP_EASE_LIMIT_MARGIN_BYTES, STOP_EASE_NODE_MARGIN_BYTES } from '../../policy/config';
@@ -34,9 +35,6 @@ import type { Effect, Rehearsal } from './effect';
 import { crashPoint } from '../crash-point';
 
 export const BRAKE_RECORD_FILE = 'memory-brakes.json';
-
-/** Cgroups above a pod looked at for their limits: a real hierarchy has 3-6 (kubepods, QoS class, slices). */
-const MAX_ANCESTORS = 16;
 
 /** A brake set again this soon after a restart released it keeps its first start (see recover). */
 const INHERIT_MS = 60_000;
@@ -344,7 +342,7 @@ export class MemoryBrakes {
     const usage = readNumber(this.o.cgroups.read(e.dir, 'memory.current'));
     if (usage === null) return;
     const nodeLeft = this.o.nodeAvailableBytes?.() ?? null;
-    const limit = this.tightestLimitAbove(e.dir);
+    const limit = tightestMemoryLimitAbove(this.o.cgroups, e.dir);
     const room = stopEaseRoom(headroomBytes, nodeLeft, limit?.leftBytes ?? null);
     const pod = `${e.pod.namespace}/${e.pod.name}`;
     if (room < headroomBytes) {
@@ -406,24 +404,6 @@ export class MemoryBrakes {
       },
       'memory brake eased for the graceful stop',
     );
-  }
-
-  /**
-   * The cgroup above the pod with the least left under its memory.max (memory.max minus
-   * memory.current, read now), or null when none is limited. Up to the first directory without
-   * memory.max: the hierarchy's root has none.
-   */
-  private tightestLimitAbove(podDir: string): { dir: string; leftBytes: number } | null {
-    let tightest: { dir: string; leftBytes: number } | null = null;
-    for (let dir = path.dirname(podDir), depth = 0; depth < MAX_ANCESTORS && dir !== path.dirname(dir); dir = path.dirname(dir), depth++) {
-      const max = this.o.cgroups.read(dir, 'memory.max')?.trim();
-      if (max === undefined) break;
-      const current = readNumber(this.o.cgroups.read(dir, 'memory.current'));
-      if (max === 'max' || current === null || !/^\d+$/.test(max)) continue;
-      const left = Number(max) - current;
-      if (tightest === null || left < tightest.leftBytes) tightest = { dir, leftBytes: left };
-    }
-    return tightest;
   }
 
   releaseAll(why: BrakeEnd): void {
