@@ -120,6 +120,29 @@ export class NodeLab {
     fs.writeFileSync(path.join(this.layout.pidsMount, this.root, 'pids.max'), String(n));
   }
 
+  /**
+   * A child cgroup of a running pod, in every hierarchy the lab uses (a leaf, so cgroup v2 lets a
+   * process join it): a process started there (`Memhog.start(dirs)`) is charged to the pod and
+   * killed with it, without the runtime. `remove()` takes it away once it is empty, so the
+   * runtime can remove the pod's cgroup.
+   */
+  podChildCgroup(pod: LabPod, name: string): { dirs: string[]; remove: () => void } {
+    const dirs = this.hierarchies().map((h) => path.join(h, pod.cgroupPath, name));
+    for (const d of dirs) fs.mkdirSync(d, { recursive: true });
+    return {
+      dirs,
+      remove: () => {
+        for (const d of dirs) {
+          try {
+            fs.rmdirSync(d);
+          } catch {
+            // gone already (the pod's cgroup removed), or still busy: the lab's destroy sweeps it
+          }
+        }
+      },
+    };
+  }
+
   podCgroupPath(qos: QosClass, uid: string): string {
     const tier = qos === 'Guaranteed' ? '' : qos === 'Burstable' ? '/burstable' : '/besteffort';
     return `${this.podRoot}${tier}/pod${uid}`;

@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NodeLab } from '../../src/lab/node-lab';
+import { Memhog } from '../../src/lab/workload';
 import { needsPureV2, skipped } from '../support/environment';
 import { waitFor } from '../support/wait';
 import { MiB, containerdPid, criClient, hog, logTail, missingE2e, newLab, startAgent, suiteCleanup, type TestAgent } from './agent-harness';
@@ -51,21 +52,26 @@ test("containerd frozen before a standing order's kill: the order kills at the l
   agents.push(a);
   await waitFor('a healthy agent', () => a.agent.health().ok, 10_000);
   const oomBefore = NodeLab.oomKills();
-  // A slow ramp (the line is near 256 MiB of the lab's 384): the passes name it in an order
-  // well before it crosses.
-  const hogPod = await lab.runPod({ name: 'hog', qos: 'BestEffort', containers: [hog(20, 360)] });
+  // The hog holds 180 MiB of the lab's 384: the line (near 256 MiB used) is near, so the passes
+  // name it in an order, and nothing crosses until the test says so.
+  const hogPod = await lab.runPod({ name: 'hog', qos: 'BestEffort', containers: [hog(100, 180)] });
   const fail = (err: Error) => {
     throw new Error(`${err.message}\n${logTail(a.logFile, 40)}`);
   };
+  await waitFor('the hog at 180 MiB', () => lab.podLog(hogPod, 'hog').some((l) => / 180$/.test(l)), 20_000).catch(fail);
   await waitFor(
     'a standing order on the hog',
     () => logLines(a).some((l) => l.msg === 'standing order placed' && String(l.pod).endsWith('/hog')),
     20_000,
   ).catch(fail);
+  // More memory for the hog's pod without the runtime: a process in a child cgroup of the pod.
+  const extra = lab.podChildCgroup(hogPod, 'evictd-test-extra');
+  const more = await Memhog.start(extra.dirs);
   const { passesFrozen, rec } = await frozen(async () => {
     const before = a.agent.controller.stats.passes;
-    // The hog crosses the line while the runtime cannot answer: its processes end all the same,
+    // The pod crosses the line while the runtime cannot answer: its processes end all the same,
     // and the eviction is reported once its memory is back (the sandbox stop runs apart).
+    void more.alloc(160 * MiB).catch(() => undefined);
     await waitFor('the hog killed with the runtime frozen', () => !lab.podAlive(hogPod), 30_000).catch(fail);
     const r = await waitFor('the eviction reported with the runtime frozen', () => a.evictions.find((e) => e.ok), 20_000).catch(fail);
     // Its sandbox stop fails meanwhile (the runtime's deadline), and is kept to be tried again.
@@ -74,6 +80,8 @@ test("containerd frozen before a standing order's kill: the order kills at the l
     );
     return { passesFrozen: a.agent.controller.stats.passes - before, rec: r };
   });
+  assert.notEqual((await more.exited).signal, null, 'the extra process was killed with its pod');
+  extra.remove();
   assert.equal(rec.pod.uid, hogPod.uid);
   assert.equal(rec.action, 'standing-order', `the order's kill, reported as such: ${rec.action}`);
   assert.equal(rec.releasedWithinBound, true, 'memory back without the runtime');
