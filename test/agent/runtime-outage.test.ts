@@ -27,6 +27,22 @@ const logLines = (a: TestAgent): Record<string, unknown>[] =>
     .split('\n')
     .flatMap((l) => (l.startsWith('{') ? [JSON.parse(l) as Record<string, unknown>] : []));
 
+/** A 384 MiB lab and a healthy agent on it, a hard line at 128Mi, housekeeping every 200 ms. */
+async function labWithAgent(name: string): Promise<{ lab: NodeLab; a: TestAgent }> {
+  await criClient();
+  const lab = await newLab(name, { memoryLimitBytes: 384 * MiB });
+  labs.push(lab);
+  const a = await startAgent(lab, {
+    flags: { evictionHard: 'memory.available<128Mi' },
+    housekeepingIntervalMs: 200,
+    // not replayed: a pass whose runtime calls fail while containerd is frozen is not recorded
+    noReplay: 'passes failing on the frozen runtime are not recorded',
+  });
+  agents.push(a);
+  await waitFor('a healthy agent', () => a.agent.health().ok, 10_000);
+  return { lab, a };
+}
+
 /** SIGSTOP containerd for as long as `during` runs; SIGCONT whatever happens. */
 async function frozen<T>(during: () => Promise<T>): Promise<T> {
   const pid = containerdPid();
@@ -41,16 +57,7 @@ async function frozen<T>(during: () => Promise<T>): Promise<T> {
 
 test("containerd frozen before a standing order's kill: the order kills at the line without it and the eviction is reported, no OOM kill; the sandbox stop is kept until the runtime answers, then lands", async (t) => {
   if (skipped(t, missingE2e())) return;
-  await criClient();
-  const lab = await newLab('order-outage', { memoryLimitBytes: 384 * MiB });
-  labs.push(lab);
-  const a = await startAgent(lab, {
-    flags: { evictionHard: 'memory.available<128Mi' },
-    housekeepingIntervalMs: 200,
-    noReplay: 'passes failing on the frozen runtime are not recorded',
-  });
-  agents.push(a);
-  await waitFor('a healthy agent', () => a.agent.health().ok, 10_000);
+  const { lab, a } = await labWithAgent('order-outage');
   const oomBefore = NodeLab.oomKills();
   // The hog holds 180 MiB of the lab's 384: the line (near 256 MiB used) is near, so the passes
   // name it in an order, and nothing crosses until the test says so.
@@ -98,16 +105,7 @@ test("containerd frozen before a standing order's kill: the order kills at the l
 
 test('the wall clock stepped back an hour during a runtime outage: passes go on, health is back as soon as the runtime answers, the next ramp is evicted through it', async (t) => {
   if (needsPureV2(t) || skipped(t, missingE2e())) return;
-  await criClient();
-  const lab = await newLab('clock-step', { memoryLimitBytes: 384 * MiB });
-  labs.push(lab);
-  const a = await startAgent(lab, {
-    flags: { evictionHard: 'memory.available<128Mi' },
-    housekeepingIntervalMs: 200,
-    noReplay: 'passes failing on the frozen runtime are not recorded',
-  });
-  agents.push(a);
-  await waitFor('a healthy agent', () => a.agent.health().ok, 10_000);
+  const { lab, a } = await labWithAgent('clock-step');
   const STEP_S = 3600;
   const setClock = (deltaS: number) => execFileSync('date', ['-s', `@${(Date.now() / 1000 + deltaS).toFixed(3)}`], { stdio: 'ignore' });
   let stepped = false;

@@ -20,6 +20,18 @@ const seen = (...uids: string[]): NodeReading => ({ pods: new Map(uids.map((u) =
 const kernel: PassTrigger = { sources: { 'memcg-threshold': 1 }, firstEventNs: 1n, firstNotifiedNs: 1n };
 const housekeeping: PassTrigger = { sources: { housekeeping: 1 }, firstEventNs: null, firstNotifiedNs: 1n };
 
+/** A listing on this runtime, nothing else of the node. */
+function listingOn(runtime: RuntimePort): PodListing {
+  return new PodListing({
+    runtime,
+    logger: pino({ level: 'silent' }),
+    metrics: new AgentMetrics(),
+    memoryMount: '/nonexistent',
+    podCgroupRoot: '/kubepods',
+    podRootMemoryDir: '/nonexistent/kubepods',
+  });
+}
+
 function listing(ready: () => RuntimePod[]) {
   const calls = { n: 0 };
   const runtime = {
@@ -28,14 +40,7 @@ function listing(ready: () => RuntimePod[]) {
       return Promise.resolve(ready());
     },
   } as unknown as RuntimePort;
-  const l = new PodListing({
-    runtime,
-    logger: pino({ level: 'silent' }),
-    metrics: new AgentMetrics(),
-    memoryMount: '/nonexistent',
-    podCgroupRoot: '/kubepods',
-    podRootMemoryDir: '/nonexistent/kubepods',
-  });
+  const l = listingOn(runtime);
   return { l, calls };
 }
 
@@ -103,14 +108,7 @@ test("a standing order's refresh pass decides on the cached listing and does not
       return slow ? new Promise<RuntimePod[]>((resolve) => setTimeout(() => resolve(done()), 300)) : Promise.resolve(done());
     },
   } as unknown as RuntimePort;
-  const l = new PodListing({
-    runtime,
-    logger: pino({ level: 'silent' }),
-    metrics: new AgentMetrics(),
-    memoryMount: '/nonexistent',
-    podCgroupRoot: '/kubepods',
-    podRootMemoryDir: '/nonexistent/kubepods',
-  });
+  const l = listingOn(runtime);
   await l.forPass(seen('web', 'hog'), housekeeping);
   slow = true;
   const refresh: PassTrigger = { sources: { 'standing-order': 1 }, firstEventNs: null, firstNotifiedNs: 1n };
@@ -132,14 +130,7 @@ test("a standing order's refresh pass decides on the cached listing and does not
 test('the runtime down: a kernel-woken pass decides on the last listing at once, without waiting out another listing', async () => {
   let answer: () => Promise<RuntimePod[]> = () => Promise.resolve([pod('web'), pod('hog')]);
   const runtime = { listPods: () => answer() } as unknown as RuntimePort;
-  const l = new PodListing({
-    runtime,
-    logger: pino({ level: 'silent' }),
-    metrics: new AgentMetrics(),
-    memoryMount: '/nonexistent',
-    podCgroupRoot: '/kubepods',
-    podRootMemoryDir: '/nonexistent/kubepods',
-  });
+  const l = listingOn(runtime);
   await l.forPass(seen('web', 'hog'), housekeeping);
   // containerd stops answering: a housekeeping pass finds out (its listing fails) ...
   answer = () => Promise.reject(new Error('UNAVAILABLE'));
