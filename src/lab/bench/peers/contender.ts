@@ -77,10 +77,19 @@ export interface Contender {
 
 /** Is this executable on PATH (or at this absolute path)? */
 export function which(cmd: string): string | null {
-  if (cmd.startsWith('/')) return fs.existsSync(cmd) ? cmd : null;
+  // As a shell finds a command: a file there that cannot be executed is not one.
+  const runnable = (p: string) => {
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return fs.statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (cmd.startsWith('/')) return runnable(cmd) ? cmd : null;
   for (const dir of (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':')) {
     const p = path.join(dir, cmd);
-    if (fs.existsSync(p)) return p;
+    if (runnable(p)) return p;
   }
   return null;
 }
