@@ -86,7 +86,6 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (me
     lines.some((l) => 'cellLines' in l),
     "the cell's lines written when it calibrated",
   );
-  assert.match(err, /Calibration check: /);
   assert.match(err, /headline: what the node's other pods felt/);
   assert.ok(
     fs.readdirSync(logs).some((f) => /^evictd-200MiBs\.log$/.test(f)),
@@ -130,6 +129,9 @@ test('bench protect --peers --quick: evictd and earlyoom: every row measured (me
   const earlyoom = summary.cells.find((c) => c.contender === 'earlyoom')!;
   // A peer that is not installed is "not run" with the reason; in CI it is installed and runs.
   if (earlyoom.notRun) assert.match(earlyoom.notRun, /earlyoom is not installed|earlyoom could not be run/);
+  // The calibration check reads the kubelet's number in the trials that crossed the common line:
+  // a peer's (evictd's own may act before it).
+  if (!earlyoom.notRun) assert.match(err, /Calibration check: /);
   // The ratio line: against earlyoom where it ran, else said to have no peer (a machine without it).
   assert.match(
     err,
