@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { waitFor } from '../support/wait';
+import { tempDir } from '../support/temp-dir';
 
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bad-'));
+const dir = tempDir('bad');
 let n = 0;
 const file = (text: string, ext = 'yaml') => {
   const p = path.join(dir, `f${n++}.${ext}`);
@@ -227,7 +227,7 @@ test('run: a start that fails half-way (the admission port in use, after the met
     const t0 = Date.now();
     // A state dir of its own: on a machine where evictd once ran, /run/evictd is root's, and an
     // unprivileged run would be refused there before it reached the port this test is about.
-    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-halfway-'));
+    const stateDir = tempDir('halfway');
     const r = await runUntilExit([`--admission-address=127.0.0.1:${port}`, `--state-dir=${stateDir}`]);
     assert.equal(r.status, 2, `exit status (null: still running after 15 s, killed); stderr: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`^evictd: --admission-address: "127.0.0.1:${port}": EADDRINUSE`, 'm'));
@@ -238,14 +238,14 @@ test('run: a start that fails half-way (the admission port in use, after the met
 });
 
 test('run --state-dir that others can write is refused (the brakes record would be theirs to forge)', () => {
-  const open = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-open-'));
+  const open = tempDir('open');
   fs.chmodSync(open, 0o777);
   refused(evictd('run', `--state-dir=${open}`), new RegExp(`^evictd: --state-dir: "${open}": writable by others \\(mode 0777\\)$`));
 });
 
 /** `evictd run` with nothing to act on, until it has started; then `signals`, one after another. */
 async function stopWith(signals: NodeJS.Signals[]): Promise<{ status: number | null; stdout: string }> {
-  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-sig-'));
+  const state = tempDir('sig');
   const child = spawn(
     process.execPath,
     [
@@ -286,7 +286,7 @@ test('run: SIGHUP, and a second SIGTERM while stopping, end in the same clean st
 });
 
 test('run under systemd (Type=notify): READY=1 once running, WATCHDOG=1 while the loop is alive, STOPPING=1 at stop', async () => {
-  const sock = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-notify-')), 'notify.sock');
+  const sock = path.join(tempDir('notify'), 'notify.sock');
   // Node has no AF_UNIX datagram socket: Python (a stated prerequisite) plays systemd's side.
   const listener = spawn(
     'python3',
@@ -302,7 +302,7 @@ test('run under systemd (Type=notify): READY=1 once running, WATCHDOG=1 while th
   listener.stdout.on('data', (d: Buffer) => (got += d.toString()));
   try {
     await waitFor('the listener', () => got.includes('bound'), 10_000);
-    const state = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-sig-'));
+    const state = tempDir('sig');
     const child = spawn(
       process.execPath,
       [
@@ -333,7 +333,7 @@ test('run under systemd (Type=notify): READY=1 once running, WATCHDOG=1 while th
 });
 
 test("run: /admit TLS files that cannot serve (missing, or a key not the certificate's) are refused by flag, exit 2", async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-admit-tls-'));
+  const dir = tempDir('admit-tls');
   try {
     const f = (n: string) => path.join(dir, n);
     for (const n of ['a', 'b'])

@@ -26,6 +26,7 @@ import { calibrationCheck, whatFavoursWhom } from '../../src/lab/bench/peers/fai
 import type { Trial } from '../../src/lab/bench/peers/trial';
 import { ContenderUnavailable, startDaemon, type ContenderContext } from '../../src/lab/bench/peers/contender';
 import { UsageError } from '../../src/errors';
+import { tempDir } from '../support/temp-dir';
 
 const MiB = 1024 * 1024;
 
@@ -440,7 +441,7 @@ test('bench protect --peers --from: a missing file is one line naming the flag a
 });
 
 test('a peer whose program cannot be executed is "not run" with the reason, never a crash of the bench', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-peer-'));
+  const dir = tempDir('peer');
   const notExecutable = path.join(dir, 'earlyoom');
   fs.writeFileSync(notExecutable, '', { mode: 0o644 });
   const ctx = { workDir: dir } as ContenderContext;

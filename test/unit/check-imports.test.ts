@@ -4,13 +4,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { tempDir } from '../support/temp-dir';
 
 const script = path.join(__dirname, '..', '..', '..', 'scripts', 'check-imports.mjs');
 
 function check(files: Record<string, string>): { code: number | null; stderr: string } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-imports-'));
+  const dir = tempDir('imports');
   try {
     for (const [name, text] of Object.entries(files)) {
       fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });

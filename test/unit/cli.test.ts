@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { tempDir } from '../support/temp-dir';
 
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 const evictd = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
@@ -24,7 +24,7 @@ test('an unknown command is one line on stderr, exit 2, no stack', () => {
 
 test('bin/evictd.js runs the bundle; in a source checkout, the tree when it was compiled after the bundle', () => {
   // A copy of bin/evictd.js over a dist/ whose two entries say which one ran.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-bin-'));
+  const dir = tempDir('bin');
   try {
     fs.mkdirSync(path.join(dir, 'bin'));
     fs.copyFileSync(bin, path.join(dir, 'bin', 'evictd.js'));

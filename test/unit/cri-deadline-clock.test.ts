@@ -2,12 +2,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { CriClient } from '../../src/cri/client';
+import { tempDir } from '../support/temp-dir';
 
 test('a runtime that is not there: the retries end at the deadline even when the wall clock steps back an hour meanwhile', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-cri-clock-'));
+  const dir = tempDir('cri-clock');
   const client = CriClient.connect(`unix://${path.join(dir, 'absent.sock')}`, { timeoutMs: 600 });
   const realNow = Date.now;
   t.after(() => {

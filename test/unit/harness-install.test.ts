@@ -6,17 +6,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { failure } from '../../src/cli/main';
 import { EnvironmentError } from '../../src/errors';
 import { missingRoot, skipped } from '../support/environment';
+import { tempDir } from '../support/temp-dir';
 
 const script = path.join(__dirname, '..', '..', '..', 'scripts', 'harness.sh');
 
 test('harness.sh: packages it cannot install end it with one line naming them and the dpkg lock wait', (t) => {
   if (skipped(t, missingRoot())) return;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-apt-'));
+  const dir = tempDir('apt');
   try {
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);

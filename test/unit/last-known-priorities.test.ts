@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -9,6 +8,7 @@ import { LAST_KNOWN_FILE, LastKnownPriorities } from '../../src/agent/last-known
 import type { RuntimePod } from '../../src/agent/ports';
 import type { ObservedPodCgroup } from '../../src/node/observer';
 import { isCritical } from '../../src/policy/pods';
+import { tempDir } from '../support/temp-dir';
 
 const silent = pino({ level: 'silent' });
 const sandbox = (uid: string, namespace = 'net'): RuntimePod => ({
@@ -29,7 +29,7 @@ const cgroup = (uid: string): ObservedPodCgroup => ({
 const pod = (uid: string, priority: number, fromSource = true) => ({ uid, namespace: 'net', name: `pod-${uid}`, priority, fromSource });
 
 test('a system-critical pod the source once named stays protected across a restart while the source is down', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-lastknown-'));
+  const dir = tempDir('lastknown');
   const before = new LastKnownPriorities({ stateDir: dir, logger: silent });
   before.learn([pod('cni', 2_000_001_000), pod('web', 10)]);
   before.save();
@@ -55,7 +55,7 @@ test('a system-critical pod the source once named stays protected across a resta
 });
 
 test('pods no longer running are forgotten; a record that does not parse is ignored', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-lastknown-'));
+  const dir = tempDir('lastknown');
   const k = new LastKnownPriorities({ stateDir: dir, logger: silent });
   k.learn([pod('a', 5), pod('b', 6)]);
   k.learn([pod('a', 7), pod('c', 1, false)]);

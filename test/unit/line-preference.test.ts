@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { chooseLineMechanism, watchUsageThreshold } from '../../src/kernel/select';
+import { tempDir } from '../support/temp-dir';
 
 // `--notifications poll`: the adaptive poller is chosen, not fallen back to, so nothing warns
 // and the tripwire is never probed (probing would load the BPF object).
@@ -13,7 +13,7 @@ test("lines 'poll': the adaptive poller, with no fallback reported, whatever the
 });
 
 test("lines 'poll': a watched line logs no fallback and reads the cgroup's memory.current", (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-poll-'));
+  const dir = tempDir('poll');
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   fs.writeFileSync(path.join(dir, 'memory.current'), String(10 << 20));
   const warnings: string[] = [];

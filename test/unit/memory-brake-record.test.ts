@@ -7,7 +7,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { systemClock } from '../../src/agent/clock';
@@ -18,11 +17,12 @@ import { AgentMetrics } from '../../src/agent/metrics';
 import { stopEaseRoom, type BrakeApply } from '../../src/policy/brake';
 import { STOP_EASE_NODE_MARGIN_BYTES } from '../../src/policy/config';
 import { CRASH_AT_REQUIRE } from '../support/crash-at';
+import { tempDir } from '../support/temp-dir';
 
 const mi = (n: number) => n * 2 ** 20;
 
 function setup(original = 'max') {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-brake-'));
+  const root = tempDir('brake');
   const mount = path.join(root, 'cgroup');
   const podPath = '/kubepods/besteffort/podabc';
   const dir = path.join(mount, podPath);
@@ -211,7 +211,7 @@ test('a crash loop cannot keep a pod braked past the bound: a brake set again ri
 });
 
 test('stateDirProblem: a state dir others can write, a link, or another owner is refused; an absent one is fine', () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-state-'));
+  const root = tempDir('state');
   const euid = process.geteuid!();
   assert.equal(stateDirProblem(path.join(root, 'absent'), euid), null);
   const ok = path.join(root, 'ok');

@@ -5,11 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { parseKeyValues, readCgroupNumber } from '../../src/node/cgroups';
 import { parseCounters } from '../../src/kernel/counters';
 import { readMeminfo } from '../../src/node/memory';
+import { tempDir } from '../support/temp-dir';
 
 test('memory.stat / memory.events / cgroup.events: only unsigned integers are kept', () => {
   const text = 'anon 4096\nfile -8192\ninactive_file 0x10\nactive_file 1e3\nshmem \nkernel 12 \nsock 18446744073709551615\n__proto__ 1\n';
@@ -28,7 +28,7 @@ test('PSI lines and single counters: negatives and garbage are left out, decimal
 });
 
 test('a single-number cgroup file with a negative or garbage value is refused, naming the file', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-cg-'));
+  const dir = tempDir('cg');
   const file = (name: string, text: string) => {
     fs.writeFileSync(path.join(dir, name), text);
     return path.join(dir, name);

@@ -6,16 +6,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import pino from 'pino';
 import { OrderJournal, orderTag, tagOf, type OrderEntry } from '../../src/agent/order-journal';
+import { tempDir } from '../support/temp-dir';
 
 const logger = pino({ level: 'silent' });
 const BOOT = 'boot-a';
 
 function dir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-order-journal-'));
+  return tempDir('order-journal');
 }
 
 function entry(uid: string, line = 'node:line0'): OrderEntry {

@@ -8,7 +8,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Agent, type EvictionRecord } from '../../src/agent/agent';
 import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
@@ -19,13 +18,14 @@ import type { EvictionReporter, PodSpecSource } from '../../src/agent/ports';
 import { compileConfig, type EvictionConfig } from '../../src/policy/config';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 import { stepUntil, waitFor } from '../support/wait';
+import { tempDir } from '../support/temp-dir';
 
 function start(
   node: FakeNode,
   config: EvictionConfig,
   opts: { dryRun?: boolean; fastKill?: boolean; stateDir?: string; reporter?: EvictionReporter; specs?: PodSpecSource } = {},
 ) {
-  const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
+  const stateDir = opts.stateDir ?? tempDir('pass');
   const agent = new Agent({
     policy: compileConfig(config),
     layout: node.observer.opts.layout,
@@ -302,7 +302,7 @@ test('pass: the memory brake is released when the pressure clears, and nobody is
 
 test('pass: a start with the runtime down forgets no last-known priority; a later start with the API down still spares the critical pod', async () => {
   const node = new FakeNode(1000, pods);
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-pass-'));
+  const stateDir = tempDir('pass');
   const file = path.join(stateDir, LAST_KNOWN_FILE);
   const known = () =>
     Object.values((JSON.parse(fs.readFileSync(file, 'utf8')) as { pods: Record<string, { name: string; priority: number }> }).pods).map((p) => [

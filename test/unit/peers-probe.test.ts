@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { compactProbe, felt, memoryBackNs, probeEvents, probeMinAvailableKb, worstStallMs } from '../../src/lab/bench/peers/probe';
 import { readProbeLog } from '../../src/lab/bench/peers/trial';
+import { tempDir } from '../support/temp-dir';
 
 const ms = 1_000_000n;
 // A hand-made probe log (ms from 0, as ns), with the ramp's lines of the same container mixed in:
@@ -83,7 +83,7 @@ test('felt: the headline from the common line to memory back, the exit, the stal
 });
 
 test('readProbeLog: the container log read on from where the last read stopped, a partial last line kept for the next', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-probe-log-'));
+  const dir = tempDir('probe-log');
   const pod = { logDirectory: dir } as unknown as Parameters<typeof readProbeLog>[0];
   const cri = (m: string) => `2026-11-27T20:00:00.000000000Z stdout F ${m}\n`;
   fs.writeFileSync(

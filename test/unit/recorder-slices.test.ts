@@ -7,7 +7,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import type { PassTrigger } from '../../src/agent/controller';
@@ -20,8 +19,9 @@ import { initialState } from '../../src/policy/evaluate';
 import type { FilesystemLayout } from '../../src/policy/types';
 import { passLine } from '../../src/sim/recording';
 import { readRecording } from '../../src/sim/recording-reader';
+import { tempDir } from '../support/temp-dir';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-recorder-slices-'));
+const dir = tempDir('recorder-slices');
 const eviction: EvictionConfig = { evictionHard: { 'memory.available': '1Gi', 'nodefs.available': '10%', 'imagefs.available': '15%' } };
 const policy = compileConfig(eviction);
 const node = { memory: { availableBytes: 512 * 2 ** 20, workingSetBytes: 60 * 2 ** 30 } };

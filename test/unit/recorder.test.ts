@@ -8,7 +8,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Agent } from '../../src/agent/agent';
 import { AgentMetrics } from '../../src/agent/metrics';
@@ -17,8 +16,9 @@ import { compileConfig, type EvictionConfig } from '../../src/policy/config';
 import { readRecording } from '../../src/sim/recording-reader';
 import { replay } from '../../src/sim/replay';
 import { FakeNode } from '../support/fake-node';
+import { tempDir } from '../support/temp-dir';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-recorder-'));
+const dir = tempDir('recorder');
 
 function start(eviction: EvictionConfig, o: { file: string; maxBytes: number; dryRun?: boolean }) {
   // 900 MiB of pods on 1050 MiB: 150 MiB available.

@@ -4,10 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { UsageError } from '../../src/errors';
 import { readRecording } from '../../src/sim/recording-reader';
+import { tempDir } from '../support/temp-dir';
 
 const root = path.join(__dirname, '..', '..', '..');
 const example = fs.readFileSync(path.join(root, 'examples', 'demo-recording.jsonl'), 'utf8');
@@ -79,7 +79,7 @@ test('each field of the wrong kind is one UsageError naming the line and the fie
 });
 
 test('evictd simulate on a tampered recording: one line naming line and field, exit 2, no stack', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-rec-bad-'));
+  const dir = tempDir('rec-bad');
   try {
     const file = path.join(dir, 'bad.jsonl');
     fs.writeFileSync(file, tampered(1, set('ms', null)));

@@ -7,14 +7,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { tempDir } from '../support/temp-dir';
 
 const root = path.join(__dirname, '..', '..', '..');
 const bin = path.join(root, 'bin', 'evictd.js');
 const example = path.join(root, 'examples', 'demo-recording.jsonl');
 const evictd = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-rec-'));
+const dir = tempDir('rec');
 
 test('the demo recording replays to the live decisions: both hogs, in order, by their standing orders', () => {
   const r = evictd('simulate', example, '--json');

@@ -5,12 +5,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { parseFlags, settingsFromFlags } from '../../src/cli/run';
 import { UsageError } from '../../src/errors';
+import { tempDir } from '../support/temp-dir';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-runcfg-'));
+const dir = tempDir('runcfg');
 const config = (name: string, text: string) => {
   const p = path.join(dir, name);
   fs.writeFileSync(p, text);

@@ -1,12 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseFlags, settingsFromFlags } from '../../src/cli/run';
 import { UsageError } from '../../src/errors';
 import { FLAG_GROUPS, FLAG_NAMES, runUsage } from '../../src/cli/run-flags';
+import { tempDir } from '../support/temp-dir';
 
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 
@@ -55,7 +55,7 @@ test('kubelet-style flags, both --flag value and --flag=value, booleans', () => 
 });
 
 test('a kubelet config file works as is; flags win over it', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-run-'));
+  const dir = tempDir('run');
   const file = path.join(dir, 'kubelet.yaml');
   fs.writeFileSync(
     file,
@@ -208,7 +208,7 @@ test('--admission-address: loopback or a unix socket as is; beyond loopback only
 });
 
 test('a key given twice in the config file is refused naming the key, as the kubelet decoder does', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-dup-'));
+  const dir = tempDir('dup');
   try {
     const file = path.join(dir, 'kubelet.yaml');
     fs.writeFileSync(

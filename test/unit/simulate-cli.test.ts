@@ -3,12 +3,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { tempDir } from '../support/temp-dir';
 
 const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 const simulate = (arg: string, input?: string) => spawnSync(process.execPath, [bin, 'simulate', arg], { encoding: 'utf8', input });
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-sim-'));
+const dir = tempDir('sim');
 const file = (name: string, text: string) => {
   const p = path.join(dir, name);
   fs.writeFileSync(p, text);

@@ -7,9 +7,6 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Agent, type EvictionRecord } from '../../src/agent/agent';
 import { AgentMetrics } from '../../src/agent/metrics';
 import type { EvictionReporter } from '../../src/agent/ports';
@@ -17,6 +14,7 @@ import { compileConfig } from '../../src/policy/config';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 import { FakeNotifications } from '../support/fake-notifications';
 import { waitFor } from '../support/wait';
+import { tempDir } from '../support/temp-dir';
 
 // 900 MiB of pods on 1050 MiB: 150 MiB available, 50 MiB above the 100Mi line (near: < 228 MiB).
 const PODS: FakePodInit[] = [
@@ -73,7 +71,7 @@ function start(s: Setup = {}) {
     fastKill: true,
     housekeepingIntervalMs: 3_600_000,
     releaseTimeoutMs: 100,
-    stateDir: fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-orders-')),
+    stateDir: tempDir('orders'),
     cgroups: node.cgroups,
     clock: node.clock,
     standingOrders: s.standingOrders === false ? false : { ttlMs: s.ttlMs ?? 60_000 },

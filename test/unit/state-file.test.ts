@@ -2,13 +2,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { readStateFile, writeStateFile } from '../../src/node/state-file';
 import { LAST_KNOWN_FILE, LastKnownPriorities } from '../../src/agent/last-known-priorities';
+import { tempDir } from '../support/temp-dir';
 
-const dir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-state-'));
+const dir = () => tempDir('state');
 
 test('a link where the temp file goes (a crashed run of the same pid, or planted) is replaced, not written through', () => {
   const d = dir();

@@ -3,14 +3,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { diskUsage, emptyDirPath, readEmptyDirUsage } from '../../src/node/volumes';
+import { tempDir } from '../support/temp-dir';
 
 const MiB = 1024 * 1024;
 
 function scratch(t: { after(fn: () => void): void }): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-volumes-'));
+  const dir = tempDir('volumes');
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
