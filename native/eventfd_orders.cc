@@ -23,32 +23,6 @@ namespace evictd {
 
 namespace {
 
-// The first number in a file read from offset 0 (memory.usage_in_bytes), or -1.
-int64_t ReadNumber(int fd) {
-  char buffer[64];
-  ssize_t n = PreadRetry(fd, buffer, sizeof buffer - 1, 0);
-  if (n <= 0) return -1;
-  buffer[n] = '\0';
-  char* end = nullptr;
-  unsigned long long v = strtoull(buffer, &end, 10);
-  return end == buffer ? -1 : static_cast<int64_t>(v);
-}
-
-// When the thread reads an order's usage again, `left` bytes below its line, with the usage
-// rising at `rate` bytes/s: the time a ramp of eight times that (at least 64 MiB/s) takes to cover
-// what is left, between 100 µs and 50 ms (eventfd_orders.h). A node that stays near the line costs
-// a read every 16 ms per MiB left; a ramp is read often enough to be seen within a charge batch.
-constexpr double kSlowestRampBytesPerSec = 64.0 * 1024 * 1024;
-constexpr uint64_t kMinReadNs = 100'000;
-constexpr uint64_t kMaxReadNs = 50'000'000;
-constexpr uint64_t kRateWindowNs = 20'000'000;
-constexpr uint64_t kLearnReadNs = 2'000'000;
-uint64_t ReadAfterNs(uint64_t left, double rate) {
-  double fastest = 8 * rate > kSlowestRampBytesPerSec ? 8 * rate : kSlowestRampBytesPerSec;
-  double ns = static_cast<double>(left) * 1e9 / fastest;
-  return ns < kMinReadNs ? kMinReadNs : (ns > kMaxReadNs ? kMaxReadNs : static_cast<uint64_t>(ns));
-}
-
 // The id of the kick eventfd in the epoll set (order ids count up from 1; 0 is the stop).
 constexpr uint64_t kKickId = ~0ull;
 
@@ -255,15 +229,13 @@ int64_t EventfdOrders::ReadDue(bool* fired) {
   for (auto& [id, entry] : entries_) {
     if (entry.fired || entry.kill_fd < 0 || now >= entry.expires_ns) continue;
     if (entry.next_read_ns <= now) {
-      int64_t usage = ReadNumber(entry.usage_fd);
+      int64_t usage = ReadFirstNumber(entry.usage_fd);
       if (usage < 0) {
-        entry.next_read_ns = now + kMaxReadNs;
+        entry.next_read_ns = now + UsagePace::kMaxReadNs;
       } else if (static_cast<uint64_t>(usage) < entry.line_bytes) {
         entry.below_seen = true;
-        uint64_t after = ReadAfterNs(entry.line_bytes - static_cast<uint64_t>(usage), Rate(entry, usage, now));
-        // A new order knows no rate yet (each refresh places a new one): read every 2 ms until it does.
-        if (!entry.rate_known && after > kLearnReadNs) after = kLearnReadNs;
-        entry.next_read_ns = now + after;
+        entry.next_read_ns =
+            now + entry.pace.NextReadAfterNs(entry.line_bytes - static_cast<uint64_t>(usage), usage, now);
       } else if (entry.below_seen) {
         if (Confirm(id, entry, now)) {
           *fired = true;
@@ -281,7 +253,7 @@ int64_t EventfdOrders::ReadDue(bool* fired) {
           entry.below_seen = true;
           entry.next_read_ns = now;
         } else {
-          entry.next_read_ns = now + kMaxReadNs;
+          entry.next_read_ns = now + UsagePace::kMaxReadNs;
         }
       }
     }
@@ -290,27 +262,6 @@ int64_t EventfdOrders::ReadDue(bool* fired) {
   }
   if (next == 0) return -1;
   return next > now ? static_cast<int64_t>(next - now) : 0;
-}
-
-// On the order thread, under mutex_: how fast the usage rises, bytes/s: over the last window of
-// 20 ms, or since it began if faster (a ramp that just started).
-double EventfdOrders::Rate(Entry& entry, int64_t usage, uint64_t now) {
-  if (entry.window_ns == 0) {
-    entry.window_ns = now;
-    entry.window_usage = usage;
-    return 0;
-  }
-  uint64_t span = now - entry.window_ns;
-  double current = span > 0 && usage > entry.window_usage
-                       ? static_cast<double>(usage - entry.window_usage) * 1e9 / static_cast<double>(span)
-                       : 0;
-  if (span >= kRateWindowNs) {
-    entry.rate = current;
-    entry.rate_known = true;
-    entry.window_ns = now;
-    entry.window_usage = usage;
-  }
-  return current > entry.rate ? current : entry.rate;
 }
 
 // On the order thread, under mutex_: the usage line is crossed. Kills only when the kubelet's
@@ -327,7 +278,7 @@ bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
   }
   if (working_set < 0) {
     // The cgroup's files are gone or unreadable: nothing to decide on, no kill.
-    entry.next_read_ns = MonotonicNs() + kMaxReadNs;
+    entry.next_read_ns = MonotonicNs() + UsagePace::kMaxReadNs;
     return false;
   }
   refused_.fetch_add(1, std::memory_order_relaxed);
@@ -378,7 +329,7 @@ void EventfdOrders::Woken(uint64_t id, uint64_t woken_ns) {
     Entry& entry = it->second;
     if (entry.fired || entry.kill_fd < 0 || woken_ns >= entry.expires_ns) return;
     // The threshold fires both ways: only a crossing upwards is the line crossed.
-    int64_t usage = ReadNumber(entry.usage_fd);
+    int64_t usage = ReadFirstNumber(entry.usage_fd);
     if (usage < 0) return;
     if (static_cast<uint64_t>(usage) < entry.line_bytes) {
       entry.below_seen = true;

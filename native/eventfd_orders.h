@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "fresh_signal.h"
+#include "usage_pace.h"
 
 namespace evictd {
 
@@ -99,10 +100,7 @@ class EventfdOrders {
     bool fired = false;
     bool below_seen = false;    // a read saw the usage below the line: the next one past it is a crossing
     uint64_t next_read_ns = 0;  // when the thread reads the usage again (0: at once)
-    uint64_t window_ns = 0;     // the usage's rise rate: the current window's start,
-    int64_t window_usage = 0;   // the usage then,
-    double rate = 0;            // and the last whole window's rate, bytes/s
-    bool rate_known = false;    // a whole window has passed
+    UsagePace pace;             // when the thread reads the usage again, below the line
     FreshSignal signal;         // the kubelet's numbers of the line's cgroup, and its working-set line
     std::string tag;            // the order's name in the use log
   };
@@ -124,7 +122,6 @@ class EventfdOrders {
   void Woken(uint64_t id, uint64_t woken_ns);
   void ReapKilled();
   int64_t ReadDue(bool* fired);
-  static double Rate(Entry& entry, int64_t usage, uint64_t now);
   bool Confirm(uint64_t id, Entry& entry, uint64_t woken_ns);
   bool Fire(uint64_t id, Entry& entry, uint64_t working_set, uint64_t woken_ns, uint64_t check_ns);
   int Wait(struct epoll_event* events, int max, int64_t wait_ns);

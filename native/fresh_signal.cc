@@ -114,12 +114,14 @@ int64_t FreshSignal::Read(int64_t* inactive_bytes) {
   return inactive < usage ? usage - inactive : 0;
 }
 
-int64_t FreshSignal::ReadUsage() {
+int64_t ReadFirstNumber(int fd) {
   char number[32];
-  if (ReadWhole(usage_fd_, number, sizeof number) <= 0) return -1;
+  if (ReadWhole(fd, number, sizeof number) <= 0) return -1;
   char* end = nullptr;
   unsigned long long v = strtoull(number, &end, 10);
   return end == number ? -1 : static_cast<int64_t>(v);
 }
+
+int64_t FreshSignal::ReadUsage() { return ReadFirstNumber(usage_fd_); }
 
 }  // namespace evictd

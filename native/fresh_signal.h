@@ -20,6 +20,10 @@
 
 namespace evictd {
 
+// The first number in the file `fd` reads from offset 0 (memory.usage_in_bytes, memory.current),
+// or -1 when it cannot be read or holds no number.
+int64_t ReadFirstNumber(int fd);
+
 class FreshSignal {
  public:
   enum class Kind { kNone, kV1, kV2, kV2Root };

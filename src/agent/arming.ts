@@ -39,9 +39,9 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MemoryReading } from '../node/memory';
 import type { PolicyConfig } from '../policy/config';
-import { isHard, nearMarginBytes, type LineSignal } from '../policy/standing-order';
-import { thresholdAmount } from '../policy/thresholds';
+import type { LineSignal } from '../policy/standing-order';
 import { systemClock } from './clock';
+import { lineKey, nearKey, nearLines, workingSetLines, type LineKey } from './memory-lines';
 import type { Clock, NotificationPort, OrderFired, StandingOrder, ThresholdHandle, WatchHandle, Wakeup } from './ports';
 
 export interface ArmingOptions {
@@ -79,7 +79,7 @@ export interface LineOrder {
 
 /** What became of one order: placed, or why not. */
 export interface OrderPlacement {
-  line: string;
+  line: LineKey;
   placed: boolean;
   /**
    * no-line: nothing watches that line now; unsupported: its mechanism keeps no orders; refused:
@@ -90,7 +90,6 @@ export interface OrderPlacement {
   mechanism?: string;
 }
 
-type LineKey = string;
 /** The tripwire counts pages: a line moved by less than one is where it was. */
 const PAGE_BYTES = 4096;
 
@@ -163,48 +162,6 @@ export class Arming {
     }
   }
 
-  /** The key of a memory signal's line: `node:lineN` or `pods:lineN`, N the threshold's index among the signal's thresholds. */
-  static lineKey(signal: LineSignal, thresholdIndex: number): string {
-    return `${signal === 'memory.available' ? 'node' : 'pods'}:line${thresholdIndex}`;
-  }
-
-  /** The key of a hard line's near-zone edge: `node:nearN` or `pods:nearN`. */
-  static nearKey(signal: LineSignal, thresholdIndex: number): string {
-    return `${signal === 'memory.available' ? 'node' : 'pods'}:near${thresholdIndex}`;
-  }
-
-  /**
-   * The near-zone edges of a memory signal's hard lines in working-set terms (capacity - threshold
-   * - the zone's margin), by the threshold's index among the signal's thresholds.
-   */
-  static nearLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): [number, number][] {
-    const out: [number, number][] = [];
-    let i = 0;
-    for (const t of policy.thresholds) {
-      if (t.signal !== signal) continue;
-      const amount = thresholdAmount(t.value, m.capacityBytes);
-      if (isHard(t)) out.push([i, Math.max(0, m.capacityBytes - amount - nearMarginBytes(amount))]);
-      i++;
-    }
-    return out;
-  }
-
-  /**
-   * The lines for a memory signal in working-set terms, from this pass's numbers: the first
-   * working set at which the kubelet's signal is met. Every mechanism fires at value >= line,
-   * and the kubelet's threshold is met at available < amount, that is working set > capacity -
-   * amount: so the line is one byte past capacity - amount (the tripwire rounds it up to the next
-   * page). At capacity - amount itself, available equals the threshold and nothing is met.
-   */
-  static workingSetLines(policy: PolicyConfig, signal: 'memory.available' | 'allocatableMemory.available', m: MemoryReading): number[] {
-    const out: number[] = [];
-    for (const t of policy.thresholds) {
-      if (t.signal !== signal) continue;
-      out.push(Math.max(0, m.capacityBytes - thresholdAmount(t.value, m.capacityBytes)) + 1);
-    }
-    return out;
-  }
-
   /**
    * Re-arms every line from fresh memory numbers (a pass's, or the drift tick's). With
    * `wakeOnMet` (the drift tick), a line that these numbers put at or below usage, where the
@@ -220,12 +177,12 @@ export class Arming {
     const want = new Map<LineKey, { dir: string; bytes: number; wsLine: number; costlyTolerance: number; usage: number; ws: number; near?: true }>();
     const add = (dir: string, m: MemoryReading, signal: LineSignal) => {
       const costlyTolerance = Math.max(1024 * 1024, m.capacityBytes / 512);
-      Arming.workingSetLines(this.o.policy, signal, m).forEach((wsLine, i) =>
-        want.set(Arming.lineKey(signal, i), { dir, bytes: wsLine + m.inactiveFileBytes, wsLine, costlyTolerance, usage: m.usageBytes, ws: m.workingSetBytes }),
+      workingSetLines(this.o.policy, signal, m).forEach((wsLine, i) =>
+        want.set(lineKey(signal, i), { dir, bytes: wsLine + m.inactiveFileBytes, wsLine, costlyTolerance, usage: m.usageBytes, ws: m.workingSetBytes }),
       );
       if (!this.o.nearLines) return;
-      for (const [i, wsLine] of Arming.nearLines(this.o.policy, signal, m))
-        want.set(Arming.nearKey(signal, i), {
+      for (const [i, wsLine] of nearLines(this.o.policy, signal, m))
+        want.set(nearKey(signal, i), {
           dir,
           bytes: wsLine + m.inactiveFileBytes,
           wsLine,
@@ -334,11 +291,11 @@ export class Arming {
    * `order.ttlMs` in the mechanism, so a caller that stops calling lets them lapse.
    */
   placeOrders(orders: readonly LineOrder[]): OrderPlacement[] {
-    if (this.closed) return orders.map((o) => ({ line: Arming.lineKey(o.signal, o.thresholdIndex), placed: false, why: 'no-line' as const }));
+    if (this.closed) return orders.map((o) => ({ line: lineKey(o.signal, o.thresholdIndex), placed: false, why: 'no-line' as const }));
     const out: OrderPlacement[] = [];
     const keep = new Set<LineKey>(this.heldLines());
     for (const o of orders) {
-      const line = Arming.lineKey(o.signal, o.thresholdIndex);
+      const line = lineKey(o.signal, o.thresholdIndex);
       const h = this.lines.get(line);
       if (!h) {
         out.push({ line, placed: false, why: 'no-line' });
@@ -372,7 +329,7 @@ export class Arming {
   }
 
   /** Withdraws every order in force but those of held lines (see `held`), or all of them with `all`; the lines withdrawn. */
-  withdrawOrders(o: { all?: boolean } = {}): string[] {
+  withdrawOrders(o: { all?: boolean } = {}): LineKey[] {
     const held = new Set(o.all ? [] : this.heldLines());
     const lines = [...this.ordered.keys()].filter((l) => !held.has(l));
     for (const line of lines) this.withdraw(line);
@@ -380,12 +337,12 @@ export class Arming {
   }
 
   /** Lines that hold an order now. */
-  orderedLines(): string[] {
+  orderedLines(): LineKey[] {
     return [...this.ordered.keys()];
   }
 
   /** Lines whose order is left alone because its use may be on its way. */
-  heldLines(): string[] {
+  heldLines(): LineKey[] {
     const now = this.nowMs();
     for (const [line, until] of this.held) if (until < now || !this.ordered.has(line)) this.held.delete(line);
     return [...this.held.keys()];

@@ -21,7 +21,7 @@ import { eventNameAt } from '../policy/messages';
 import { currentBootId } from '../node/boot-id';
 import { readStateFile, writeStateFile } from '../node/state-file';
 import type { OrderChoice } from '../policy/standing-order';
-import { Arming } from './arming';
+import { lineKey } from './memory-lines';
 import type { JournalEntry } from './eviction-journal';
 
 export const ORDERS_FILE = 'standing-orders.json';
@@ -47,7 +47,7 @@ export function orderTag(line: string, uid: string): string {
 
 /** An order's tag: its line (the arming's key) and its pod. */
 export function tagOf(c: Pick<OrderChoice, 'signal' | 'thresholdIndex' | 'pod'>): string {
-  return orderTag(Arming.lineKey(c.signal, c.thresholdIndex), c.pod.uid);
+  return orderTag(lineKey(c.signal, c.thresholdIndex), c.pod.uid);
 }
 
 export class OrderJournal {
@@ -93,10 +93,18 @@ export class OrderJournal {
     return out.sort((a, b) => a.atMs - b.atMs);
   }
 
-  /** The uses log's path for the order threads to open, its directory made first (0700, as every state file's). */
-  openUsesLog(): string {
-    fs.mkdirSync(path.dirname(this.usesFile), { recursive: true, mode: 0o700 });
-    return this.usesFile;
+  /**
+   * Gives the order threads the uses log's path to open (`setLog`), its directory made first
+   * (0700, as every state file's). Where that fails, orders still kill at the line; only a crash
+   * before a use is confirmed would lose its report: said, not fatal.
+   */
+  openUsesLog(setLog: (file: string) => void): void {
+    try {
+      fs.mkdirSync(path.dirname(this.usesFile), { recursive: true, mode: 0o700 });
+      setLog(this.usesFile);
+    } catch (err) {
+      this.o.logger.error({ err, file: this.usesFile }, 'standing order uses log unavailable: a kill is on disk only once confirmed');
+    }
   }
 
   /** An order about to be placed: on disk first (written only when this tag is new or its eviction changed). */

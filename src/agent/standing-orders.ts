@@ -17,17 +17,11 @@
 import type { Logger } from 'pino';
 import { doublingMs } from '../policy/backoff';
 import type { PolicyConfig } from '../policy/config';
-import {
-  availableAtCrossing,
-  confirmedEviction,
-  reportedUnder,
-  type LineSignal,
-  type OrderChoice,
-  type OrderConfirmation,
-  type OrderDecision,
-} from '../policy/standing-order';
+import { availableAtCrossing, confirmedEviction, reportedUnder, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
 import type { JoinedPod } from './active-pods';
-import { Arming } from './arming';
+import type { Arming } from './arming';
+import { lineKey, signalOfLine, type LineKey } from './memory-lines';
+import { orderFields, usedFields } from './order-log';
 import { msBetween } from './clock';
 import type { EvictionRecord } from './effects/eviction';
 import type { AgentMetrics } from './metrics';
@@ -72,7 +66,7 @@ export interface StandingOrdersOptions {
 interface Placed {
   choice: OrderChoice;
   pod: JoinedPod;
-  line: string;
+  line: LineKey;
   placedNs: bigint;
 }
 
@@ -83,7 +77,7 @@ const RECENT_GRACE_MS = 60_000;
 
 export class StandingOrders {
   /** orders in force, by line */
-  private readonly standing = new Map<string, Placed>();
+  private readonly standing = new Map<LineKey, Placed>();
   /**
    * Every order the mechanism may still use, by line and pod dir, until its TTL is over and
    * RECENT_GRACE_MS more: a use can race a withdrawal (the kill is written on another thread), and
@@ -181,7 +175,7 @@ export class StandingOrders {
       const placed: Placed = { choice, pod, line: pl.line, placedNs: now };
       this.standing.set(pl.line, placed);
       this.recent.set(recentKey(pl.line, choice.podCgroupDir), { ...placed, untilNs: now + BigInt(choice.ttlMs) * 1_000_000n });
-      const fields = orderLog(placed);
+      const fields = orderFields(placed.line, placed.choice);
       if (before?.choice.pod.uid === choice.pod.uid) {
         this.o.logger.debug(fields, 'standing order refreshed');
       } else {
@@ -190,14 +184,14 @@ export class StandingOrders {
       }
     });
     // Lines that held an order and no longer do (placeOrders withdrew them): say why.
-    const why = new Map(p.orders.map((d) => [lineKeyOf(d.signal, d.thresholdIndex), d.order ? 'refused' : d.why]));
+    const why = new Map(p.orders.map((d) => [lineKey(d.signal, d.thresholdIndex), d.order ? 'refused' : d.why]));
     const held = new Set(arming.heldLines());
     for (const [line, placed] of [...this.standing]) {
       if (placedLines.has(line) || held.has(line)) continue;
       this.standing.delete(line);
       const reason = why.get(line) ?? 'no-line';
       this.o.metrics.ordersWithdrawn.inc({ reason });
-      this.o.logger.info({ ...orderLog(placed), reason }, 'standing order withdrawn');
+      this.o.logger.info({ ...orderFields(placed.line, placed.choice), reason }, 'standing order withdrawn');
     }
     this.setGauge();
     return { placed: this.standing.size > 0, stale: false };
@@ -242,21 +236,7 @@ export class StandingOrders {
     const placed = this.recent.get(recentKey(line, f.podCgroupDir));
     const signal = placed?.choice.signal ?? signalOfLine(line);
     const available = placed ? availableAtCrossing(placed.choice, f) : undefined;
-    const fields = {
-      line,
-      signal,
-      pod: placed ? `${placed.choice.pod.namespace}/${placed.choice.pod.name}` : undefined,
-      uid: placed?.choice.pod.uid,
-      podCgroupDir: f.podCgroupDir,
-      valueBytes: f.valueBytes,
-      lineBytes: f.lineBytes,
-      availableBytes: available,
-      orderAgeMs: f.ageMs,
-      crossedToKilledUs: Number(f.killedNs - f.crossedNs) / 1000,
-      freshReadUs: f.checkUs,
-      ...(f.useLogError ? { useLogError: f.useLogError } : {}),
-      reasons: placed?.choice.reasons,
-    };
+    const fields = usedFields(line, signal, f, placed?.choice, available);
     this.withdrawAll('used');
     if (f.error !== undefined) {
       // Nothing was killed: the pass this wakes sees the line crossed and evicts as usual.
@@ -378,25 +358,11 @@ export class StandingOrders {
 
   /** Dry run: the orders that would be placed, said when they change. */
   private rehearse(wanted: readonly OrderChoice[]): void {
-    const key = wanted.map((c) => `${lineKeyOf(c.signal, c.thresholdIndex)}=${c.pod.uid}`).join(',');
+    const key = wanted.map((c) => `${lineKey(c.signal, c.thresholdIndex)}=${c.pod.uid}`).join(',');
     if (key === this.wouldPlace) return;
     this.wouldPlace = key;
     for (const c of wanted) {
-      this.o.logger.info(
-        {
-          line: lineKeyOf(c.signal, c.thresholdIndex),
-          signal: c.signal,
-          pod: `${c.pod.namespace}/${c.pod.name}`,
-          uid: c.pod.uid,
-          podCgroupDir: c.podCgroupDir,
-          availableBytes: c.availableBytes,
-          lineBytes: c.lineBytes,
-          ttlMs: c.ttlMs,
-          reasons: c.reasons,
-          dryRun: true,
-        },
-        'would place standing order (dry run)',
-      );
+      this.o.logger.info({ ...orderFields(lineKey(c.signal, c.thresholdIndex), c), dryRun: true }, 'would place standing order (dry run)');
     }
   }
 
@@ -418,24 +384,7 @@ export class StandingOrders {
   }
 }
 
-function orderLog(p: Placed): Record<string, unknown> {
-  const c = p.choice;
-  return {
-    line: p.line,
-    signal: c.signal,
-    pod: `${c.pod.namespace}/${c.pod.name}`,
-    uid: c.pod.uid,
-    podCgroupDir: c.podCgroupDir,
-    availableBytes: c.availableBytes,
-    lineBytes: c.lineBytes,
-    ttlMs: c.ttlMs,
-    reasons: c.reasons,
-  };
-}
-
 const recentKey = (line: string, dir: string): string => `${line}\n${dir}`;
-const signalOfLine = (line: string): LineSignal => (line.startsWith('pods:') ? 'allocatableMemory.available' : 'memory.available');
-const lineKeyOf = (signal: LineSignal, index: number): string => Arming.lineKey(signal, index);
 
 function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   if (a.size !== b.size) return false;

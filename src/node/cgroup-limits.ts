@@ -1,12 +1,19 @@
 /**
- * The memory limits above a cgroup: kubepods at the node's allocatable, a QoS class, a systemd
- * slice. Reaching any of them is an OOM kill in that cgroup, whatever the node has left.
+ * A cgroup's memory usage, and the memory limits above it: kubepods at the node's allocatable, a
+ * QoS class, a systemd slice. Reaching any of them is an OOM kill in that cgroup, whatever the
+ * node has left.
  */
 import path from 'node:path';
 import type { CgroupPort } from './cgroup-port';
 
 /** Cgroups above a pod looked at: a real hierarchy has 3-6 (kubepods, QoS class, slices). */
 const MAX_ANCESTORS = 16;
+
+/** memory.current of `dir` (bytes), read now; null when it cannot be read or is not a number. */
+export function memoryCurrent(cgroups: Pick<CgroupPort, 'read'>, dir: string): number | null {
+  const text = cgroups.read(dir, 'memory.current')?.trim();
+  return text && /^\d+$/.test(text) ? Number(text) : null;
+}
 
 /**
  * The cgroup above `dir` with the least left under its memory.max (memory.max minus

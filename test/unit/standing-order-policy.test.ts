@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { Arming } from '../../src/agent/arming';
+import { lineKey } from '../../src/agent/memory-lines';
 import { decideActions } from '../../src/policy/actions';
 import { compileConfig, configFromFlags, type EvictionFlags } from '../../src/policy/config';
 import { assess, initialState, planEvictions } from '../../src/policy/evaluate';
@@ -230,7 +231,7 @@ test("standing order: the index names the arming's line for that threshold", () 
   const ds = decideOrders(config, makeObservations(node(150, { availableMi: 150, capacityMi: 3000 })), PODS, 'single');
   const armed = arming.armed();
   for (const d of ds) {
-    const key = Arming.lineKey(d.signal, d.thresholdIndex);
+    const key = lineKey(d.signal, d.thresholdIndex);
     const capacity = d.signal === 'memory.available' ? mi(4096) : mi(3000);
     // the hard line (100Mi) is the one one byte past capacity - 100Mi; the soft one (1Gi) sits elsewhere
     assert.equal(armed[key], capacity - mi(100) + 1, `${key} in ${JSON.stringify(armed)}`);

@@ -5,8 +5,8 @@
  * `releasing` are the two actions (see effect.ts) the actuator runs; dry run wraps them and
  * keeps its brakes in memory only.
  *
- * The record is one JSON file in the state directory (default /run/evictd: tmpfs is right, since
- * cgroups do not outlive a reboot either), replaced atomically (write, then rename). It is
+ * The record (brake-record.ts) is one JSON file in the state directory (default /run/evictd: tmpfs
+ * is right, since cgroups do not outlive a reboot either), replaced atomically. It is
  * written BEFORE memory.high is set and rewritten only AFTER the original is restored, so a crash
  * at any point leaves no brake the record does not name. A restore writes the original back only
  * while memory.high still holds the brake's value: a crash between the record and the write
@@ -18,77 +18,27 @@
  * Runs on the main JS thread, inside a pass (the controller runs one at a time), with sync I/O:
  * a few small writes to cgroupfs and tmpfs.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { currentBootId } from '../../node/boot-id';
 import type { CgroupPort } from '../../node/cgroup-port';
-import { tightestMemoryLimitAbove } from '../../node/cgroup-limits';
-import { readStateFile, writeStateFile } from '../../node/state-file';
+import { memoryCurrent, tightestMemoryLimitAbove } from '../../node/cgroup-limits';
 import { brakeValue, stopEaseRoom, type ActiveBrake, type BrakeApply, type BrakeRelease } from '../../policy/brake';
 import { STOP_EASE_LIMIT_MARGIN_BYTES, STOP_EASE_NODE_MARGIN_BYTES } from '../../policy/config';
-import type { PodRef, Signal } from '../../policy/types';
+import type { Signal } from '../../policy/types';
 import { msSince } from '../clock';
 import type { AgentMetrics } from '../metrics';
 import type { Clock } from '../ports';
 import type { Effect, Rehearsal } from './effect';
 import { crashPoint } from '../crash-point';
+import { BRAKE_RECORD_FILE, readBrakeRecord, writeBrakeRecord, type BrakeEntry } from './brake-record';
 
-export const BRAKE_RECORD_FILE = 'memory-brakes.json';
+export { BRAKE_RECORD_FILE, stateDirProblem, type BrakeEntry } from './brake-record';
 
 /** A brake set again this soon after a restart released it keeps its first start (see recover). */
 const INHERIT_MS = 60_000;
 /** The pods said once to be held lower already: bounded, a long-lived agent sees many pods. */
 const ALREADY_HELD_MAX = 10_000;
-
-/**
- * Why the state dir cannot be trusted with the brakes' record, or null: anyone else able to
- * write it could name any cgroup for evictd to write memory.high into at its next start.
- * An absent dir is fine (created 0700 at the first brake).
- */
-export function stateDirProblem(dir: string, euid: number = process.geteuid?.() ?? 0): string | null {
-  let st: fs.Stats;
-  try {
-    st = fs.lstatSync(dir);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : (err as Error).message;
-  }
-  if (st.isSymbolicLink()) return 'a symbolic link (the record must be where it is named)';
-  if (!st.isDirectory()) return 'not a directory';
-  if (st.uid !== euid) return `owned by uid ${st.uid}, not by evictd's ${euid}`;
-  if (st.mode & 0o022) return `writable by others (mode 0${(st.mode & 0o777).toString(8)})`;
-  return null;
-}
-
-/** One brake in force, as the record keeps it. */
-export interface BrakeEntry {
-  pod: PodRef;
-  /** the pod's memory cgroup directory */
-  dir: string;
-  /** memory.high before the brake, exactly as read ("max" or a number) */
-  original: string;
-  /** memory.high the brake set */
-  value: string;
-  /**
-   * While `value` is being changed (the graceful stop's ease): the value memory.high holds until
-   * the write lands. A crash between the record and the write leaves this one in the cgroup, and
-   * it is still the brake's, so a restore accepts either.
-   */
-  previous?: string;
-  /** the threshold signal that called for it */
-  signal: string;
-  /** CLOCK_MONOTONIC ns (decimal): the record lives on tmpfs, so it never outlives the boot whose clock it is */
-  sinceNs: string;
-  /** wall clock, for people reading the file */
-  setAt: string;
-}
-
-interface RecordFile {
-  version: 1;
-  /** the boot the record was written in (absent in records of older versions) */
-  bootId?: string;
-  brakes: BrakeEntry[];
-}
 
 export type BrakeEnd = BrakeRelease['why'] | 'agent-stop' | 'restart';
 
@@ -179,10 +129,6 @@ export class MemoryBrakes {
     return [...this.brakes].map(([uid, e]) => ({ uid, since: Number(e.sinceNs), signal: e.signal as Signal }));
   }
 
-  entry(uid: string): BrakeEntry | undefined {
-    return this.brakes.get(uid);
-  }
-
   /**
    * Every brake the record names (a previous run died with them on) is released and the record
    * emptied; one that cannot be released is re-owned. A pressure still there brakes again on the
@@ -197,42 +143,10 @@ export class MemoryBrakes {
 
   /** The record's brakes of this boot, or null (none, unreadable or another boot's: logged). */
   readRecord(opts: { dryRun?: boolean } = {}): BrakeEntry[] | null {
-    let text: string;
-    try {
-      // Never through a link (state-file.ts): a link in the record's place is refused.
-      text = readStateFile(this.recordPath);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      // Unreadable (a link, a directory, no permission): refused with the reason, and the agent
-      // starts; failing the start would only loop a restarting agent on the same file.
-      this.o.logger.error(
-        { record: this.recordPath, err: (err as Error).message },
-        'memory brake record unreadable: brakes it names (if any) are not released',
-      );
-      return null;
-    }
-    let rec: RecordFile;
-    try {
-      rec = JSON.parse(text) as RecordFile;
-      if (!Array.isArray(rec.brakes)) throw new Error('no "brakes" list');
-    } catch (err) {
-      // Renames are atomic, so only a hand edit gets here: keep the file for a person to read.
-      this.o.logger.error(
-        { record: this.recordPath, err: (err as Error).message },
-        'memory brake record unreadable: brakes it names (if any) are not released',
-      );
-      return null;
-    }
-    if (rec.bootId !== undefined && rec.bootId !== this.bootId) {
-      // Its cgroups went with that boot, and its monotonic times mean nothing now.
-      this.o.logger.warn(
-        { record: this.recordPath, recordBoot: rec.bootId, boot: this.bootId, brakes: rec.brakes.length },
-        'memory brake record from another boot: discarded',
-      );
-      if (!opts.dryRun) this.persist();
-      return null;
-    }
-    return rec.brakes;
+    const read = readBrakeRecord(this.recordPath, this.bootId, this.o.logger);
+    // Another boot's record is discarded: rewritten as this run's (no brakes: no file).
+    if (read.otherBoot && !opts.dryRun) this.persist();
+    return read.brakes;
   }
 
   /** Releases (or re-owns) the brakes readRecord returned; rewrites the record. */
@@ -339,7 +253,7 @@ export class MemoryBrakes {
   ease(uid: string, headroomBytes: number): void {
     const e = this.brakes.get(uid);
     if (!e) return;
-    const usage = readNumber(this.o.cgroups.read(e.dir, 'memory.current'));
+    const usage = memoryCurrent(this.o.cgroups, e.dir);
     if (usage === null) return;
     const nodeLeft = this.o.nodeAvailableBytes?.() ?? null;
     const limit = tightestMemoryLimitAbove(this.o.cgroups, e.dir);
@@ -358,17 +272,15 @@ export class MemoryBrakes {
         limitMarginBytes: STOP_EASE_LIMIT_MARGIN_BYTES,
         usageBytes: usage,
       };
-      if (room <= 0) {
-        this.o.logger.warn(
-          fields,
-          'memory brake kept for the graceful stop: the node (or a limited cgroup above the pod) has no room to give its SIGTERM handler (it will be throttled until its grace period ends, not OOM-killed)',
-        );
-        return;
-      }
+      // No room: the brake is kept; too little: eased by that much. Either way the handler is
+      // throttled, not OOM-killed.
       this.o.logger.warn(
         fields,
-        'memory brake eased less than asked for the graceful stop: the node (or a limited cgroup above the pod) has only this much room (a handler that needs more will be throttled, not OOM-killed)',
+        room <= 0
+          ? 'memory brake kept for the graceful stop: the node (or a limited cgroup above the pod) has no room to give its SIGTERM handler (it will be throttled until its grace period ends, not OOM-killed)'
+          : 'memory brake eased less than asked for the graceful stop: the node (or a limited cgroup above the pod) has only this much room (a handler that needs more will be throttled, not OOM-killed)',
       );
+      if (room <= 0) return;
     }
     let value = brakeValue(usage, room);
     if (e.original !== 'max') value = Math.min(value, Number(e.original));
@@ -431,7 +343,7 @@ export class MemoryBrakes {
     const dir = o.cgroups.memoryDir(podCgroupPath);
     const podLog = { pod: `${a.pod.namespace}/${a.pod.name}`, uid: a.pod.uid, signal: a.threshold.signal, threshold: a.threshold, reasons: a.reasons };
     const original = o.cgroups.read(dir, 'memory.high')?.trim() ?? null;
-    const usage = readNumber(o.cgroups.read(dir, 'memory.current'));
+    const usage = memoryCurrent(o.cgroups, dir);
     if (original === null || usage === null) return { skip: 'memory brake: pod cgroup gone before the brake', details: podLog };
     const value = brakeValue(usage, o.marginBytes);
     if (original !== 'max' && Number(original) <= value) {
@@ -471,14 +383,9 @@ export class MemoryBrakes {
     return 'restored';
   }
 
-  /** The record as the map is now; no brakes: no file. Atomic: a reader sees the old or the new. */
+  /** The record as the map is now (see brake-record.ts). */
   private persist(): void {
-    if (this.brakes.size === 0) {
-      fs.rmSync(this.recordPath, { force: true });
-      return;
-    }
-    const rec: RecordFile = { version: 1, bootId: this.bootId, brakes: [...this.brakes.values()] };
-    writeStateFile(this.recordPath, JSON.stringify(rec, null, 1) + '\n');
+    writeBrakeRecord(this.recordPath, this.bootId, [...this.brakes.values()]);
   }
 
   private persistQuietly(): void {
@@ -488,10 +395,4 @@ export class MemoryBrakes {
       this.o.logger.error({ record: this.recordPath, err }, 'memory brake record could not be written');
     }
   }
-}
-
-function readNumber(text: string | null): number | null {
-  if (text === null) return null;
-  const n = Number(text.trim());
-  return text.trim() !== '' && Number.isFinite(n) ? n : null;
 }
