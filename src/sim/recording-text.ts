@@ -7,7 +7,8 @@
  */
 import { Quantity } from '../policy/quantity';
 import type { ActivePod, ContainerUsage, FilesystemLayout, PodSpec, VolumeUsage } from '../policy/types';
-import { containerNames, passLineParts, placeUsage, specContainer, specHead, specVolume, USAGE_FIELDS, type PassInput, type UsagePlacement } from './recording';
+import { containerNames, placeUsage, specContainer, specHead, specVolume, USAGE_FIELDS, type UsagePlacement } from './recorded-pod';
+import { passLineParts, type PassInput } from './recording';
 
 /** A place in a pod's text where its stats go, if it has them. */
 type Gap = { kind: 'container'; index: number } | { kind: 'volume'; name: string } | { kind: 'containerUsage' } | { kind: 'processes' };

@@ -7,6 +7,7 @@ import { badValue } from '../errors';
 import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from '../policy/config';
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { Quantity, QuantityError } from '../policy/quantity';
+import { amount, child, fields, integer, list, MAX_AMOUNT, obj, optAmount, quantity, str } from './scenario-fields';
 import { NODE_PARTS, OBSERVED_PARTS, type NodePart } from '../policy/signals';
 import type {
   ActivePod,
@@ -38,77 +39,6 @@ export interface Scenario {
   config: PolicyConfig;
   layout: FilesystemLayout;
   steps: Step[];
-}
-
-type Obj = Record<string, unknown>;
-
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function obj(field: string, v: unknown): Obj {
-  if (!isObj(v)) throw badValue(field, v, 'must be a map');
-  return v;
-}
-
-/** `field.key`, or `field["key"]` for a key that would not read as one path segment. */
-function child(field: string, key: string): string {
-  return /^[A-Za-z_][\w./-]*$/.test(key) ? `${field}.${key}` : `${field}[${JSON.stringify(key)}]`;
-}
-
-/** A map with only the given keys: anything else is a typo that would be silently ignored. */
-function fields(field: string, v: unknown, known: readonly string[]): Obj {
-  const m = obj(field, v);
-  for (const k of Object.keys(m)) if (!known.includes(k)) throw badValue(child(field, k), m[k], `unknown field (known: ${known.join(', ')})`);
-  return m;
-}
-
-function list(field: string, v: unknown): unknown[] {
-  if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) throw badValue(field, v, 'must be a list');
-  return v;
-}
-
-function str(field: string, v: unknown): string {
-  if (typeof v !== 'string' || v === '') throw badValue(field, v, 'must be a non-empty string');
-  return v;
-}
-
-/**
- * Amounts past 2^53 - 1 (8 PiB of bytes) are refused: a JS number cannot hold them exactly, and
- * "91e934" would otherwise become Infinity. No node, pod or request comes near it.
- */
-const MAX_AMOUNT = Number.MAX_SAFE_INTEGER;
-const MAX_AMOUNT_Q = Quantity.fromNumber(MAX_AMOUNT, 'DecimalSI');
-
-/** A quantity >= 0 and <= MAX_AMOUNT (every amount and resource in a scenario is one). */
-function quantity(field: string, v: unknown): Quantity {
-  if (typeof v !== 'string' && typeof v !== 'number') throw badValue(field, v, 'must be a quantity such as "100Mi"');
-  let q: Quantity;
-  try {
-    q = Quantity.parse(v);
-  } catch (e) {
-    if (e instanceof QuantityError) throw badValue(field, v, e.message);
-    throw e;
-  }
-  if (q.sign() < 0) throw badValue(field, v, 'must not be negative');
-  if (q.cmp(MAX_AMOUNT_Q) > 0) throw badValue(field, v, `too large: at most ${MAX_AMOUNT} (2^53-1)`);
-  return q;
-}
-
-/** A byte or count amount: a quantity rounded up to an integer, as Quantity.Value() does. */
-function amount(field: string, v: unknown): number {
-  return quantity(field, v).value();
-}
-
-function optAmount(field: string, v: unknown): number | undefined {
-  return v === undefined || v === null ? undefined : amount(field, v);
-}
-
-function integer(field: string, v: unknown, min: number, max: number): number {
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw badValue(field, v, 'must be a whole number');
-  if (v < min || v > max) throw badValue(field, v, `must be from ${min} to ${max}`);
-  return v;
 }
 
 /** `available` above `capacity` is not a reading any node gives: refused, naming the available field. */

@@ -14,13 +14,13 @@ import {
   renderConditions,
   renderHeadline,
   renderTable,
-  svg,
   toJson,
   withMovedLine,
 } from '../../src/lab/bench/peers/report';
-import { parse } from '../../src/lab/bench/peers/bench';
+import { svg } from '../../src/lab/bench/peers/chart';
+import { parse } from '../../src/lab/bench/peers/options';
 import { printReport, readSummary, type Summary } from '../../src/lab/bench/peers/summary';
-import { nodeMeminfo } from '../../src/lab/bench/peers/trial';
+import { nodeMeminfo } from '../../src/lab/bench/peers/readings';
 import { nohangConfig } from '../../src/lab/bench/peers/nohang';
 import { calibrationCheck, whatFavoursWhom } from '../../src/lab/bench/peers/fairness';
 import type { Trial } from '../../src/lab/bench/peers/trial';

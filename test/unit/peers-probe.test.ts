@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { compactProbe, felt, memoryBackNs, probeEvents, probeMinAvailableKb, worstStallMs } from '../../src/lab/bench/peers/probe';
-import { readProbeLog } from '../../src/lab/bench/peers/trial';
+import { readProbeLog } from '../../src/lab/bench/peers/readings';
 import { tempDir } from '../support/temp-dir';
 
 const ms = 1_000_000n;

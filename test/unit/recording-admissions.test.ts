@@ -21,7 +21,8 @@ import { Quantity } from '../../src/policy/quantity';
 import type { PodSpec } from '../../src/policy/types';
 import { readRecording } from '../../src/sim/recording-reader';
 import { differenceText, replay } from '../../src/sim/replay';
-import { whatIf, whatIfText } from '../../src/sim/what-if';
+import { whatIf } from '../../src/sim/what-if';
+import { whatIfText } from '../../src/sim/what-if-text';
 import { tempDir } from '../support/temp-dir';
 
 const root = path.join(__dirname, '..', '..', '..');

@@ -13,7 +13,8 @@ import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../../src/po
 import { Quantity } from '../../src/policy/quantity';
 import { decideOrders } from '../../src/policy/standing-order';
 import type { ActivePod, ContainerSpec, NodeStats, PodSpec } from '../../src/policy/types';
-import { passLine, recordedPod, type PassInput } from '../../src/sim/recording';
+import { recordedPod } from '../../src/sim/recorded-pod';
+import { passLine, type PassInput } from '../../src/sim/recording';
 import { passLineText, podText, SpecTexts } from '../../src/sim/recording-text';
 
 const MiB = 2 ** 20;

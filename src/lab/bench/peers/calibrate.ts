@@ -24,7 +24,8 @@ import { kernel } from './kernel';
 import type { ProtectedPods } from './pods';
 import { signalMiB, type Step } from './reaction';
 import type { SignalTrace } from './signal-trace';
-import { runTrial, settle, type NodeMeminfo } from './trial';
+import type { NodeMeminfo } from './readings';
+import { runTrial, settle } from './trial';
 import { meminfo } from './meminfo';
 import { summarize } from './median-interval';
 

@@ -8,7 +8,8 @@ import type { CalibrationSet } from './calibrate';
 import type { LineMove } from './line-tracker';
 import type { Scheduling } from './contender';
 import { whatFavoursWhom } from './fairness';
-import { cellOf, ratios, renderConditions, renderHeadline, renderTable, svg, withMovedLine, type Cell, type Ratio } from './report';
+import { svg } from './chart';
+import { cellOf, ratios, renderConditions, renderHeadline, renderTable, withMovedLine, type Cell, type Ratio } from './report';
 import type { Trial } from './trial';
 
 /** What a run leaves (the last line of --json): enough to print its tables and picture again. */
