@@ -64,6 +64,8 @@ export { simulate, type StepResult } from './sim/run';
 export type { KernelError, KernelEvent, LineMechanism, PsiWatcher, ThresholdWatcher, Watcher, WatchKind } from './kernel/types';
 export { monotonicNs, nativeAvailable, nativeLoadError, type TripwireStatus } from './kernel/addon';
 export { watchEventsFile, watchUsageThreshold, type FallbackLog, type LinePreference, type SelectOptions } from './kernel/select';
+// The logger shape every part takes (a pino logger is one).
+export type { Log } from './log';
 export { watchMemcgThreshold, watchOom } from './kernel/memcg';
 export { watchPsi, type PsiTrigger } from './kernel/psi';
 export { watchCgroupEvents } from './kernel/cgroup-events';

@@ -1,3 +1,4 @@
+import type { Log } from '../log';
 import fs from 'node:fs';
 import path from 'node:path';
 import { watchAdaptivePoll } from './adaptive-poller';
@@ -10,10 +11,8 @@ import { tripwireUnavailable, watchTripwire } from './tripwire';
 import type { LineMechanism, ThresholdWatcher, Watcher } from './types';
 import type { LineMeasure } from './working-set';
 
-/** What the selection reports (pino's logger fits): why a line falls back. */
-export interface FallbackLog {
-  warn(fields: Record<string, unknown>, message: string): void;
-}
+/** What the selection reports: why a line falls back (src/log.ts; a pino logger fits). */
+export type FallbackLog = Pick<Log, 'warn'>;
 
 /**
  * Which mechanisms a usage line may use: 'best' (the tripwire, the v1 eventfd, else the

@@ -18,8 +18,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { boundedServer, HTTP_BOUNDS, type HttpBounds, type ServerTls } from '../net/http-bounds';
 import { fromV1Pod, type V1Pod } from './pod-spec';
-import type { Logger } from './pod-source';
-import { silentLogger } from './pod-source';
+import { silentLog, type Log } from '../log';
 import type { NodeCondition, PodSpec, Toleration } from '../policy/types';
 
 export interface AdmissionDecision {
@@ -44,7 +43,7 @@ export interface AdmissionHandlerOptions {
    * answer still goes out.
    */
   onDecision?: (pod: PodSpec, conditions: NodeCondition[], decision: AdmissionDecision) => void;
-  log?: Logger;
+  log?: Log;
 }
 
 const MAX_BODY = 1 << 20;
@@ -106,7 +105,7 @@ function withDefaults(pod: V1Pod): V1Pod {
 }
 
 /** The decision to the hook, if any: a hook that fails never changes or holds the answer. */
-function tell(opts: AdmissionHandlerOptions, log: Logger, pod: PodSpec, conditions: NodeCondition[], decision: AdmissionDecision): void {
+function tell(opts: AdmissionHandlerOptions, log: Log, pod: PodSpec, conditions: NodeCondition[], decision: AdmissionDecision): void {
   if (!opts.onDecision) return;
   try {
     opts.onDecision(pod, conditions, decision);
@@ -117,7 +116,7 @@ function tell(opts: AdmissionHandlerOptions, log: Logger, pod: PodSpec, conditio
 
 /** The request handler alone, so the agent can mount it on its metrics/health server. */
 export function admissionHandler(opts: AdmissionHandlerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
-  const log = opts.log ?? silentLogger;
+  const log = opts.log ?? silentLog;
   const send = (res: http.ServerResponse, code: number, body: unknown) => {
     const text = JSON.stringify(body);
     res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });

@@ -16,12 +16,13 @@
 import { ApiError, type KubeClient, type WatchEvent } from './client';
 import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
 import { backoffMs } from '../policy/backoff';
-import { CachedPodSource, type Logger, sleep } from './pod-source';
+import type { Log } from '../log';
+import { CachedPodSource, sleep } from './pod-source';
 
 export interface ApiPodSourceOptions {
   client: KubeClient;
   nodeName: string;
-  log?: Logger;
+  log?: Log;
   /** server-side watch length; the server closes the stream after it (default 300 s) */
   watchTimeoutSeconds?: number;
   /** a watch that sends nothing (not even a bookmark) for this long is presumed dead (default: watch timeout + 30 s) */

@@ -20,7 +20,8 @@
  */
 import { ApiError, type KubeClient } from './client';
 import { backoffMs } from '../policy/backoff';
-import { type Logger, silentLogger, sleep } from './pod-source';
+import { silentLog, type Log } from '../log';
+import { sleep } from './pod-source';
 import type { Eviction as PolicyEviction } from '../policy/evaluate';
 import { SIGNAL_TABLE, isSignal } from '../policy/signals';
 import { eventNameAt } from '../policy/messages';
@@ -48,7 +49,7 @@ export function resourceOfSignal(signal: string): string | undefined {
 export interface EvictionReporterOptions {
   client: KubeClient;
   nodeName: string;
-  log?: Logger;
+  log?: Log;
   /** events' source.component and reportingComponent (default 'evictd') */
   component?: string;
   /**
@@ -84,7 +85,7 @@ export type ReportEnd = Outcome;
 
 export class EvictionReporter {
   readonly stats: ReporterStats = { reported: 0, statusWrites: 0, eventWrites: 0, retries: 0, failures: 0, skipped: 0, pending: 0 };
-  private readonly log: Logger;
+  private readonly log: Log;
   private readonly abort = new AbortController();
   /**
    * pod uid -> its report, in flight or finished with the status written (or the pod gone): a
@@ -100,7 +101,7 @@ export class EvictionReporter {
   private lastNanos = 0n;
 
   constructor(private readonly opts: EvictionReporterOptions) {
-    this.log = opts.log ?? silentLogger;
+    this.log = opts.log ?? silentLog;
     this.now = opts.now ?? (() => new Date());
   }
 

@@ -7,12 +7,13 @@
 import type { KubeClient } from './client';
 import { fromV1Pod, type KubePod, type V1Pod } from './pod-spec';
 import { backoffMs } from '../policy/backoff';
-import { CachedPodSource, type Logger, sleep } from './pod-source';
+import type { Log } from '../log';
+import { CachedPodSource, sleep } from './pod-source';
 
 export interface KubeletPodSourceOptions {
   /** a client whose server is the kubelet (e.g. https://127.0.0.1:10250) */
   client: KubeClient;
-  log?: Logger;
+  log?: Log;
   intervalMs?: number;
   maxBackoffMs?: number;
 }

@@ -8,6 +8,7 @@
  * (agent/active-pods.ts, from the listing every pass already has): `mode` says which is in
  * force, for the logs and the evictd_kube_pod_source_mode metric.
  */
+import { silentLog, type Log } from '../log';
 import { EventEmitter } from 'node:events';
 import type { PodSpec } from '../policy/types';
 import { isTerminal, type KubePod } from './pod-spec';
@@ -50,15 +51,6 @@ export interface PodSource extends EventEmitter {
   readonly healthy: boolean;
 }
 
-export interface Logger {
-  debug(obj: object, msg: string): void;
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
 /** A sleep that ends early when the signal aborts. */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -84,7 +76,7 @@ export abstract class CachedPodSource extends EventEmitter implements PodSource 
   readonly stats: PodSourceStats = { lists: 0, relistsAfterGone: 0, watches: 0, watchEvents: 0, failures: 0 };
   /** Pods keyed by runtime uid, terminal ones included (get() still answers for them). */
   protected readonly pods = new Map<string, KubePod>();
-  protected readonly log: Logger;
+  protected readonly log: Log;
   protected abort = new AbortController();
   protected running?: Promise<void>;
   private healthyNow = false;
@@ -93,9 +85,9 @@ export abstract class CachedPodSource extends EventEmitter implements PodSource 
   /** what setHealthy() logs, in the source's own words */
   protected abstract readonly healthLines: { current: string; stale: string };
 
-  constructor(log: Logger | undefined) {
+  constructor(log: Log | undefined) {
     super();
-    this.log = log ?? silentLogger;
+    this.log = log ?? silentLog;
   }
 
   get healthy(): boolean {

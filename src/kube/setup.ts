@@ -11,7 +11,8 @@ import { KubeClient } from './client';
 import { inClusterConfig, loadKubeconfig, type KubeConfig } from './config';
 import { EvictionReporter } from './eviction-reporter';
 import { KubeletPodSource } from './kubelet-pod-source';
-import type { Logger, PodSource } from './pod-source';
+import type { Log } from '../log';
+import type { PodSource } from './pod-source';
 
 export interface KubeFlags {
   /** --kubeconfig; absent: the in-cluster service account */
@@ -53,7 +54,7 @@ export function credentials(kubeconfig: string | undefined, env: NodeJS.ProcessE
   return inClusterConfig(env);
 }
 
-export function createKubeParts(flags: KubeFlags, log?: Logger): KubeParts {
+export function createKubeParts(flags: KubeFlags, log?: Log): KubeParts {
   const kind = flags.podSource ?? 'api';
   if (kind !== 'api' && kind !== 'kubelet') throw badValue('--pod-source', flags.podSource, 'must be api or kubelet here (runtime needs no Kubernetes parts)');
   const nodeName = resolveNodeName(flags.nodeName);

@@ -11,7 +11,8 @@ const bin = path.join(__dirname, '..', '..', '..', 'bin', 'evictd.js');
 
 /**
  * The short version of `evictd bench protect --peers` (--quick: one rate, one trial, one
- * calibration ramp (no agent, then in the cell with evictd armed at a floor line), no warm-up ramp, two contenders,
+ * calibration ramp (no agent, then in the cell with evictd armed at a floor line, without the first ramp the full run squeezes
+ * page cache with), no warm-up ramp, two contenders,
  * each started once and frozen while the other's trial runs), so the bench cannot rot: evictd as shipped (the tripwire in
  * the VM) and earlyoom, each kill timed from the kernel's trace and each crossing by the hog.
  * evictd-poll is left to the full bench: each contender adds a minute under TCG, and its mode

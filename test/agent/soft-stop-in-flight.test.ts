@@ -1,8 +1,11 @@
 /**
- * A soft eviction's graceful stop runs for its whole grace period (60 s, the shipped
- * evictionMaxPodGracePeriod) beside the loop: /healthz stays 200 all along (the liveness probe
- * would otherwise restart evictd in the middle of it), and a hard ramp that starts meanwhile is
- * killed at once, not after the stop.
+ * A soft eviction's graceful stop runs for its whole grace period beside the loop: /healthz
+ * stays 200 all along (the liveness probe would otherwise restart evictd in the middle of it),
+ * and a hard ramp that starts meanwhile is killed at once, not after the stop. The grace period
+ * (25 s, from evictionMaxPodGracePeriod) is longer than /healthz's staleness bound (3 housekeeping
+ * intervals + 5 s: 14 s at the 3 s interval used here), so a pass that waited for the stop would
+ * turn it stale well before the stop ends: the same shape as the shipped 60 s against the 35 s
+ * bound at the kubelet's 10 s interval, in less time.
  *
  * The slow pod: a hog holding memory above the soft line, and a shell that ignores SIGTERM, so
  * its stop lasts until the runtime's SIGKILL at the end of the grace period. Its 90 s terminationGracePeriodSeconds comes from the (fake) API
@@ -21,7 +24,8 @@ import type { NodeLab } from '../../src/lab/node-lab';
 import { FakeApiServer, makePod, writeKubeconfig } from '../kube/fake-api-server';
 import { MiB, healthz, hog, logTail, missingE2e, newLab, releaseHarness, sleeper, startAgent, stopAgents, type TestAgent } from './agent-harness';
 
-const GRACE_S = 60;
+const GRACE_S = 25;
+const HOUSEKEEPING_MS = 3000;
 
 const labs: NodeLab[] = [];
 const agents: TestAgent[] = [];
@@ -67,9 +71,8 @@ test(`a soft eviction with a ${GRACE_S} s grace period keeps /healthz at 200 thr
   await parts.source.start();
   await waitFor('the pod source to know the slow pod', () => parts!.source.get(slowPod.uid), 10_000);
 
-  // The soft line at 200 Mi free (312 MiB in use), met for 5 s; the hard one at 64 Mi free. The
-  // housekeeping interval is the kubelet's 10 s, so a pass blocked on the stop would turn
-  // /healthz stale after 35 s.
+  // The soft line at 200 Mi free (312 MiB in use), met for 5 s; the hard one at 64 Mi free. A
+  // pass blocked on the stop would turn /healthz stale after 3 x 3 s + 5 s = 14 s.
   const a = await startAgent(lab, {
     flags: {
       evictionSoft: 'memory.available<200Mi',
@@ -78,6 +81,7 @@ test(`a soft eviction with a ${GRACE_S} s grace period keeps /healthz at 200 thr
       evictionHard: 'memory.available<64Mi',
     },
     pods: parts.source,
+    housekeepingIntervalMs: HOUSEKEEPING_MS,
   });
   agents.push(a);
   server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, a.metrics.registry, { live: () => a.agent.liveness(), ready: () => a.agent.health() });

@@ -67,7 +67,10 @@ test('without a kernel mechanism the usage threshold falls back to the adaptive 
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   fs.writeFileSync(path.join(dir, 'memory.current'), String(10 * MiB));
   const warnings: Array<{ fields: Record<string, unknown>; message: string }> = [];
-  const w = watchUsageThreshold(dir, 20 * MiB, { intervalMs: 10, log: { warn: (fields, message) => warnings.push({ fields, message }) } });
+  const w = watchUsageThreshold(dir, 20 * MiB, {
+    intervalMs: 10,
+    log: { warn: (fields: Record<string, unknown>, message: string) => warnings.push({ fields, message }) },
+  });
   t.after(() => w.close());
   assert.equal(w.mechanism, 'polling');
   assert.equal(w.lineMechanism, 'adaptive-poll');

@@ -1,12 +1,12 @@
 import { KubeClient } from '../../src/kube/client';
-import type { Logger } from '../../src/kube/pod-source';
+import type { Log } from '../../src/log';
 
 export function client(url: string, timeoutMs = 1000): KubeClient {
   return new KubeClient({ server: url, token: 'test-token' }, { timeoutMs });
 }
 
 /** A logger that keeps every line, to assert what evictd says. */
-export class MemoryLogger implements Logger {
+export class MemoryLogger implements Log {
   readonly lines: { level: string; msg: string; obj: object }[] = [];
   debug(obj: object, msg: string) {
     this.lines.push({ level: 'debug', msg, obj });

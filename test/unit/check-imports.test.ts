@@ -67,7 +67,7 @@ test('the floors: policy importing node is refused, as is node importing cri bes
   assert.equal(r.code, 1);
   assert.match(
     r.stderr,
-    /src\/policy\/p\.ts imports src\/node\/n\.ts: src\/policy\/ may import only the floors below it \(src\/errors\.ts\); src\/node\/ is above it/,
+    /src\/policy\/p\.ts imports src\/node\/n\.ts: src\/policy\/ may import only the floors below it \(src\/errors\.ts, src\/log\.ts\); src\/node\/ is above it/,
   );
   assert.match(r.stderr, /src\/node\/m\.ts imports src\/cri\/c\.ts: src\/node\/ may import only .*; src\/cri\/ is on its own floor/);
   assert.doesNotMatch(r.stderr, /src\/agent\/a\.ts|src\/cri\/c\.ts imports|src\/node\/n\.ts imports/);

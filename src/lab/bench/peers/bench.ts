@@ -299,7 +299,7 @@ export async function run(argv: string[]): Promise<number> {
         for (const c of runnable) if (!notRun.has(c.name) && c.ownLine(ctx).signal === 'MemAvailable') await startOne(c, rate);
         const startArmed = () =>
           startAgent({ ...ctx, evictdLineMiB: FLOOR_LINE_MIB, logTag: `calibration-${rate}` }, shipped(ctx), true, `evictd-calibration-${rate}`);
-        const cal = await calibrateCell(lab, pods, rate, o.lineMiB, o.calibrationRamps, trace, startArmed, ref, log);
+        const cal = await calibrateCell(lab, pods, rate, o.lineMiB, o.calibrationRamps, trace, startArmed, ref, o.warmUp, log);
         pods = await replaceLostPods(lab, pods);
         ctx.evictdLineMiB = cal.evictdLineMiB;
         ctx.oomdFreeLineMiB = cal.oomdFreeLineMiB;

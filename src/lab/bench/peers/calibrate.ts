@@ -127,7 +127,10 @@ export async function calibrateEmpty(
  * this (2026-11-27), lines taken on two ramps at the run's start missed the trials by 6-20 MiB
  * (evictd's six trials of one run killed with MemAvailable at 47-62 MiB): the kubelet's number
  * sits a different distance above MemAvailable in each ramp, so the median needs ramps
- * (bench.ts CALIBRATION_RAMPS). `fallback` gives the lines if no ramp has a reading.
+ * (options.ts CALIBRATION_RAMPS). `fallback` gives the lines if no ramp has a reading.
+ * `squeezeFirst`: a first ramp, not used, squeezes out page cache that the trials after their
+ * warm-up ramps find gone; a run without warm-ups (--quick) has its trials find the node as
+ * the calibration does without it.
  */
 export async function calibrateCell(
   lab: NodeLab,
@@ -138,14 +141,16 @@ export async function calibrateCell(
   trace: SignalTrace,
   startArmed: () => Promise<Pick<RunningContender, 'stop'>>,
   fallback: Calibration,
+  squeezeFirst: boolean,
   log: (s: string) => void = () => undefined,
 ): Promise<Calibration> {
   const armed = await startArmed();
   let withEvictd: CalibrationSet;
   try {
-    // A first ramp squeezes out page cache that the next ones, like the trials after warm-ups, find gone.
-    const first = await ramps(lab, pods, rate, lineMiB, 1, trace, `cell-${rate}-first`);
-    log(`  calibration at ${rate} MiB/s, a first ramp (not used): ${describe(first)}`);
+    if (squeezeFirst) {
+      const first = await ramps(lab, pods, rate, lineMiB, 1, trace, `cell-${rate}-first`);
+      log(`  calibration at ${rate} MiB/s, a first ramp (not used): ${describe(first)}`);
+    }
     withEvictd = await ramps(lab, pods, rate, lineMiB, count, trace, `cell-${rate}`);
   } finally {
     await armed.stop();

@@ -40,7 +40,7 @@ export const USAGE = `usage: evictd bench protect --peers[=LIST] [--rates LIST] 
                       already what the hog reaches at most; 400 asked reached 45-214)
   --trials N          counted ramps per contender and rate (default ${DEFAULT_TRIALS}); a multiple of the design's
                       rows (the number of contenders run, twice that when it is odd) balances the order
-  --quick             ${QUICK_TRIALS} trial per cell, 1 calibration ramp per cell, no warm-up ramp (a smoke run: no 95% interval)
+  --quick             ${QUICK_TRIALS} trial per cell, 1 calibration ramp per cell (no first ramp), no warm-up ramp (a smoke run: no 95% interval)
                       (calibration: ${CALIBRATION_RAMPS} ramps per cell, ${CALIBRATION_RAMPS_SHORT} under ${DEFAULT_TRIALS} trials, after one not used)
   --scheduling V      tight (default): each contender at its tightest documented setting (earlyoom -p,
                       nohang SCHED_RR 1 as its unit documents, evictd --realtime-priority=10 as shipped);
