@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "fd.h"
 #include "js_call.h"
+#include "order_use.h"
 #include "reap.h"
 #include "thread_sched.h"
 
@@ -294,23 +295,26 @@ bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
 // the order was spent (written or failed), the caller then wakes the loop.
 bool EventfdOrders::Fire(uint64_t id, Entry& entry, uint64_t working_set, uint64_t woken_ns, uint64_t check_ns) {
   Outcome outcome;
+  OrderUse& use = outcome.use;
   // The use on disk first (use_log.h): a crash from here on still finds it. A failed append does
   // not hold the kill back; the loop is told and says so.
-  if (!entry.tag.empty()) outcome.log_error = data_->use_log.Append(entry.tag);
+  if (!entry.tag.empty()) use.log_error = data_->use_log.Append(entry.tag);
   ssize_t written = write(entry.kill_fd, "1", 1);
-  outcome.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
-  outcome.killed_ns = MonotonicNs();
+  use.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
+  use.killed_ns = MonotonicNs();
   outcome.id = id;
-  // In the kubelet's terms: the working set read at the kill, and the line it was past.
-  outcome.usage_bytes = working_set;
-  outcome.line_bytes = entry.signal.line_bytes();
-  outcome.woken_ns = woken_ns;
-  outcome.placed_ns = entry.placed_ns;
-  outcome.check_ns = check_ns;
+  // In the kubelet's terms: the working set read at the kill, and the line it was past. The
+  // wake-up is the earliest this side sees of the crossing: its start and its sight.
+  use.usage_bytes = working_set;
+  use.line_bytes = entry.signal.line_bytes();
+  use.charge_began_ns = woken_ns;
+  use.fired_ns = woken_ns;
+  use.placed_ns = entry.placed_ns;
+  use.check_ns = check_ns;
   outcome.path = entry.path;
   // The kill's path is the pod's cgroup.kill: its directory is what the reap walks (after the
   // lock, in Run: the loop hears of the kill first).
-  if (outcome.error == 0) to_reap_.push_back(entry.path.substr(0, entry.path.rfind('/')));
+  if (use.error == 0) to_reap_.push_back(entry.path.substr(0, entry.path.rfind('/')));
   // One use: the line keeps its eventfd, the order is spent.
   entry.fired = true;
   close(entry.kill_fd);
@@ -358,19 +362,11 @@ void EventfdOrders::Flush() {
     Napi::FunctionReference callback = std::move(it->second);
     self->callbacks_.erase(it);
     if (!CanRunJs(env)) continue;
-    // The same fields as a tripwire order's use; the wake-up is the earliest this side sees.
-    char text[320];
-    int len = snprintf(text, sizeof text,
-                       "usage_bytes %llu\nline_bytes %llu\ncharge_began_ns %llu\nfired_ns %llu\nkilled_ns %llu\n"
-                       "placed_ns %llu\nerrno %d\ncheck_ns %llu\nlog_errno %d\n",
-                       static_cast<unsigned long long>(o.usage_bytes), static_cast<unsigned long long>(o.line_bytes),
-                       static_cast<unsigned long long>(o.woken_ns), static_cast<unsigned long long>(o.woken_ns),
-                       static_cast<unsigned long long>(o.killed_ns), static_cast<unsigned long long>(o.placed_ns),
-                       o.error, static_cast<unsigned long long>(o.check_ns), o.log_error);
+    char text[kOrderUseTextSize];
+    size_t len = FormatOrderUse(o.use, text);
     Napi::Env e(env);
     Napi::HandleScope scope(e);
-    napi_value args[] = {Napi::String::New(e, text, static_cast<size_t>(len > 0 ? len : 0)),
-                         Napi::String::New(e, o.path)};
+    napi_value args[] = {Napi::String::New(e, text, len), Napi::String::New(e, o.path)};
     CallJs(env, *self->async_context_, e.Global(), callback.Value(), 2, args);
   }
 }

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "fresh_signal.h"
+#include "order_use.h"
 #include "usage_pace.h"
 
 namespace evictd {
@@ -106,15 +107,8 @@ class EventfdOrders {
   };
   struct Outcome {
     uint64_t id = 0;
-    uint64_t usage_bytes = 0;
-    uint64_t line_bytes = 0;
-    uint64_t woken_ns = 0;
-    uint64_t killed_ns = 0;
-    uint64_t placed_ns = 0;
-    int error = 0;
-    uint64_t check_ns = 0;  // the fresh read of the kubelet's numbers that confirmed the kill
-    int log_error = 0;      // errno of the use log's append (0: noted, or no log)
-    std::string path;
+    OrderUse use;      // what JS is told (order_use.h)
+    std::string path;  // the kill's path
   };
 
   explicit EventfdOrders(AddonData* data) : data_(data) {}

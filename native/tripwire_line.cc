@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "js_call.h"
+#include "order_use.h"
 #include "tripwire.h"
 #include "tripwire_orders.h"
 
@@ -286,20 +287,21 @@ void TripwireLine::OrderFired(const OrderOutcome& outcome) {
   Napi::Env env = Env();
   if (!CanRunJs(env)) return;
   const tripwire_order_event& e = outcome.event;
-  char text[kTextSize];
-  int len = snprintf(text, sizeof text,
-                     "usage_bytes %llu\nline_bytes %llu\ncharge_began_ns %llu\nfired_ns %llu\nkilled_ns %llu\n"
-                     "placed_ns %llu\nerrno %d\ntrigger_bytes %llu\ncheck_ns %llu\nlog_errno %d\n",
-                     static_cast<unsigned long long>(outcome.working_set_bytes),
-                     static_cast<unsigned long long>(outcome.line_bytes), static_cast<unsigned long long>(e.began_ns),
-                     static_cast<unsigned long long>(e.ktime_ns), static_cast<unsigned long long>(outcome.killed_ns),
-                     static_cast<unsigned long long>(outcome.placed_ns), outcome.error,
-                     static_cast<unsigned long long>(e.usage_pages * kPageSize),
-                     static_cast<unsigned long long>(outcome.check_ns), outcome.log_error);
+  OrderUse use;
+  use.usage_bytes = outcome.working_set_bytes;
+  use.line_bytes = outcome.line_bytes;
+  use.charge_began_ns = e.began_ns;
+  use.fired_ns = e.ktime_ns;
+  use.killed_ns = outcome.killed_ns;
+  use.placed_ns = outcome.placed_ns;
+  use.error = outcome.error;
+  use.check_ns = outcome.check_ns;
+  use.log_error = outcome.log_error;
+  use.trigger_bytes = static_cast<int64_t>(e.usage_pages * kPageSize);
+  char text[kOrderUseTextSize];
+  size_t len = FormatOrderUse(use, text);
   Napi::HandleScope scope(env);
-  napi_value args[] = {
-      Napi::String::New(env, text, static_cast<size_t>(std::clamp(len, 0, static_cast<int>(kTextSize) - 1))),
-      Napi::String::New(env, outcome.path)};
+  napi_value args[] = {Napi::String::New(env, text, len), Napi::String::New(env, outcome.path)};
   CallJs(env, *async_context_, Value(), order_callback_.Value(), 2, args);
 }
 
