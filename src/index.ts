@@ -99,7 +99,8 @@ export {
 export type * as cri from './cri/types';
 
 // The agent and its ports.
-export { Agent, type AgentOptions, type EvictionRecord } from './agent/agent';
+export { Agent, type EvictionRecord } from './agent/agent';
+export type { AgentOptions } from './agent/agent-options';
 export { AgentMetrics } from './agent/metrics';
 export { CriRuntime } from './agent/adapters/cri-runtime';
 export { kernelNotifications } from './agent/adapters/kernel-notifications';

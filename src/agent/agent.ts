@@ -43,7 +43,6 @@ import { StandingOrders } from './standing-orders';
 import { VolumeUsageCache } from './volume-usage';
 
 export type { EvictionRecord } from './actuator';
-export { DEFAULT_STATE_DIR, type AgentOptions } from './agent-options';
 
 export class Agent extends EventEmitter {
   readonly controller: Controller;

@@ -10,7 +10,7 @@ import pino, { type Logger } from 'pino';
 import { Agent } from '../agent/agent';
 import { systemClock } from '../agent/clock';
 import { Recorder } from '../agent/recorder';
-import { stateDirProblem } from '../agent/effects/memory-brake';
+import { stateDirProblem } from '../agent/effects/brake-record';
 import { CriRuntime } from '../agent/adapters/cri-runtime';
 import { kernelNotifications } from '../agent/adapters/kernel-notifications';
 import { bindsAllInterfaces, startMetricsServer } from '../agent/http-server';

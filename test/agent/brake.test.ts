@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
+import { BRAKE_RECORD_FILE } from '../../src/agent/effects/brake-record';
 import { STOP_EASE_LIMIT_MARGIN_BYTES } from '../../src/policy/config';
 import type { LabPod, NodeLab } from '../../src/lab/node-lab';
 import { AgentProcess } from '../../src/lab/ramp-lab';

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { containerConfig, sandboxConfig } from '../../src/lab/sandbox-config';
 import { daemonSetToCri, type DaemonSetDoc } from '../../src/lab/daemonset';
 import type { LabPod, NodeLab } from '../../src/lab/node-lab';
-import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
+import { BRAKE_RECORD_FILE } from '../../src/agent/effects/brake-record';
 import { cgroupMode, skipped } from '../support/environment';
 import { waitFor } from '../support/wait';
 import { docs } from '../kube/manifests';

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Agent, type EvictionRecord } from '../../src/agent/agent';
-import { BRAKE_RECORD_FILE } from '../../src/agent/effects/memory-brake';
+import { BRAKE_RECORD_FILE } from '../../src/agent/effects/brake-record';
 import { EVICTION_JOURNAL_FILE } from '../../src/agent/eviction-journal';
 import { LAST_KNOWN_FILE } from '../../src/agent/last-known-priorities';
 import { AgentMetrics } from '../../src/agent/metrics';

@@ -33,8 +33,6 @@ import type { Effect, Rehearsal } from './effect';
 import { crashPoint } from '../crash-point';
 import { BRAKE_RECORD_FILE, readBrakeRecord, writeBrakeRecord, type BrakeEntry } from './brake-record';
 
-export { BRAKE_RECORD_FILE, stateDirProblem, type BrakeEntry } from './brake-record';
-
 /** A brake set again this soon after a restart released it keeps its first start (see recover). */
 const INHERIT_MS = 60_000;
 /** The pods said once to be held lower already: bounded, a long-lived agent sees many pods. */
