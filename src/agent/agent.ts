@@ -12,7 +12,7 @@
 import { EventEmitter } from 'node:events';
 import { hostCgroups } from '../node/cgroup-port';
 import type { Evaluation } from '../policy/evaluate';
-import { DEFAULT_ORDER_TTL_MS, nearHardMemoryLine } from '../policy/standing-order';
+import { DEFAULT_ORDER_TTL_MS } from '../policy/standing-order';
 import type { NodeCondition } from '../policy/types';
 import { Actuator } from './actuator';
 import { DEFAULT_STATE_DIR, type AgentOptions } from './agent-options';
@@ -35,6 +35,7 @@ import { NodeView } from './node-view';
 import { PassRunner } from './pass';
 import { PassHealth } from './pass-health';
 import { LastKnownPriorities } from './last-known-priorities';
+import type { LineKey } from './memory-lines';
 import { OrderTimers } from './order-timers';
 import { PodListing } from './pod-listing';
 import { PreviousRun } from './previous-run';
@@ -258,9 +259,11 @@ export class Agent extends EventEmitter {
         psi: o.psi,
         clock: this.clock,
         onOrderFired: (line, fired) => this.orderFired(line, fired),
+        onLineCrossed: (line) => this.orders?.crossed(line),
         nearLines: this.orders !== null,
         // The gauge shows the lines in force now: rebuilt whenever one comes or goes.
-        onLineMechanism: () => {
+        onLineMechanism: (line, mechanism) => {
+          if (mechanism === null) this.orders?.lineGone(line);
           o.metrics.lineMechanism.reset();
           for (const [line, mechanism] of Object.entries(this.arming?.mechanisms() ?? {})) o.metrics.lineMechanism.set({ line, mechanism }, 1);
         },
@@ -270,10 +273,7 @@ export class Agent extends EventEmitter {
         arming: this.arming,
         observer: o.observer,
         busy: () => this.controller.busy,
-        nearHardLine: this.orders ? (node) => nearHardMemoryLine(o.policy, node) : null,
-        observed: (node) => {
-          if (this.orderTimers && this.arming && this.orderTimers.wantsPass(node, this.arming)) this.wake({ source: 'standing-order' });
-        },
+        nearHardLine: this.orderTimers ? (node) => this.orderTimers!.observed(node, this.arming!) : null,
         logger: o.logger,
         clock: this.clock,
       });
@@ -391,7 +391,7 @@ export class Agent extends EventEmitter {
   }
 
   /** A line's order was used (the pod killed as the line was crossed): the next pass confirms it, at once. */
-  private orderFired(line: string, fired: OrderFired): void {
+  private orderFired(line: LineKey, fired: OrderFired): void {
     // The crash-point tests: the pod is dead, nothing here knows yet; the next start must find it.
     if (!fired.error) crashPoint('order:killed');
     if (this.orders?.fired(line, fired)) this.wake({ source: 'standing-order-used', monotonicNs: fired.crossedNs });

@@ -19,13 +19,14 @@
  * grace period in the kernel (measured here: 15-30 ms, blocking the JS thread), so they move
  * only when off by more than max(1 MiB, capacity/512) — at 2 GB/s under a millisecond of ramp.
  *
- * Standing orders ride on the lines: `placeOrders` hands each hard line's order to its
- * handle (ThresholdHandle.setOrder) with the line in working-set terms, which the mechanism's
+ * Standing orders ride on the lines: `setOrder` hands a hard line's order to its handle
+ * (ThresholdHandle.setOrder) with the line in working-set terms, which the mechanism's
  * thread confirms each kill against on the kubelet's numbers read fresh (a usage line
  * that page cache pushed past, or a working set from stale statistics, is a candidate, not a
  * kill), and a used order comes back through `onOrderFired` with the line it was on. A handle
  * whose mechanism cannot hold one (no setOrder, or it says false) has no order, and the caller is
- * told so. With `nearLines`, each hard line also has a line at the edge
+ * told so. Which orders stand, and for whom, is the order book's (order-book.ts): here only the
+ * handles. With `nearLines`, each hard line also has a line at the edge
  * of its near zone (`node:nearN`, `pods:nearN`; standing-order.ts): the node entering the zone
  * wakes a pass at once, which places the order. Without it the drift tick (100 ms) finds the
  * node near, and a 1 GiB/s ramp crosses the zone's 128 MiB floor in about that time.
@@ -60,33 +61,22 @@ export interface ArmingOptions {
   nodeIsRoot: boolean;
   psi?: { kind: 'some' | 'full'; stallUs: number; windowUs: number } | null;
   /** told the mechanism of each line when it is armed, and null when the line goes away */
-  onLineMechanism?: (line: string, mechanism: string | null) => void;
+  onLineMechanism?: (line: LineKey, mechanism: string | null) => void;
   /** stamps drift wake-ups and times retries (default: the process's monotonic clock) */
   clock?: Clock;
   /** a standing order on this line was used (delivered on the loop) */
-  onOrderFired?: (line: string, fired: OrderFired) => void;
+  onOrderFired?: (line: LineKey, fired: OrderFired) => void;
+  /** a line's own wake-up (its order, if it holds one, may have been used: see OrderBook.crossed) */
+  onLineCrossed?: (line: LineKey) => void;
   /** also arm each hard line's near-zone edge, whose crossing wakes a pass (standing orders on) */
   nearLines?: boolean;
 }
 
-/** One line's standing order, as the caller wants it. */
-export interface LineOrder {
-  signal: LineSignal;
-  /** the threshold's index among the policy's thresholds on the signal */
-  thresholdIndex: number;
-  order: StandingOrder;
-}
-
-/** What became of one order: placed, or why not. */
+/** What became of an order handed to a line: placed, or why not. */
 export interface OrderPlacement {
-  line: LineKey;
   placed: boolean;
-  /**
-   * no-line: nothing watches that line now; unsupported: its mechanism keeps no orders; refused:
-   * setOrder said false or threw; held: the line was crossed with an order on it, whose use may
-   * still be on its way (its order is left as it is)
-   */
-  why?: 'no-line' | 'unsupported' | 'refused' | 'held';
+  /** no-line: nothing watches that line now; unsupported: its mechanism keeps no orders; refused: setOrder said false or threw */
+  why?: 'no-line' | 'unsupported' | 'refused';
   mechanism?: string;
 }
 
@@ -107,17 +97,6 @@ export class Arming {
   /** per line, the kubelet's line in working-set terms at the last update: an order's kill is confirmed against it */
   private readonly wsLines = new Map<LineKey, number>();
   private headroom: number | null = null;
-  /** lines that hold an order now, with the order's TTL */
-  private readonly ordered = new Map<LineKey, number>();
-  /**
-   * Lines crossed while holding an order, until when (ms on the clock): the order may have been
-   * used, and its use reaches the loop after the line's own wake-up (by up to 150 ms in the pure
-   * v2 lab). The tripwire delivers every use, even of an order replaced since, but a mechanism
-   * that delivered a use only to the order in force would lose it if the order were replaced or
-   * withdrawn in between: a pod killed and never stopped or reported. So such a line's order is
-   * left alone until its use arrives or its TTL is over; it costs nothing.
-   */
-  private readonly held = new Map<LineKey, number>();
 
   constructor(private readonly o: ArmingOptions) {}
 
@@ -200,7 +179,6 @@ export class Arming {
     for (const [key, h] of this.lines) {
       if (!want.has(key)) {
         this.lines.delete(key);
-        this.ordered.delete(key);
         this.o.onLineMechanism?.(key, null);
         void h.close();
       }
@@ -238,7 +216,7 @@ export class Arming {
             this.rearms++;
           } catch (err) {
             this.lines.delete(key);
-            this.ordered.delete(key);
+            this.o.onLineMechanism?.(key, null);
             void h.close();
             this.o.logger.warn({ err, key }, 'threshold re-arm failed');
           }
@@ -249,23 +227,12 @@ export class Arming {
       try {
         const cb = {
           onWakeup: (w: Wakeup) => {
-            const ttl = this.lines.get(key) === handle ? this.ordered.get(key) : undefined;
-            if (ttl !== undefined) this.held.set(key, this.nowMs() + ttl);
+            if (this.lines.get(key) === handle) this.o.onLineCrossed?.(key);
             this.o.wake({ ...w, source: near ? 'near-line' : 'memcg-threshold' });
           },
-          onOrderFired: (fired: OrderFired) => {
-            // The mechanism used the order: it is spent.
-            if (this.lines.get(key) === handle) {
-              this.ordered.delete(key);
-              this.held.delete(key);
-            }
-            this.o.onOrderFired?.(key, fired);
-          },
+          onOrderFired: (fired: OrderFired) => this.o.onOrderFired?.(key, fired),
           onError: (err: Error) => {
-            if (this.lines.get(key) === handle) {
-              this.lines.delete(key);
-              this.ordered.delete(key);
-            }
+            if (this.lines.get(key) === handle) this.lines.delete(key);
             this.o.onLineMechanism?.(key, null);
             this.o.logger.warn({ err, key }, 'memory threshold watch ended');
           },
@@ -286,87 +253,35 @@ export class Arming {
   }
 
   /**
-   * Places these orders, each on its line, and withdraws every other order in force: after this
-   * call exactly the orders given stand (those that could be placed). Orders never outlive
-   * `order.ttlMs` in the mechanism, so a caller that stops calling lets them lapse.
+   * Hands a line its standing order (null: withdraws it). Orders never outlive `order.ttlMs` in
+   * the mechanism, so a caller that stops placing them lets them lapse; a failed withdrawal too.
    */
-  placeOrders(orders: readonly LineOrder[]): OrderPlacement[] {
-    if (this.closed) return orders.map((o) => ({ line: lineKey(o.signal, o.thresholdIndex), placed: false, why: 'no-line' as const }));
-    const out: OrderPlacement[] = [];
-    const keep = new Set<LineKey>(this.heldLines());
-    for (const o of orders) {
-      const line = lineKey(o.signal, o.thresholdIndex);
-      const h = this.lines.get(line);
-      if (!h) {
-        out.push({ line, placed: false, why: 'no-line' });
-        continue;
-      }
-      if (keep.has(line)) {
-        out.push({ line, placed: false, why: 'held' });
-        continue;
-      }
-      const mechanism = h.mechanism ?? this.o.port.mechanism;
-      if (!h.setOrder) {
-        out.push({ line, placed: false, why: 'unsupported', mechanism });
-        continue;
-      }
-      let placed = false;
+  setOrder(line: LineKey, order: StandingOrder | null): OrderPlacement {
+    const h = this.closed ? undefined : this.lines.get(line);
+    if (!h) return { placed: false, why: 'no-line' };
+    const mechanism = h.mechanism ?? this.o.port.mechanism;
+    if (!h.setOrder) return { placed: false, why: 'unsupported', mechanism };
+    if (order === null) {
       try {
-        placed = h.setOrder({ ...o.order, workingSetLineBytes: this.wsLines.get(line) });
+        h.setOrder(null);
       } catch (err) {
-        this.o.logger.warn({ err, line }, 'standing order refused by the line');
+        this.o.logger.warn({ err, line }, 'standing order withdrawal failed; it lapses at its TTL');
       }
-      if (placed) {
-        keep.add(line);
-        this.ordered.set(line, o.order.ttlMs);
-      } else {
-        this.ordered.delete(line);
-      }
-      out.push(placed ? { line, placed, mechanism } : { line, placed, why: 'refused', mechanism });
+      return { placed: false, mechanism };
     }
-    for (const line of [...this.ordered.keys()]) if (!keep.has(line)) this.withdraw(line);
-    return out;
-  }
-
-  /** Withdraws every order in force but those of held lines (see `held`), or all of them with `all`; the lines withdrawn. */
-  withdrawOrders(o: { all?: boolean } = {}): LineKey[] {
-    const held = new Set(o.all ? [] : this.heldLines());
-    const lines = [...this.ordered.keys()].filter((l) => !held.has(l));
-    for (const line of lines) this.withdraw(line);
-    return lines;
-  }
-
-  /** Lines that hold an order now. */
-  orderedLines(): LineKey[] {
-    return [...this.ordered.keys()];
-  }
-
-  /** Lines whose order is left alone because its use may be on its way. */
-  heldLines(): LineKey[] {
-    const now = this.nowMs();
-    for (const [line, until] of this.held) if (until < now || !this.ordered.has(line)) this.held.delete(line);
-    return [...this.held.keys()];
-  }
-
-  private nowMs(): number {
-    return Number((this.o.clock ?? systemClock).now() / 1_000_000n);
+    let placed = false;
+    try {
+      placed = h.setOrder({ ...order, workingSetLineBytes: this.wsLines.get(line) });
+    } catch (err) {
+      this.o.logger.warn({ err, line }, 'standing order refused by the line');
+    }
+    return placed ? { placed, mechanism } : { placed, why: 'refused', mechanism };
   }
 
   /** Whether some line now is watched by a mechanism that can hold an order (it may still refuse one). */
   canHoldOrders(): boolean {
     for (const h of this.lines.values()) if (h.setOrder) return true;
     return false;
-  }
-
-  private withdraw(line: LineKey): void {
-    this.ordered.delete(line);
-    this.held.delete(line);
-    try {
-      this.lines.get(line)?.setOrder?.(null);
-    } catch (err) {
-      // The order still lapses at its TTL in the mechanism.
-      this.o.logger.warn({ err, line }, 'standing order withdrawal failed; it lapses at its TTL');
-    }
   }
 
   /** How far usage was below the nearest line at the last update (negative: past it); null without lines. */
@@ -390,7 +305,6 @@ export class Arming {
   }
 
   async close(): Promise<void> {
-    this.withdrawOrders({ all: true });
     this.closed = true;
     const all = [...this.lines.values(), ...this.others];
     this.lines.clear();

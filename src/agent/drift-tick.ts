@@ -21,10 +21,8 @@ export interface DriftTickOptions {
   observer: Pick<NodeObserver, 'observeMemory'>;
   /** a pass is running: it reads the node itself */
   busy: () => boolean;
-  /** with standing orders: whether the node is near a hard memory line (ticks faster there) */
+  /** with standing orders: the tick's numbers (a pass to place one); true when they put a hard memory line near (ticks faster there) */
   nearHardLine: ((node: NodeStats) => boolean) | null;
-  /** the tick's numbers, for the standing orders (a pass to place one) */
-  observed: (node: NodeStats) => void;
   logger: Logger;
   clock: Clock;
 }
@@ -54,7 +52,6 @@ export class DriftTick {
         const node: NodeStats = { memory: { availableBytes: m.memory.availableBytes, workingSetBytes: m.memory.workingSetBytes } };
         if (m.allocatable) node.allocatableMemory = { availableBytes: m.allocatable.availableBytes, workingSetBytes: m.allocatable.workingSetBytes };
         if (this.o.nearHardLine?.(node)) next = DRIFT_TICK_NEAR_MS;
-        this.o.observed(node);
       } catch (err) {
         this.o.logger.debug({ err }, 'drift tick failed');
       }

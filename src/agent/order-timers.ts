@@ -60,15 +60,17 @@ export class OrderTimers {
   }
 
   /**
-   * The drift tick's numbers put a hard line near and no order stands or is on its way: a pass
-   * to place one (no kernel event announces that a ramp is getting close). At most one per half
-   * TTL, and only where some line's mechanism can hold an order.
+   * The drift tick's numbers: whether they put a hard line near (the tick then comes faster). And
+   * when they do and no order stands or is on its way, a pass to place one (no kernel event
+   * announces that a ramp is getting close): at most one per half TTL, and only where some
+   * line's mechanism can hold an order.
    */
-  wantsPass(node: NodeStats, arming: Arming): boolean {
-    if (this.refresh || !arming.canHoldOrders()) return false;
-    if (!nearHardMemoryLine(this.o.policy, node)) return false;
+  observed(node: NodeStats, arming: Arming): boolean {
+    const near = nearHardMemoryLine(this.o.policy, node);
+    if (!near || this.refresh || !arming.canHoldOrders()) return near;
     const last = this.o.orders.lastDecidedNs;
-    return last === null || msSince(this.o.clock, last) >= this.o.ttlMs / 2;
+    if (last === null || msSince(this.o.clock, last) >= this.o.ttlMs / 2) this.o.wake({ source: 'standing-order' });
+    return near;
   }
 
   stop(): void {

@@ -26,7 +26,7 @@ import type { AgentMetrics } from './metrics';
 import type { NodeView } from './node-view';
 import type { PodListing } from './pod-listing';
 import type { Clock, PodSpecSource, RuntimePort } from './ports';
-import type { PendingConfirmation } from './standing-orders';
+import type { PendingConfirmation } from './order-book';
 import type { VolumeUsageCache } from './volume-usage';
 
 export interface PassOptions {

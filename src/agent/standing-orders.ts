@@ -1,44 +1,32 @@
 /**
- * Standing orders, the agent's half. The rule that picks them is pure
- * (src/policy/standing-order.ts); the mechanism that keeps and uses them sits behind the line
- * handles (ThresholdHandle.setOrder, WatchCallbacks.onOrderFired in ports.ts). Here: after each
- * pass, place the orders it decided on their lines (Arming.placeOrders) or withdraw them; keep
- * what each order named, so that a used one can be confirmed; withdraw them all when the pod set
- * changes, when one is used, when a pass evicted, and at stop; never place any in dry run (say
- * what would be placed instead).
+ * Standing orders, the agent's half: the shell around the order book (order-book.ts), which holds
+ * each order's life in one record. The rule that picks them is pure (src/policy/standing-order.ts);
+ * the mechanism that keeps and uses them sits behind the line handles (Arming.setOrder,
+ * WatchCallbacks.onOrderFired in ports.ts). Here: after each pass, hand the lines the orders it
+ * decided, or withdraw them; withdraw them all when the pod set changes, when one is used, when a
+ * pass evicted, and at stop; never place any in dry run (say what would be placed instead); and
+ * log, count and journal what each transition of the book says happened.
  *
- * A used order means the pod is already dead: it is held as a pending confirmation, which the
- * next passes turn into a 'confirm-order' action (report, CRI stop in the background) until both
- * are done. Nothing here is dropped: a confirmation lives until its stop is done.
+ * A used order means the pod is already dead: its record becomes a confirmation, which the next
+ * passes turn into a 'confirm-order' action (report, CRI stop in the background) until both are
+ * done. Nothing here is dropped: a confirmation lives until its stop is done.
  *
  * Runs on the main JS thread: passes call afterPass, the pod listing calls listed, the lines
- * call fired (the mechanism delivers on the loop).
+ * call crossed and fired (the mechanism delivers on the loop).
  */
 import type { Logger } from 'pino';
 import { doublingMs } from '../policy/backoff';
 import type { PolicyConfig } from '../policy/config';
-import { availableAtCrossing, confirmedEviction, reportedUnder, type OrderChoice, type OrderConfirmation, type OrderDecision } from '../policy/standing-order';
+import { confirmedEviction, type OrderChoice, type OrderDecision } from '../policy/standing-order';
 import type { JoinedPod } from './active-pods';
 import type { Arming } from './arming';
 import { lineKey, signalOfLine, type LineKey } from './memory-lines';
+import { OrderBook, type OrderRecord, type PendingConfirmation } from './order-book';
 import { orderFields, usedFields } from './order-log';
-import { msBetween } from './clock';
 import type { EvictionRecord } from './effects/eviction';
 import type { AgentMetrics } from './metrics';
 import { tagOf, type OrderJournal } from './order-journal';
 import type { Clock, OrderFired } from './ports';
-
-/** A used order waiting for its report and its CRI stop. */
-export interface PendingConfirmation {
-  confirmation: OrderConfirmation;
-  /** the pod as the placing pass joined it (sandbox, cgroup): by now it may be gone from the listing */
-  pod: JoinedPod;
-  line: string;
-  /** the sandbox is stopped (with `confirmation.reported`, the confirmation is over) */
-  stopped: boolean;
-  /** attempts that failed so far (a stop, or a report that waited for a stop) */
-  attempts: number;
-}
 
 /** What one pass decided for standing orders, with what it decided on. */
 export interface PassOrders {
@@ -63,36 +51,8 @@ export interface StandingOrdersOptions {
   policy: PolicyConfig;
 }
 
-interface Placed {
-  choice: OrderChoice;
-  pod: JoinedPod;
-  line: LineKey;
-  placedNs: bigint;
-}
-
-/** how long a confirmed pod's uid is remembered, so a second line's use of the same kill is not confirmed twice */
-const DONE_MEMORY_MS = 60_000;
-/** how long past its TTL an order is still recognized when its use reaches the loop (see `recent`) */
-const RECENT_GRACE_MS = 60_000;
-
 export class StandingOrders {
-  /** orders in force, by line */
-  private readonly standing = new Map<LineKey, Placed>();
-  /**
-   * Every order the mechanism may still use, by line and pod dir, until its TTL is over and
-   * RECENT_GRACE_MS more: a use can race a withdrawal (the kill is written on another thread), and
-   * its report reaches the loop only when the loop is free, which may be after the TTL (the lab
-   * saw an order used at 965 ms of its 1 s reach the loop after it); either way the kill happened
-   * and must still be confirmed.
-   */
-  private readonly recent = new Map<string, Placed & { untilNs: bigint }>();
-  private readonly pending = new Map<string, PendingConfirmation>();
-  /**
-   * Pods whose eviction is over, by uid, with the sandbox it stopped: a use on the same sandbox
-   * is that eviction's; a use on another sandbox of the uid is the pod restarted in place (the
-   * kubelet keeps the uid), a new eviction to report.
-   */
-  private readonly done = new Map<string, { at: bigint; sandboxId: string }>();
+  private readonly book = new OrderBook();
   /** the last listing's ready pods */
   private listedUids: ReadonlySet<string> | null = null;
   /** when a pass last decided orders (monotonic ns) */
@@ -106,17 +66,12 @@ export class StandingOrders {
 
   /** Orders in force now (lines). */
   get standingLines(): string[] {
-    return [...this.standing.keys()];
+    return this.book.standing().map((r) => r.line);
   }
 
-  /** Used orders whose pods still wait for their CRI stop. */
+  /** Used orders whose pods still wait for their report or their CRI stop. */
   pendingConfirmations(): PendingConfirmation[] {
-    return [...this.pending.values()];
-  }
-
-  /** Pods the passes must leave out of their ranking: their kill was written, their confirmation is pending. */
-  isConfirming(uid: string): boolean {
-    return this.pending.has(uid);
+    return this.book.confirming();
   }
 
   /**
@@ -129,7 +84,7 @@ export class StandingOrders {
     if (this.closed) return { placed: false, stale: false };
     const now = this.o.clock.now();
     this.lastDecidedNs = now;
-    this.prune(now);
+    this.book.prune(now);
     // An eviction this pass (or a confirmation) changed the node: the next pass, which the
     // eviction asked for, decides on fresh numbers.
     if (evicted) {
@@ -153,48 +108,45 @@ export class StandingOrders {
     // On disk before the mechanism can use it: a kill its thread writes while this process dies
     // is found by the next start (order-journal.ts).
     for (const c of wanted) this.journal(c, byUid.get(c.pod.uid));
-    const placements = arming.placeOrders(
-      wanted.map((c) => ({ signal: c.signal, thresholdIndex: c.thresholdIndex, order: { podCgroupDir: c.podCgroupDir, ttlMs: c.ttlMs, tag: tagOf(c) } })),
-    );
-    const placedLines = new Set<string>();
-    placements.forEach((pl, i) => {
-      const choice = wanted[i]!;
+    const held = this.book.heldLines(now);
+    const kept = new Set<LineKey>();
+    for (const choice of wanted) {
+      const line = lineKey(choice.signal, choice.thresholdIndex);
+      // Crossed with its order on: left as it stands until the use arrives or the hold is over.
+      if (held.has(line)) {
+        kept.add(line);
+        continue;
+      }
       const pod = byUid.get(choice.pod.uid);
-      if (pl.why === 'held') {
-        // Crossed with its order on: left as it stands until the use arrives or the order lapses.
-        if (this.standing.has(pl.line)) placedLines.add(pl.line);
-        return;
-      }
+      const pl = pod
+        ? arming.setOrder(line, { podCgroupDir: choice.podCgroupDir, ttlMs: choice.ttlMs, tag: tagOf(choice) })
+        : { placed: false, why: 'refused' as const };
       if (!pl.placed || !pod) {
-        this.noteUnavailable(pl.line, pl.why ?? 'refused', pl.mechanism);
-        return;
+        this.noteUnavailable(line, pl.why ?? 'refused', pl.mechanism);
+        continue;
       }
-      placedLines.add(pl.line);
-      this.unavailable.delete(pl.line);
-      const before = this.standing.get(pl.line);
-      const placed: Placed = { choice, pod, line: pl.line, placedNs: now };
-      this.standing.set(pl.line, placed);
-      this.recent.set(recentKey(pl.line, choice.podCgroupDir), { ...placed, untilNs: now + BigInt(choice.ttlMs) * 1_000_000n });
-      const fields = orderFields(placed.line, placed.choice);
-      if (before?.choice.pod.uid === choice.pod.uid) {
+      kept.add(line);
+      this.unavailable.delete(line);
+      const { record, refreshed, replaced } = this.book.place(line, choice, pod, now);
+      const fields = orderFields(record.line, record.choice);
+      if (refreshed) {
         this.o.logger.debug(fields, 'standing order refreshed');
       } else {
         this.o.metrics.ordersPlaced.inc({ signal: choice.signal });
-        this.o.logger.info({ ...fields, replaces: before ? before.choice.pod.name : undefined }, 'standing order placed');
+        this.o.logger.info({ ...fields, replaces: replaced ? replaced.choice.pod.name : undefined }, 'standing order placed');
       }
-    });
-    // Lines that held an order and no longer do (placeOrders withdrew them): say why.
+    }
+    // Orders this pass did not place again (and not held): withdrawn, saying why.
     const why = new Map(p.orders.map((d) => [lineKey(d.signal, d.thresholdIndex), d.order ? 'refused' : d.why]));
-    const held = new Set(arming.heldLines());
-    for (const [line, placed] of [...this.standing]) {
-      if (placedLines.has(line) || held.has(line)) continue;
-      this.standing.delete(line);
-      const reason = why.get(line) ?? 'no-line';
+    for (const r of this.book.standing()) {
+      if (kept.has(r.line)) continue;
+      const reason = why.get(r.line) ?? 'no-line';
+      this.withdraw(r, reason);
       this.o.metrics.ordersWithdrawn.inc({ reason });
-      this.o.logger.info({ ...orderFields(placed.line, placed.choice), reason }, 'standing order withdrawn');
+      this.o.logger.info({ ...orderFields(r.line, r.choice), reason }, 'standing order withdrawn');
     }
     this.setGauge();
-    return { placed: this.standing.size > 0, stale: false };
+    return { placed: this.book.standing().length > 0, stale: false };
   }
 
   /** Writes the order's eviction (as a use would report it, at the line) to the order journal. */
@@ -220,25 +172,38 @@ export class StandingOrders {
   listed(uids: ReadonlySet<string>): boolean {
     const changed = this.listedUids !== null && !sameSet(uids, this.listedUids);
     this.listedUids = new Set(uids);
-    if (!changed || this.standing.size === 0) return false;
+    if (!changed || this.book.standing().length === 0) return false;
     this.withdrawAll('pod-set');
     return true;
   }
 
+  /** A line's own wake-up: its order, if it holds one, is left alone until its use can have arrived (OrderBook.crossed). */
+  crossed(line: LineKey): void {
+    this.book.crossed(line, this.o.clock.now());
+  }
+
+  /** A line went away (its mechanism closed it, or it ended): its order went with it. */
+  lineGone(line: LineKey): void {
+    const r = this.book.standingOn(line);
+    if (!r) return;
+    this.book.withdraw(r, 'no-line');
+    this.setGauge();
+  }
+
   /**
    * A line's mechanism used its order: the pod was killed at the crossing (or the kill failed,
-   * `error`). Logged and counted; the order's pod becomes a pending confirmation; every other
-   * order is withdrawn (the pod set just changed). True when a pass must run at once.
+   * `error`). Logged and counted; the order's record becomes a confirmation; every other order
+   * is withdrawn (the pod set just changed). True when a pass must run at once.
    */
-  fired(line: string, f: OrderFired): boolean {
+  fired(line: LineKey, f: OrderFired): boolean {
     const now = this.o.clock.now();
-    this.prune(now);
-    const placed = this.recent.get(recentKey(line, f.podCgroupDir));
-    const signal = placed?.choice.signal ?? signalOfLine(line);
-    const available = placed ? availableAtCrossing(placed.choice, f) : undefined;
-    const fields = usedFields(line, signal, f, placed?.choice, available);
+    this.book.prune(now);
+    const outcome = this.book.used(line, f, now);
+    const record = outcome.kind === 'unknown' ? undefined : outcome.record;
+    const signal = record?.choice.signal ?? signalOfLine(line);
+    const fields = usedFields(line, signal, f, record?.choice, 'availableBytes' in outcome ? outcome.availableBytes : undefined);
     this.withdrawAll('used');
-    if (f.error !== undefined) {
+    if (outcome.kind === 'kill-failed') {
       // Nothing was killed: the pass this wakes sees the line crossed and evicts as usual.
       this.o.metrics.evictionFailures.inc({ signal, step: 'standing-order-kill' });
       this.o.logger.warn({ ...fields, error: f.error }, 'standing order used but its kill failed; the pass decides');
@@ -247,110 +212,83 @@ export class StandingOrders {
     this.o.metrics.ordersUsed.inc({ signal });
     this.o.metrics.orderAge.observe({ signal }, f.ageMs / 1000);
     this.o.metrics.orderCrossedToKilled.observe({ signal }, Math.max(0, Number(f.killedNs - f.crossedNs)) / 1e9);
-    if (!placed) {
-      // Not one of ours (or remembered past its TTL): the kill happened; the pass sees what is left.
-      this.o.logger.error(fields, 'standing order used for a pod evictd holds no order for');
-      return true;
+    switch (outcome.kind) {
+      case 'unknown':
+        // Not one of ours (or remembered past its TTL): the kill happened; the pass sees what is left.
+        this.o.logger.error(fields, 'standing order used for a pod evictd holds no order for');
+        return true;
+      case 'superseded':
+        this.o.logger.info(fields, 'standing order used on a pod already evicted; reported once, under this threshold');
+        return false;
+      case 'duplicate':
+        // Another line's order on the same pod, or a pass that saw the crossing first (the line's
+        // wake-up can reach the loop before the order thread's report) and evicted it: one kill
+        // of ours already stands for this eviction, and it is reported once.
+        this.o.logger.info(fields, 'standing order used on a pod already evicted; reported once');
+        return false;
+      case 'confirming':
+        this.o.logger.warn(fields, 'standing order used: pod killed as the line was crossed; the next pass stops and reports it');
+        return true;
     }
-    const uid = placed.choice.pod.uid;
-    const pending = this.pending.get(uid);
-    if (pending && !pending.confirmation.reported && reportedUnder(pending.confirmation.order, placed.choice) === placed.choice) {
-      // The other line's use reached the loop first; the eviction is reported, once, under this one.
-      pending.confirmation = { ...pending.confirmation, order: placed.choice, availableBytes: available! };
-      pending.line = line;
-      this.o.logger.info(fields, 'standing order used on a pod already evicted; reported once, under this threshold');
-      return false;
-    }
-    if (this.pending.has(uid) || this.done.get(uid)?.sandboxId === placed.pod.runtime.sandboxId) {
-      // Another line's order on the same pod, or a pass that saw the crossing first (the line's
-      // wake-up can reach the loop before the order thread's report) and evicted it: one kill
-      // of ours already stands for this eviction, and it is reported once.
-      this.o.logger.info(fields, 'standing order used on a pod already evicted; reported once');
-      return false;
-    }
-    this.pending.set(uid, {
-      confirmation: { order: placed.choice, availableBytes: available!, crossedNs: f.crossedNs, killedNs: f.killedNs },
-      pod: placed.pod,
-      line,
-      stopped: false,
-      attempts: 0,
-    });
-    this.o.logger.warn(fields, 'standing order used: pod killed as the line was crossed; the next pass stops and reports it');
-    return true;
   }
 
   /** Every eviction record: a confirmation's marks it reported (over, when its sandbox is stopped too), else counts an attempt. */
   recorded(rec: EvictionRecord): void {
-    if (rec.action !== 'standing-order') {
-      if (!rec.ok || rec.dryRun) return;
-      // A pass evicted this pod itself: that eviction is the report, its stop the stop. A used
-      // order on it that reached the loop while the pass acted is not confirmed a second time.
-      const p = this.pending.get(rec.pod.uid);
-      if (p && !p.confirmation.reported) {
-        this.pending.delete(rec.pod.uid);
-        this.o.logger.info(
-          { pod: `${rec.pod.namespace}/${rec.pod.name}`, uid: rec.pod.uid, line: p.line },
-          'standing order used on a pod the pass evicted; reported once',
-        );
-      }
-      this.done.set(rec.pod.uid, { at: this.o.clock.now(), sandboxId: rec.sandboxId });
+    const now = this.o.clock.now();
+    if (rec.action === 'standing-order') {
+      this.book.reported(rec.pod.uid, rec.ok, now);
       return;
     }
-    const p = this.pending.get(rec.pod.uid);
-    if (!p) return;
-    if (rec.ok) p.confirmation.reported = true;
-    else p.attempts++;
-    this.endIfDone(rec.pod.uid, p);
+    if (!rec.ok || rec.dryRun) return;
+    // A pass evicted this pod itself: that eviction is the report, its stop the stop. A used
+    // order on it that reached the loop while the pass acted is not confirmed a second time.
+    const ended = this.book.passEvictedPod(rec.pod.uid, rec.sandboxId, now);
+    if (ended) {
+      this.o.logger.info(
+        { pod: `${rec.pod.namespace}/${rec.pod.name}`, uid: rec.pod.uid, line: ended.line },
+        'standing order used on a pod the pass evicted; reported once',
+      );
+    }
   }
 
   /** A confirmation's background stop ended: null when the sandbox is stopped, else why not (a later pass tries again). */
   stopped(uid: string, error: string | null): void {
-    const p = this.pending.get(uid);
-    if (!p) return;
-    if (error === null) p.stopped = true;
-    else p.attempts++;
-    this.endIfDone(uid, p);
-  }
-
-  private endIfDone(uid: string, p: PendingConfirmation): void {
-    if (!p.stopped || !p.confirmation.reported) return;
-    this.pending.delete(uid);
-    this.done.set(uid, { at: this.o.clock.now(), sandboxId: p.pod.runtime.sandboxId });
+    this.book.stopped(uid, error, this.o.clock.now());
   }
 
   /** When to try failed confirmations again: 1 s, doubling per failure, at most `capMs`; null when none failed. */
   retryInMs(capMs: number): number | null {
-    let attempts = 0;
-    for (const p of this.pending.values()) attempts = Math.max(attempts, p.attempts);
-    if (attempts === 0) return null;
-    return doublingMs(attempts, 1000, capMs);
+    const attempts = this.book.failedAttempts();
+    return attempts === 0 ? null : doublingMs(attempts, 1000, capMs);
   }
 
-  /**
-   * Withdraws every order in force (uses racing this are still confirmed), but those of lines
-   * crossed with their order on, whose use may be on its way (Arming's `held`), unless `all`.
-   */
+  /** Withdraws every order in force (uses racing this are still confirmed), but held ones (OrderBook.crossed), unless `all`. */
   withdrawAll(reason: string, o: { all?: boolean } = {}): void {
-    const arming = this.o.arming();
-    const lines = arming?.withdrawOrders(o) ?? [];
-    const held = new Set(o.all ? [] : (arming?.heldLines() ?? []));
-    const had = [...this.standing.values()].filter((p) => !held.has(p.line));
-    for (const p of had) this.standing.delete(p.line);
+    const held = o.all ? new Set<LineKey>() : this.book.heldLines(this.o.clock.now());
+    const had = this.book.standing().filter((r) => !held.has(r.line));
+    for (const r of had) this.withdraw(r, reason);
     this.wouldPlace = '';
-    if (had.length > 0 || lines.length > 0) {
-      this.o.metrics.ordersWithdrawn.inc({ reason }, Math.max(had.length, lines.length));
-      this.o.logger.info({ reason, lines: had.map((p) => p.line), pods: had.map((p) => p.choice.pod.name) }, 'standing orders withdrawn');
+    if (had.length > 0) {
+      this.o.metrics.ordersWithdrawn.inc({ reason }, had.length);
+      this.o.logger.info({ reason, lines: had.map((r) => r.line), pods: had.map((r) => r.choice.pod.name) }, 'standing orders withdrawn');
     }
     this.setGauge();
+  }
+
+  /** Takes the order off its line and marks its record withdrawn. */
+  private withdraw(r: OrderRecord, reason: string): void {
+    this.book.withdraw(r, reason);
+    this.o.arming()?.setOrder(r.line, null);
   }
 
   /** At stop: no order may outlive the agent. */
   close(): void {
     this.withdrawAll('agent-stop', { all: true });
     this.closed = true;
-    if (this.pending.size > 0) {
+    const pending = this.book.confirming();
+    if (pending.length > 0) {
       this.o.logger.warn(
-        { pods: [...this.pending.values()].map((p) => `${p.confirmation.order.pod.namespace}/${p.confirmation.order.pod.name}`) },
+        { pods: pending.map((p) => `${p.confirmation.order.pod.namespace}/${p.confirmation.order.pod.name}`) },
         'stopping with pods killed by a standing order but not yet stopped through the runtime',
       );
     }
@@ -375,16 +313,9 @@ export class StandingOrders {
 
   private setGauge(): void {
     this.o.metrics.ordersStanding.reset();
-    for (const line of this.standing.keys()) this.o.metrics.ordersStanding.set({ line }, 1);
-  }
-
-  private prune(now: bigint): void {
-    for (const [k, r] of this.recent) if (r.untilNs + BigInt(RECENT_GRACE_MS) * 1_000_000n < now) this.recent.delete(k);
-    for (const [uid, d] of this.done) if (msBetween(d.at, now) > DONE_MEMORY_MS) this.done.delete(uid);
+    for (const r of this.book.standing()) this.o.metrics.ordersStanding.set({ line: r.line }, 1);
   }
 }
-
-const recentKey = (line: string, dir: string): string => `${line}\n${dir}`;
 
 function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   if (a.size !== b.size) return false;
