@@ -110,7 +110,9 @@ export class FakeNotifications implements NotificationPort {
       deliver();
     };
     this.undelivered.add(once);
+    // A delay is on the order clock where there is one (the test steps it), as every wait of the agent.
     if (this.orderFiredDelayMs === null) setImmediate(once);
+    else if (this.orderClock) this.orderClock.after(this.orderFiredDelayMs, once);
     else setTimeout(once, this.orderFiredDelayMs);
     if (!this.usesFlushable) this.unflushable.add(once);
   }

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Controller, type PassTrigger } from '../../src/agent/controller';
+import { FakeClock } from '../support/fake-node';
 import { waitFor } from '../support/wait';
 
 /** A fake pass that records its triggers, tracks overlap and takes `ms` per pass. */
@@ -66,23 +67,35 @@ test('events during a pass merge into exactly one follow-up pass; passes never o
 });
 
 test('the housekeeping tick runs a pass when nothing else does, never more often than its interval', async () => {
-  const p = fakePass(1);
-  const at: number[] = [];
+  // On a clock the test steps: the tick's interval is counted from the end of the last pass.
+  const clock = new FakeClock();
+  const at: bigint[] = [];
   const c = new Controller(
     async (t) => {
-      if (t.sources.housekeeping) at.push(performance.now());
-      await p.fn(t);
+      if (t.sources.housekeeping) at.push(clock.now());
     },
-    { housekeepingIntervalMs: 40 },
+    { housekeepingIntervalMs: 40, clock },
   );
   c.start();
-  // A condition, not a fixed sleep: on a loaded machine the ticks come late, never early.
-  await waitFor('three housekeeping passes', () => at.length >= 3, 10_000);
+  await c.idle();
+  const t0 = clock.now();
+  await clock.step(39);
+  assert.deepEqual(at, [], 'not before its interval');
+  await clock.step(1);
+  await c.idle();
+  assert.deepEqual(at, [t0 + 40_000_000n]);
+  // A pass woken by something else puts the next tick a whole interval after it.
+  await clock.step(20);
+  c.notify('psi');
+  await c.idle();
+  await clock.step(39);
+  assert.equal(at.length, 1);
+  await clock.step(1);
+  await c.idle();
+  assert.deepEqual(at, [t0 + 40_000_000n, t0 + 100_000_000n]);
   await c.stop();
-  for (let i = 1; i < at.length; i++) assert.ok(at[i] - at[i - 1] >= 39, `housekeeping passes ${(at[i] - at[i - 1]).toFixed(1)} ms apart`);
-  const n = p.triggers.length;
-  await sleep(100);
-  assert.equal(p.triggers.length, n, 'no pass after stop');
+  await clock.step(1000);
+  assert.equal(at.length, 2, 'no pass after stop');
 });
 
 test('a pass that throws is reported and the loop goes on', async () => {

@@ -13,7 +13,7 @@ import type { EvictionReporter } from '../../src/agent/ports';
 import { compileConfig } from '../../src/policy/config';
 import { FakeNode, MiB, type FakePodInit } from '../support/fake-node';
 import { FakeNotifications } from '../support/fake-notifications';
-import { waitFor } from '../support/wait';
+import { stepUntil } from '../support/wait';
 import { tempDir } from '../support/temp-dir';
 
 // 900 MiB of pods on 1050 MiB: 150 MiB available, 50 MiB above the 100Mi line (near: < 228 MiB).
@@ -168,7 +168,7 @@ test('standing orders: withdrawn when the pod set changes under them, then place
   // the last listing (grower still in it) and the background refresh finds it gone.
   t.node.pod('grower').ready = false;
   await t.pass();
-  await waitFor('a pass on the new pod set', () => t.orders().includes('steady'), 2000);
+  await stepUntil(t.node.clock, 'a pass on the new pod set', () => t.orders().includes('steady'), 2000);
   await t.idle();
   const calls = t.orders();
   assert.deepEqual(calls.slice(calls.indexOf(null)), [null, 'steady'], JSON.stringify(calls));
@@ -236,7 +236,7 @@ test('standing orders: a used order becomes exactly one CRI stop and one report,
   t.node.pod('grower').workingSetBytes += 60 * MiB;
   t.sync();
   assert.deepEqual(t.node.kills, ['grower'], 'killed at the crossing, before any pass');
-  await waitFor('the confirmation', () => t.records.length > 0, 2000);
+  await stepUntil(t.node.clock, 'the confirmation', () => t.records.length > 0, 2000);
   await t.idle();
   await t.pass();
   await t.agent.stop();
@@ -271,8 +271,9 @@ test("standing orders: the confirmation's stop fails (runtime down): reported on
   t.node.pod('grower').stop = 'fail';
   t.node.pod('grower').workingSetBytes += 60 * MiB;
   t.sync();
-  await waitFor('the report', () => t.reports.length > 0, 2000);
-  await waitFor(
+  await stepUntil(t.node.clock, 'the report', () => t.reports.length > 0, 2000);
+  await stepUntil(
+    t.node.clock,
     'the failed stop',
     () => t.node.logged('StopPodSandbox after a standing order failed; the pod is already killed, the stop is tried again').length > 0,
     2000,
@@ -283,7 +284,7 @@ test("standing orders: the confirmation's stop fails (runtime down): reported on
   assert.ok(failed >= 1);
   t.node.pod('grower').stop = 'ok';
   await t.pass();
-  await waitFor('the stop done', () => t.node.logged('pod sandbox stopped after its standing order').length > 0, 2000);
+  await stepUntil(t.node.clock, 'the stop done', () => t.node.logged('pod sandbox stopped after its standing order').length > 0, 2000);
   await t.pass();
   await t.pass();
   await t.agent.stop();
@@ -313,7 +314,7 @@ test("standing orders: the line's wake-up reaches the loop before the order's us
   t.port.usesFlushable = false;
   t.node.pod('grower').workingSetBytes += 60 * MiB;
   t.sync();
-  await waitFor('the use', () => t.node.logged('standing order used on a pod already evicted; reported once').length > 0, 2000);
+  await stepUntil(t.node.clock, 'the use', () => t.node.logged('standing order used on a pod already evicted; reported once').length > 0, 2000);
   await t.idle();
   await t.pass();
   await t.agent.stop();
@@ -336,7 +337,7 @@ test("standing orders: a use written but not yet reported when the line's wake-u
   t.port.orderFiredDelayMs = 50;
   t.node.pod('grower').workingSetBytes += 60 * MiB;
   t.sync();
-  await waitFor('the report', () => t.reports.length > 0, 2000);
+  await stepUntil(t.node.clock, 'the report', () => t.reports.length > 0, 2000);
   await t.idle();
   await t.agent.stop();
   assert.deepEqual(killed, [GROWER_DIR], "one kill: the order's");
@@ -357,7 +358,7 @@ test("standing orders: a use that reaches the loop after the line's wake-up is n
   t.port.orderFiredDelayMs = 50;
   t.node.pod('grower').workingSetBytes += 60 * MiB;
   t.sync();
-  await waitFor('the report', () => t.reports.length > 0, 2000);
+  await stepUntil(t.node.clock, 'the report', () => t.reports.length > 0, 2000);
   await t.idle();
   await t.agent.stop();
   assert.deepEqual(t.node.kills, ['grower']);
@@ -375,7 +376,7 @@ test('standing orders: a used order whose kill failed: a warning, and the pass e
   t.port.killError = 'EACCES: permission denied, open cgroup.kill';
   t.node.pod('grower').workingSetBytes += 60 * MiB;
   t.sync();
-  await waitFor('the eviction', () => t.records.length > 0, 2000);
+  await stepUntil(t.node.clock, 'the eviction', () => t.records.length > 0, 2000);
   await t.idle();
   await t.agent.stop();
   assert.equal(t.node.logged('standing order used but its kill failed; the pass decides').length, 1);
@@ -399,7 +400,7 @@ test("standing orders: a use that reaches a busy loop after the order's TTL is s
   t.sync();
   t.node.clock.advance(1500);
   try {
-    await waitFor('the confirmation', () => t.records.length > 0, 2000);
+    await stepUntil(t.node.clock, 'the confirmation', () => t.records.length > 0, 2000);
   } finally {
     await t.idle();
     await t.agent.stop();
