@@ -1,11 +1,10 @@
-// Standing orders on memcg v1 threshold lines, the eventfd twin of
-// tripwire_orders.h: on a cgroup v1 or hybrid host a memory line is a cgroup.event_control
-// eventfd, and its crossing wakes whoever polls it. A thread of the addon, not the JS loop,
+// Standing orders on memcg v1 threshold lines: the eventfd source of the order engine
+// (order_engine.h; the tripwire is the other). On a cgroup v1 or hybrid host a memory line is a
+// cgroup.event_control eventfd, and its crossing wakes whoever polls it. The engine's thread
 // waits on the eventfds of the lines that hold an order; woken, it reads the line's usage file
-// (the eventfd fires both ways and carries no value), and on the way up writes the victim pod's
-// cgroup.kill at once (Linux 5.14; on a hybrid host in the cgroup2 mount, where runc creates the
-// pod's cgroup too), then tells the loop, where the order's callback runs. The JS pass takes tens of milliseconds
-// and grows with the pods on the node; this path is an epoll wake-up, one read and one write.
+// (the eventfd fires both ways and carries no value), and on the way up the engine confirms and
+// writes the victim pod's cgroup.kill (Linux 5.14; on a hybrid host in the cgroup2 mount, where
+// runc creates the pod's cgroup too); the order's JS callback runs on the loop.
 //
 // The thread waits with EPOLLET on a duplicate of each eventfd: the line's own uv_poll reads
 // (and so resets) the counter on the loop, and an edge-triggered epoll is woken by every signal
@@ -28,34 +27,23 @@
 // the inactive_file it just read; the kernel's threshold stays where the loop put it. An order
 // placed while usage is already past its usage line is checked the same way at its first read:
 // with the working set below the kubelet's line, it watches from its corrected line at once.
-//
-// Threads: Place, Withdraw and Stop run on the loop thread; the order thread reads the table
-// and writes the kill under the same mutex, so an fd is never closed under it.
 #pragma once
 
 #include <napi.h>
-#include <sys/epoll.h>
-#include <uv.h>
 
-#include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
-#include <vector>
 
-#include "fresh_signal.h"
-#include "order_use.h"
+#include "order_engine.h"
 #include "usage_pace.h"
 
 namespace evictd {
 
 struct AddonData;
 
-class EventfdOrders {
+class EventfdOrders : public OrderEngine {
  public:
   // Loop thread. Starts the thread and the loop's async handle; null and *err when it cannot.
   static EventfdOrders* Start(AddonData* data, int* err);
@@ -81,65 +69,34 @@ class EventfdOrders {
   // is closed the object deletes itself and tells `data` (AddonData::MaybeDone).
   void Stop();
 
-  // Loop thread: delivers the uses written so far now, as the async handle would on a later
-  // turn (a pass about to decide must know which pods are dead already).
-  void Flush();
-
-  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
-  // Crossings of a usage line where the working set, read fresh, was below the order's line.
-  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
-
  private:
   struct Entry {
+    OrderKill kill;
     int event_fd = -1;
     int usage_fd = -1;
-    int kill_fd = -1;
     uint64_t line_bytes = 0;
     uint64_t expires_ns = 0;
-    uint64_t placed_ns = 0;
-    std::string path;
     bool fired = false;
     bool below_seen = false;    // a read saw the usage below the line: the next one past it is a crossing
     uint64_t next_read_ns = 0;  // when the thread reads the usage again (0: at once)
     UsagePace pace;             // when the thread reads the usage again, below the line
-    FreshSignal signal;         // the kubelet's numbers of the line's cgroup, and its working-set line
-    std::string tag;            // the order's name in the use log
-  };
-  struct Outcome {
-    uint64_t id = 0;
-    OrderUse use;      // what JS is told (order_use.h)
-    std::string path;  // the kill's path
   };
 
-  explicit EventfdOrders(AddonData* data) : data_(data) {}
-  void Run();
-  void Woken(uint64_t id, uint64_t woken_ns);
-  void ReapKilled();
-  int64_t ReadDue(bool* fired);
+  explicit EventfdOrders(AddonData* data);
+  int64_t Due() override;
+  void Woken(uint64_t key, uint64_t woken_ns) override;
   bool Confirm(uint64_t id, Entry& entry, uint64_t woken_ns);
-  bool Fire(uint64_t id, Entry& entry, uint64_t working_set, uint64_t woken_ns, uint64_t check_ns);
-  int Wait(struct epoll_event* events, int max, int64_t wait_ns);
   void CloseEntry(Entry& entry);
-  static void OnAsync(uv_async_t* handle);
+  void Deliver(const OrderOutcome& outcome);
   static void OnClosed(uv_handle_t* handle);
 
   AddonData* data_;
-  int epoll_fd_ = -1;
-  int stop_fd_ = -1;
   int kick_fd_ = -1;  // a placed order: the thread reads its usage at once
-  std::thread thread_;
-  uv_async_t async_;
   std::unique_ptr<Napi::AsyncContext> async_context_;
-  std::mutex mutex_;  // entries_, outcomes_
-  std::unordered_map<uint64_t, Entry> entries_;
-  std::deque<Outcome> outcomes_;
-  // Pods killed since the last reap, under mutex_ (their cgroup directories).
-  std::vector<std::string> to_reap_;
+  std::unordered_map<uint64_t, Entry> entries_;  // under mutex_
   uint64_t next_id_ = 0;
   // Loop thread only: the callback of every order that may still report a use.
   std::unordered_map<uint64_t, Napi::FunctionReference> callbacks_;
-  std::atomic<uint64_t> used_{0};
-  std::atomic<uint64_t> refused_{0};
 };
 
 }  // namespace evictd

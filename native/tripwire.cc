@@ -176,8 +176,16 @@ void Tripwire::Load(Napi::Env env) {
   if (err == 0) {
     // Without its thread the lines still work; only standing orders are refused (setOrder).
     int orders_err = 0;
-    ring->orders = TripwireOrders::Start(ring, loop, &data_->use_log, &orders_err);
-    if (ring->orders == nullptr) orders_error_ = orders_err;
+    // Each use to its line, whatever became of the order since (TripwireLine::OrderFired).
+    auto deliver = [ring](const OrderOutcome& outcome) {
+      TripwireLine* line = ring->slots[outcome.key];
+      if (line != nullptr) line->OrderFired(outcome);
+    };
+    ring->orders = TripwireOrders::Start(&ring->program, loop, &data_->use_log, deliver, &orders_err);
+    if (ring->orders != nullptr)
+      ring->open_handles++;
+    else
+      orders_error_ = orders_err;
   }
   if (err != 0) {
     Unload();
@@ -254,7 +262,7 @@ void Tripwire::Unload() {
   ring->lines = 0;
   ring->holding = 0;
   // Joins the order thread (it only ever blocks in epoll_wait or for one kill write).
-  if (ring->orders != nullptr) ring->orders->Stop();
+  if (ring->orders != nullptr) ring->orders->Stop(ring, &TripwireRing::OnHandleClosed);
   if (ring->open_handles == 0) {
     Destroy(ring);
     return;

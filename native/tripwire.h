@@ -13,13 +13,14 @@
 #include <cstdint>
 #include <string>
 
+#include "tripwire_line.h"
+
 namespace evictd {
 
 struct AddonData;
-class TripwireLine;
 struct TripwireRing;
 
-class Tripwire {
+class Tripwire final : public TripwireLineHost {
  public:
   // Exports tripwireStatus() and, where built, tripwireLoad() and openTripwire(); where built,
   // makes the environment's tripwire (data->tripwire).
@@ -36,14 +37,14 @@ class Tripwire {
                     double usage_bytes, Napi::Function callback);
   // Moves an open line in place: the program reads it at the next charge (no registration, no
   // grace period).
-  void Rearm(int slot, double line_bytes, double usage_bytes);
+  void Rearm(int slot, double line_bytes, double usage_bytes) override;
   // Places `slot`'s standing order (kill_fd: an open cgroup.kill, owned from now on) for
   // `ttl_ms`, confirmed at the kill on the working set of `memory_dir` read fresh against
   // `working_set_line` bytes, or with kill_fd -1 withdraws it. Returns the order's generation
   // (0: withdrawn), -1 when this load has no order thread (kill_fd left open), or -2 with *err
   // set when the cgroup's files cannot be opened (kill_fd closed).
-  int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, const std::string& memory_dir = "",
-                   uint64_t working_set_line = 0, const std::string& tag = "", int* err = nullptr);
+  int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, const std::string& memory_dir,
+                   uint64_t working_set_line, const std::string& tag, int* err) override;
   // { built, loaded, lines, loadMs, attachMs, rootUsageBytes, events, ringbufFull, error? }
   Napi::Object Status(Napi::Env env) const;
   // The last load's failure as a JS error (code, errno, syscall 'bpf', stage).
@@ -54,10 +55,10 @@ class Tripwire {
   // What a line tells its tripwire. Release: the line stops firing now and frees its slot.
   // Hold: it starts or stops holding the loop (started, ref'd and open). Later: run its
   // RunLater() on the next loop turn. Forget: its object is finalized while still attached.
-  void Release(TripwireLine* line);
-  void Hold(bool holds);
-  void Later(TripwireLine* line);
-  void Forget(TripwireLine* line);
+  void Release(TripwireLine* line) override;
+  void Hold(bool holds) override;
+  void Later(TripwireLine* line) override;
+  void Forget(TripwireLine* line) override;
 
   // The environment is going away: every line ends without running JS and the program is
   // unloaded, its BPF object freed from the last handle's close callback.

@@ -13,9 +13,8 @@
 #include "clock.h"
 #include "errors.h"
 #include "js_call.h"
+#include "order_engine.h"
 #include "order_use.h"
-#include "tripwire.h"
-#include "tripwire_orders.h"
 
 namespace evictd {
 
@@ -69,7 +68,7 @@ void TripwireLine::Prepare(const std::string& dir, Napi::Function callback) {
   async_context_ = std::make_unique<Napi::AsyncContext>(Env(), "evictd:KernelWatcher", Value());
 }
 
-void TripwireLine::Attach(Tripwire* tripwire, int slot) {
+void TripwireLine::Attach(TripwireLineHost* tripwire, int slot) {
   tripwire_ = tripwire;
   slot_ = slot;
   closed_ = false;
@@ -242,7 +241,7 @@ Napi::Value TripwireLine::SetOrder(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!open() || slot_ < 0) throw Napi::Error::New(env, "tripwire watcher is closed");
   if (info.Length() >= 1 && info[0].IsNull()) {
-    tripwire_->SetOrder(slot_, -1, "", 0);
+    tripwire_->SetOrder(slot_, -1, "", 0, "", 0, "", nullptr);
     order_generation_ = 0;
     // The callback stays: a use written just before the withdrawal is still delivered.
     return Napi::Boolean::New(env, true);
@@ -286,20 +285,8 @@ void TripwireLine::OrderFired(const OrderOutcome& outcome) {
   if (outcome.generation == order_generation_) order_generation_ = 0;
   Napi::Env env = Env();
   if (!CanRunJs(env)) return;
-  const tripwire_order_event& e = outcome.event;
-  OrderUse use;
-  use.usage_bytes = outcome.working_set_bytes;
-  use.line_bytes = outcome.line_bytes;
-  use.charge_began_ns = e.began_ns;
-  use.fired_ns = e.ktime_ns;
-  use.killed_ns = outcome.killed_ns;
-  use.placed_ns = outcome.placed_ns;
-  use.error = outcome.error;
-  use.check_ns = outcome.check_ns;
-  use.log_error = outcome.log_error;
-  use.trigger_bytes = static_cast<int64_t>(e.usage_pages * kPageSize);
   char text[kOrderUseTextSize];
-  size_t len = FormatOrderUse(use, text);
+  size_t len = FormatOrderUse(outcome.use, text);
   Napi::HandleScope scope(env);
   napi_value args[] = {Napi::String::New(env, text, len), Napi::String::New(env, outcome.path)};
   CallJs(env, *async_context_, Value(), order_callback_.Value(), 2, args);

@@ -1,8 +1,40 @@
 // One memcg tripwire line as JS sees it: a watcher's face (start, stop, close, ref, unref,
-// hasRef, read, closed) plus rearm() and setOrder() (tripwire_orders.h). It has no fd and no uv handle of its own: the
-// environment's Tripwire polls the ring buffer and calls Crossed() for this line's records, holds the loop for it, and
-// runs what must wait for the next loop turn. Only built with EVICTD_TRIPWIRE; loop thread only.
+// hasRef, read, closed) plus rearm() and setOrder() (tripwire_orders.h). It has no fd and no uv
+// handle of its own: the environment's Tripwire polls the ring buffer and calls Crossed() for this
+// line's records, holds the loop for it, and runs what must wait for the next loop turn; the line
+// knows it only as its TripwireLineHost. Only built with EVICTD_TRIPWIRE; loop thread only.
 #pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace evictd {
+
+class TripwireLine;
+
+// What a line asks of the environment's tripwire (tripwire.h implements it): the line is below
+// it, and knows it only by this.
+class TripwireLineHost {
+ public:
+  // The line stops firing now and frees its slot.
+  virtual void Release(TripwireLine* line) = 0;
+  // It starts or stops holding the loop (started, ref'd and open).
+  virtual void Hold(bool holds) = 0;
+  // Run its RunLater() on the next loop turn.
+  virtual void Later(TripwireLine* line) = 0;
+  // Its object is finalized while still attached.
+  virtual void Forget(TripwireLine* line) = 0;
+  // Moves the line of `slot` in place (Tripwire::Rearm).
+  virtual void Rearm(int slot, double line_bytes, double usage_bytes) = 0;
+  // Places or withdraws `slot`'s standing order (Tripwire::SetOrder).
+  virtual int64_t SetOrder(int slot, int kill_fd, const std::string& path, double ttl_ms, const std::string& memory_dir,
+                           uint64_t working_set_line, const std::string& tag, int* err) = 0;
+
+ protected:
+  ~TripwireLineHost() = default;
+};
+
+}  // namespace evictd
 
 #ifdef EVICTD_TRIPWIRE
 #include <linux/types.h>
@@ -17,7 +49,6 @@
 
 namespace evictd {
 
-class Tripwire;
 struct OrderOutcome;
 
 class TripwireLine : public Napi::ObjectWrap<TripwireLine> {
@@ -30,7 +61,7 @@ class TripwireLine : public Napi::ObjectWrap<TripwireLine> {
   // A new line, in two steps around the arming: Prepare may throw (nothing is armed yet);
   // Attach binds it to its slot, and from then on it lives until closed.
   void Prepare(const std::string& dir, Napi::Function callback);
-  void Attach(Tripwire* tripwire, int slot);
+  void Attach(TripwireLineHost* tripwire, int slot);
 
   // A crossing of this line, from the ring buffer's poll callback, read at `now_ns`: to
   // the JS callback now if started, else held for start().
@@ -66,9 +97,9 @@ class TripwireLine : public Napi::ObjectWrap<TripwireLine> {
   Napi::Value SetOrder(const Napi::CallbackInfo& info);
   Napi::Value IsClosed(const Napi::CallbackInfo& info);
 
-  Tripwire* tripwire_ = nullptr;  // null until attached and once ended
-  int slot_ = -1;                 // in the program's line table; -1 once released
-  std::string dir_;               // the cgroup directory, the path of its errors
+  TripwireLineHost* tripwire_ = nullptr;  // null until attached and once ended
+  int slot_ = -1;                         // in the program's line table; -1 once released
+  std::string dir_;                       // the cgroup directory, the path of its errors
   bool started_ = false;
   bool refed_ = true;
   bool holds_ = false;    // counted by the tripwire as holding the loop

@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "bpf/memcg_tripwire.h"
-#include "tripwire.h"
 #include "tripwire_orders.h"
 #include "tripwire_program.h"
 
 namespace evictd {
+
+class Tripwire;
+class TripwireLine;
 
 constexpr uint64_t kPageSize = 4096;
 
