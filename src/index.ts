@@ -80,6 +80,7 @@ export { NodeObserver, type NodeObserverOptions, type NodeReading } from './node
 export {
   CriClient,
   CriError,
+  EvictError,
   evictPod,
   parseEndpoint,
   podStatsFromContainers,

@@ -26,34 +26,45 @@ export interface EvictTimings {
 
 export type EvictStep = 'listContainers' | 'stopContainer' | 'stopPodSandbox' | 'removePodSandbox';
 
+/** A pod stopped: its running containers and how long each step took. */
 export interface EvictResult {
-  ok: boolean;
   sandboxId: string;
   containerIds: string[];
   timings: EvictTimings;
-  /** Set when ok is false: the step that failed and its error. */
-  failedStep?: EvictStep;
-  error?: CriError;
+}
+
+/**
+ * An eviction that failed at one step: the runtime's error for that call (a CriError, so a
+ * caller branches on `code` as for any CRI call), the step, and what was done before it.
+ */
+export class EvictError extends CriError {
+  readonly step: EvictStep;
+  /** the containers it was stopping and the steps' timings up to the failure */
+  readonly partial: EvictResult;
+
+  constructor(step: EvictStep, cause: CriError, partial: EvictResult) {
+    super(cause.rpc, cause.grpcCode, cause.details, cause.attempts);
+    this.step = step;
+    this.partial = partial;
+  }
 }
 
 /**
  * Evicts one pod the way the kubelet kills it: stop every running container with the grace
- * period (in parallel; 0 = SIGKILL at once), then stop the sandbox, then remove it. Never
- * throws for runtime failures and never waits past the deadlines: a failed or timed-out step
- * ends the eviction with ok=false, so the caller can move on to the next candidate. Like the
+ * period (in parallel; 0 = SIGKILL at once), then stop the sandbox, then remove it. Never waits
+ * past the deadlines: a failed or timed-out step ends the eviction with an EvictError (as every
+ * CRI call throws its CriError), so the caller can move on to the next candidate. Like the
  * kubelet, a failed container stop does not go on to stop the sandbox.
  */
 export async function evictPod(client: CriClient, sandboxId: string, gracePeriodSeconds: number, opts: EvictOptions = {}): Promise<EvictResult> {
   const now = opts.now ?? (() => performance.now());
   const t0 = now();
   const timings: EvictTimings = { listMs: 0, stopContainersMs: 0, perContainerMs: {}, stopSandboxMs: 0, removeSandboxMs: 0, totalMs: 0 };
-  const result: EvictResult = { ok: false, sandboxId, containerIds: [], timings };
+  const result: EvictResult = { sandboxId, containerIds: [], timings };
   const grace = Math.max(0, Math.floor(gracePeriodSeconds));
-  const fail = (step: EvictStep, err: unknown, rpc: string): EvictResult => {
-    result.failedStep = step;
-    result.error = asCriError(rpc, err);
+  const fail = (step: EvictStep, err: unknown, rpc: string): never => {
     timings.totalMs = now() - t0;
-    return result;
+    throw new EvictError(step, asCriError(rpc, err), result);
   };
 
   let t = now();
@@ -102,7 +113,6 @@ export async function evictPod(client: CriClient, sandboxId: string, gracePeriod
     }
     timings.removeSandboxMs = now() - t;
   }
-  result.ok = true;
   timings.totalMs = now() - t0;
   return result;
 }

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { CriClient, evictPod } from '../../cri';
+import { CriClient, evictPod, type EvictError, type EvictResult } from '../../cri';
 import { containerConfig, sandboxConfig, type SandboxSpec } from '../sandbox-config';
 import { ensureHarness, HARNESS_CGROUP, IMAGES, type Harness } from '../harness';
 import { badValue, UsageError } from '../../errors';
@@ -163,10 +163,12 @@ export async function run(argv: string[]): Promise<number> {
       const poll = setInterval(() => {
         if (!backAt && readUsage(file) <= target) backAt = performance.now();
       }, 1);
-      const r = await evictPod(client, sb, 0, { remove: false });
-      if (!r.ok) {
+      let r: EvictResult;
+      try {
+        r = await evictPod(client, sb, 0, { remove: false });
+      } catch (err) {
         clearInterval(poll);
-        throw new Error(`eviction of pod ${i} failed at ${r.failedStep}: ${r.error?.message}`);
+        throw new Error(`eviction of pod ${i} failed at ${(err as EvictError).step}: ${(err as Error).message}`, { cause: err });
       }
       const wait = Date.now() + 5000;
       while (!backAt && Date.now() < wait) {
