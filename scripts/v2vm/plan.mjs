@@ -63,7 +63,10 @@ if (!Number.isInteger(labs) || labs < 1 || suites.length === 0) {
 }
 const files = suites.flatMap((suite) => {
   const dir = path.join('dist/test', suite);
-  if (!fs.existsSync(dir)) throw new Error(`plan: ${dir} is missing: build first (npm run build)`);
+  if (!fs.existsSync(dir)) {
+    console.error(`plan: no ${dir} (a suite of the lab: kernel, e2e or agent, built by npm run build)`);
+    process.exit(2);
+  }
   return fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.test.js'))
