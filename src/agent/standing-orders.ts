@@ -108,15 +108,12 @@ export class StandingOrders {
     // On disk before the mechanism can use it: a kill its thread writes while this process dies
     // is found by the next start (order-journal.ts).
     for (const c of wanted) this.journal(c, byUid.get(c.pod.uid));
-    const held = this.book.heldLines(now);
-    const kept = new Set<LineKey>();
+    // Lines crossed with their order on: left as they stand, wanted or not, until the use arrives
+    // or the hold is over (OrderBook.crossed).
+    const kept = this.book.heldLines(now);
     for (const choice of wanted) {
       const line = lineKey(choice.signal, choice.thresholdIndex);
-      // Crossed with its order on: left as it stands until the use arrives or the hold is over.
-      if (held.has(line)) {
-        kept.add(line);
-        continue;
-      }
+      if (kept.has(line)) continue;
       const pod = byUid.get(choice.pod.uid);
       const pl = pod
         ? arming.setOrder(line, { podCgroupDir: choice.podCgroupDir, ttlMs: choice.ttlMs, tag: tagOf(choice) })
@@ -136,7 +133,7 @@ export class StandingOrders {
         this.o.logger.info({ ...fields, replaces: replaced ? replaced.choice.pod.name : undefined }, 'standing order placed');
       }
     }
-    // Orders this pass did not place again (and not held): withdrawn, saying why.
+    // Orders this pass did not place again and not held: withdrawn, saying why.
     const why = new Map(p.orders.map((d) => [lineKey(d.signal, d.thresholdIndex), d.order ? 'refused' : d.why]));
     for (const r of this.book.standing()) {
       if (kept.has(r.line)) continue;

@@ -370,6 +370,29 @@ test("standing orders: a use that reaches the loop after the line's wake-up is n
   assert.equal(t.reports.length, 1);
 });
 
+test("standing orders: the crossed line's order is left alone by a pass that finds the node far and the pod still listed (the runtime has not seen the kill yet)", async () => {
+  const t = start();
+  await t.idle();
+  // The kill frees the pod's memory at once; the runtime still lists its sandbox ready. A
+  // mechanism that delivers a use only to the order in force, 50 ms after the kill, and the
+  // thread lags (no flush): the pass the wake-up runs sees the same pods, the node far, no order wanted.
+  t.port.onKill = (dir) => t.node.cgroups.kill(dir.slice('/fake'.length));
+  t.port.dropsStaleUses = true;
+  t.port.orderFiredDelayMs = 50;
+  t.port.usesFlushable = false;
+  t.node.pod('grower').workingSetBytes += 60 * MiB;
+  t.sync();
+  await stepUntil(t.node.clock, 'the report', () => t.reports.length > 0, 2000);
+  await t.idle();
+  await t.agent.stop();
+  assert.deepEqual(t.node.kills, ['grower']);
+  assert.deepEqual(
+    t.records.map((r) => [r.pod.name, r.ok, r.action]),
+    [['grower', true, 'standing-order']],
+  );
+  assert.equal(t.reports.length, 1);
+});
+
 test('standing orders: a used order whose kill failed: a warning, and the pass evicts as without an order', async () => {
   const t = start();
   await t.idle();
