@@ -184,6 +184,8 @@ export class StandingOrders {
     const r = this.book.standingOn(line);
     if (!r) return;
     this.book.withdraw(r, 'no-line');
+    this.o.metrics.ordersWithdrawn.inc({ reason: 'no-line' });
+    this.o.logger.info({ ...orderFields(r.line, r.choice), reason: 'no-line' }, 'standing order withdrawn');
     this.setGauge();
   }
 
