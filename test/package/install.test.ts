@@ -60,8 +60,9 @@ function docExample(): string {
 
 let embedderApp = '';
 /** The one install the embedder's tests share (an install builds the addon: about a minute). */
+let embedderOutput = '';
 function embedder(): string {
-  embedderApp ||= install('embedder').app;
+  if (!embedderApp) ({ app: embedderApp, output: embedderOutput } = install('embedder'));
   return embedderApp;
 }
 
@@ -111,6 +112,8 @@ test('npm pack + npm install: require("evictd") loads and the docs/embedding.md 
   assert.ok(where.startsWith(path.join(app, 'node_modules', 'evictd')), where);
   const loaded = sh('node', ['-e', "const e = require('evictd'); process.stdout.write(String(e.nativeAvailable()) + ' ' + typeof e.evaluate)"], app);
   assert.equal(loaded, 'true function', 'the addon was built on install and the policy is there');
+  // Built by and for the Node that runs this suite (the machine's, or the LTS of npm run test:lts).
+  assert.ok(embedderOutput.includes(`using node@${process.versions.node} `), `node-gyp built for another Node:\n${embedderOutput.slice(-2000)}`);
 
   fs.writeFileSync(path.join(app, 'example.js'), docExample());
   const out = sh('node', ['example.js'], app);
