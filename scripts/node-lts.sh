@@ -36,6 +36,8 @@ if [[ ! -x $dir/bin/node || ! -f $dir/include/node/common.gypi ]]; then
   mkdir -p "$cache"
   rm -rf "$dir"
   mv "$work/unpacked/package" "$dir"
+  rm -rf "$work"
+  trap - EXIT
 fi
 
 if [[ ${1:-} == --print ]]; then echo "$dir"; exit 0; fi
