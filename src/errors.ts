@@ -73,6 +73,25 @@ export function badValue(field: string, value: unknown, problem: string): UsageE
   return new UsageError(`${field}: ${formatValue(value)}: ${problem}`);
 }
 
+/** What a file could not be opened for, in words with the errno's name: "no such file (ENOENT)". */
+export function fileProblem(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const words = code === undefined ? undefined : FILE_ERRORS[code];
+  if (words) return `${words} (${code})`;
+  return code ?? (err instanceof Error ? err.message : String(err));
+}
+
+const FILE_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'not permitted',
+  EISDIR: 'a directory, not a file',
+  ENOTDIR: 'a path through something that is not a directory',
+  ELOOP: 'a loop of symbolic links',
+  EROFS: 'a read-only file system',
+  ENOSPC: 'no space left on the device',
+};
+
 /**
  * The first line of a YAML (or JSON) parse error, and for a key given twice, which key: the
  * parser says only where ("Map keys must be unique at line 5, column 1"), and the kubelet's

@@ -22,7 +22,7 @@ import type { Logger } from 'pino';
 import type { EvictionConfig, PolicyConfig } from '../policy/config';
 import type { PolicyState } from '../policy/evaluate';
 import type { ActivePod, FilesystemLayout, NodeCondition, PodSpec } from '../policy/types';
-import { badValue } from '../errors';
+import { badValue, fileProblem } from '../errors';
 import { admissionLine, recordedState, recordingHeader, type RecordedState } from '../sim/recording';
 import { lineEnds, podText, SpecTexts, type LineEnds } from '../sim/recording-text';
 import type { PassTrigger } from './controller';
@@ -127,7 +127,7 @@ export class Recorder {
     try {
       fd = fs.openSync(this.o.path, 'w', 0o600);
     } catch (err) {
-      throw badValue('--record', this.o.path, `cannot be written: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw badValue('--record', this.o.path, `cannot be written: ${fileProblem(err)}`);
     }
     const stream = fs.createWriteStream('', { fd });
     stream.on('error', (err) => this.o.logger.error({ err, path: this.o.path }, 'recording: write failed; recording stops'));

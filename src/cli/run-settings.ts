@@ -18,7 +18,7 @@ import {
   type PolicyConfig,
 } from '../policy/config';
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
-import { badValue, UsageError, yamlProblem } from '../errors';
+import { badValue, fileProblem, UsageError, yamlProblem } from '../errors';
 import { Quantity, QuantityError } from '../policy/quantity';
 import { LOG_LEVELS, type ParsedFlags } from './run-flags';
 
@@ -134,7 +134,7 @@ export function configFromFile(configFile: string): EvictionConfig {
   try {
     text = fs.readFileSync(configFile, 'utf8');
   } catch (err) {
-    throw badValue('--config', configFile, (err as NodeJS.ErrnoException).code ?? String(err));
+    throw badValue('--config', configFile, fileProblem(err));
   }
   let doc: unknown;
   try {

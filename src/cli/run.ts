@@ -25,7 +25,7 @@ import { orderCounts } from '../kernel/order-event';
 import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
 import { nativeAvailable, nativeLoadError } from '../kernel/addon';
 import { formatDuration } from '../policy/duration';
-import { badValue } from '../errors';
+import { badValue, fileProblem } from '../errors';
 import { parseFlags, runUsage, type ParsedFlags } from './run-flags';
 import { checkMemoryBrake, settingsFromFlags, type AdmissionAddress } from './run-settings';
 import type { AdmissionListen } from '../kube/admission-server';
@@ -350,7 +350,7 @@ function admissionListen(a: AdmissionAddress): AdmissionListen {
     try {
       return fs.readFileSync(file, 'utf8');
     } catch (err) {
-      throw badValue(flag, file, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+      throw badValue(flag, file, fileProblem(err));
     }
   };
   const tls = {

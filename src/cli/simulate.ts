@@ -8,7 +8,7 @@ import { differenceText, replay } from '../sim/replay';
 import { whatIf } from '../sim/what-if';
 import { whatIfText } from '../sim/what-if-text';
 import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfiguration, type EvictionFlags, type PolicyConfig } from '../policy/config';
-import { UsageError, badValue, yamlProblem } from '../errors';
+import { UsageError, badValue, fileProblem, yamlProblem } from '../errors';
 import type { Command } from './command';
 import { THRESHOLD_FLAGS, configFromFile } from './run-settings';
 
@@ -43,7 +43,7 @@ function readInput(file: string): string {
   try {
     return file === '-' ? fs.readFileSync(0, 'utf8') : fs.readFileSync(file, 'utf8');
   } catch (e) {
-    throw new UsageError(`simulate: cannot read ${JSON.stringify(file)}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UsageError(`simulate: cannot read ${JSON.stringify(file)}: ${fileProblem(e)}`);
   }
 }
 

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { badValue, UsageError, yamlProblem } from '../errors';
+import { badValue, fileProblem, UsageError, yamlProblem } from '../errors';
 
 export interface KubeConfig {
   /** https://host:port, no trailing slash */
@@ -57,7 +57,7 @@ export function loadKubeconfig(file: string, contextName?: string, from = '--kub
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw badValue(from, file, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    throw badValue(from, file, fileProblem(err));
   }
   let doc: Record<string, unknown>;
   try {

@@ -104,11 +104,11 @@ describe('credentials', () => {
     const missing = path.join(tmp(), 'nope');
     assert.throws(
       () => credentials(undefined, { KUBECONFIG: `${missing}:/other` }),
-      (err: unknown) => err instanceof UsageError && err.message === `$KUBECONFIG: ${JSON.stringify(missing)}: ENOENT`,
+      (err: unknown) => err instanceof UsageError && err.message === `$KUBECONFIG: ${JSON.stringify(missing)}: no such file (ENOENT)`,
     );
     assert.throws(
       () => credentials(missing, {}),
-      (err: unknown) => err instanceof UsageError && err.message === `--kubeconfig: ${JSON.stringify(missing)}: ENOENT`,
+      (err: unknown) => err instanceof UsageError && err.message === `--kubeconfig: ${JSON.stringify(missing)}: no such file (ENOENT)`,
     );
   });
 });

@@ -379,7 +379,7 @@ test("run: /admit TLS files that cannot serve (missing, or a key not the certifi
       f('nope.crt'),
     ]);
     assert.equal(missing.status, 2, missing.stderr);
-    assert.match(missing.stderr, new RegExp(`^evictd: --admission-client-ca-file: "${f('nope.crt')}": ENOENT$`, 'm'));
+    assert.match(missing.stderr, new RegExp(`^evictd: --admission-client-ca-file: "${f('nope.crt')}": no such file \\(ENOENT\\)$`, 'm'));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -93,7 +93,7 @@ test('bad input: one UsageError naming the flag and the value', () => {
     [['--psi-trigger', 'some 1'], /--psi-trigger: "some 1"/],
     [['--notifications', 'maybe'], /--notifications: "maybe"/],
     [['--pod-source', 'etcd'], /--pod-source: "etcd"/],
-    [['--config', '/nonexistent/kubelet.yaml'], /--config: "\/nonexistent\/kubelet.yaml": ENOENT/],
+    [['--config', '/nonexistent/kubelet.yaml'], /--config: "\/nonexistent\/kubelet.yaml": no such file \(ENOENT\)$/],
     [['--dry-run=perhaps'], /--dry-run: "perhaps"/],
     [['--eviction-hard'], /--eviction-hard: needs a value/],
     [['--frobnicate'], /unknown flag --frobnicate/],

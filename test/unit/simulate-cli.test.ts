@@ -109,5 +109,5 @@ for (const [name, text, message] of bad) {
 test('a missing file is a usage error', () => {
   const r = simulate(path.join(dir, 'nope.yaml'));
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /nope\.yaml.*ENOENT/);
+  assert.match(r.stderr, /nope\.yaml.*: no such file \(ENOENT\)$/m);
 });
