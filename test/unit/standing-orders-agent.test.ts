@@ -94,6 +94,27 @@ function start(s: Setup = {}) {
   return { node, port, agent, records, reports, sync, idle, pass, orders, metric };
 }
 
+type Started = ReturnType<typeof start>;
+
+/** grower allocates 60 MiB, past the line; waits, on the fake clock, for the report, then stops the agent. */
+async function crossThenStop(t: Started): Promise<void> {
+  t.node.pod('grower').workingSetBytes += 60 * MiB;
+  t.sync();
+  await stepUntil(t.node.clock, 'the report', () => t.reports.length > 0, 2000);
+  await t.idle();
+  await t.agent.stop();
+}
+
+/** One eviction, grower's, by its order: one kill, one record, one report. */
+function assertOneOrderEviction(t: Started): void {
+  assert.deepEqual(t.node.kills, ['grower']);
+  assert.deepEqual(
+    t.records.map((r) => [r.pod.name, r.ok, r.action]),
+    [['grower', true, 'standing-order']],
+  );
+  assert.equal(t.reports.length, 1);
+}
+
 test('standing orders: near a hard line, the pod the kubelet would evict is named on that line', async () => {
   const t = start();
   await t.idle();
@@ -356,18 +377,9 @@ test("standing orders: a use that reaches the loop after the line's wake-up is n
   // while the line's wake-up runs a pass at once (which finds the node far from the line now).
   t.port.dropsStaleUses = true;
   t.port.orderFiredDelayMs = 50;
-  t.node.pod('grower').workingSetBytes += 60 * MiB;
-  t.sync();
-  await stepUntil(t.node.clock, 'the report', () => t.reports.length > 0, 2000);
-  await t.idle();
-  await t.agent.stop();
-  assert.deepEqual(t.node.kills, ['grower']);
+  await crossThenStop(t);
+  assertOneOrderEviction(t);
   assert.deepEqual(t.node.stops, [['grower', 0]]);
-  assert.deepEqual(
-    t.records.map((r) => [r.pod.name, r.ok, r.action]),
-    [['grower', true, 'standing-order']],
-  );
-  assert.equal(t.reports.length, 1);
 });
 
 test("standing orders: the crossed line's order is left alone by a pass that finds the node far and the pod still listed (the runtime has not seen the kill yet)", async () => {
@@ -380,17 +392,8 @@ test("standing orders: the crossed line's order is left alone by a pass that fin
   t.port.dropsStaleUses = true;
   t.port.orderFiredDelayMs = 50;
   t.port.usesFlushable = false;
-  t.node.pod('grower').workingSetBytes += 60 * MiB;
-  t.sync();
-  await stepUntil(t.node.clock, 'the report', () => t.reports.length > 0, 2000);
-  await t.idle();
-  await t.agent.stop();
-  assert.deepEqual(t.node.kills, ['grower']);
-  assert.deepEqual(
-    t.records.map((r) => [r.pod.name, r.ok, r.action]),
-    [['grower', true, 'standing-order']],
-  );
-  assert.equal(t.reports.length, 1);
+  await crossThenStop(t);
+  assertOneOrderEviction(t);
 });
 
 test('standing orders: a used order whose kill failed: a warning, and the pass evicts as without an order', async () => {
