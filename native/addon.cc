@@ -10,7 +10,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 
 #include "addon_data.h"
 #include "clock.h"
+#include "code_pages.h"
 #include "errors.h"
 #include "eventfd_orders.h"
 #include "fd.h"
@@ -181,45 +181,6 @@ Napi::Value SetRealtimePriority(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// lockMappedFiles(): mlock2(MLOCK_ONFAULT) on every file-backed mapping of this process (the
-// node binary, the shared libraries, this addon and libbpf). Near the end of memory the kernel
-// reclaims file pages first, and the agent's code is file pages: an agent idle for a while
-// finds its text evicted exactly when it must act, and each major fault then waits on a disk
-// that reclaim keeps busy. MLOCK_ONFAULT keeps what is resident and every page touched later,
-// without reading in code never run. Not mlockall: V8 gives heap pages back with madvise, which
-// fails on locked memory and aborts the process (seen at the first heap teardown); anonymous
-// memory is not reclaimed without swap anyway. Returns the bytes of the mappings locked; throws
-// the errno (EPERM or ENOMEM without CAP_IPC_LOCK past RLIMIT_MEMLOCK), with nothing left locked.
-Napi::Value LockMappedFiles(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  FILE* maps = fopen("/proc/self/maps", "re");
-  if (maps == nullptr) throw SystemError(env, errno, "open", "/proc/self/maps");
-  char* line = nullptr;
-  size_t cap = 0;
-  double locked = 0;
-  int err = 0;
-  while (getline(&line, &cap, maps) > 0) {
-    unsigned long start = 0, end = 0;
-    int path_at = -1;
-    // start-end perms offset dev inode path
-    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &start, &end, &path_at) < 2 || path_at < 0) continue;
-    const char* path = line + path_at;
-    if (path[0] != '/' || strstr(path, " (deleted)") != nullptr) continue;
-    if (mlock2(reinterpret_cast<void*>(start), end - start, MLOCK_ONFAULT) != 0) {
-      err = errno;
-      break;
-    }
-    locked += static_cast<double>(end - start);
-  }
-  free(line);
-  fclose(maps);
-  if (err != 0) {
-    munlockall();
-    throw SystemError(env, err, "mlock2", "");
-  }
-  return Napi::Number::New(env, locked);
-}
-
 // flushOrderUses(): delivers, now, the standing orders' uses their threads have written but the
 // loop has not yet been told of (their async handles run on a later turn). A pass calls it before
 // it decides, so that a pod an order killed an instant ago is confirmed, not evicted a second time.
@@ -287,6 +248,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("liveSources", Napi::Function::New(env, LiveSources, "liveSources"));
   exports.Set("setRealtimePriority", Napi::Function::New(env, SetRealtimePriority, "setRealtimePriority"));
   exports.Set("lockMappedFiles", Napi::Function::New(env, LockMappedFiles, "lockMappedFiles"));
+  exports.Set("shedFilePages", Napi::Function::New(env, ShedFilePages, "shedFilePages"));
   exports.Set("flushOrderUses", Napi::Function::New(env, FlushOrderUses, "flushOrderUses"));
   exports.Set("eventfdOrderStats", Napi::Function::New(env, EventfdOrderStats, "eventfdOrderStats"));
   exports.Set("setOrderUseLog", Napi::Function::New(env, SetOrderUseLog, "setOrderUseLog"));

@@ -3,7 +3,9 @@ import { EnvironmentError, UsageError } from '../errors';
 import type { Command } from './command';
 import { needsSourceCheckout } from './source-checkout';
 
-// Subcommands load lazily so `evictd simulate` does not pay for grpc or the addon.
+// Subcommands load lazily so `evictd simulate` does not pay for grpc or the addon, and the lab's
+// through one module, which the build bundles apart (lab-commands.ts).
+const lab = (): typeof import('./lab-commands') => require('./lab-commands');
 const commands: Record<string, { summary: string; load: () => Command }> = {
   run: { summary: 'run the eviction agent on this node', load: () => require('./run').run },
   record: { summary: 'observe this node as run does, act on nothing, record each pass to FILE', load: () => require('./record').record },
@@ -11,10 +13,10 @@ const commands: Record<string, { summary: string; load: () => Command }> = {
     summary: 'run the eviction policy on a scenario or a recording (FILE or -); what if, with threshold flags',
     load: () => require('./simulate').simulate,
   },
-  bench: { summary: 'benchmarks: policy | notify | cri | protect', load: () => needsSourceCheckout('evictd bench', () => require('./bench').bench) },
+  bench: { summary: 'benchmarks: policy | notify | cri | protect', load: () => needsSourceCheckout('evictd bench', () => lab().bench) },
   demo: {
     summary: 'real containerd, real cgroups, real eviction, end to end',
-    load: () => needsSourceCheckout('evictd demo', () => require('../lab/demo').demo),
+    load: () => needsSourceCheckout('evictd demo', () => lab().demo),
   },
 };
 
@@ -41,12 +43,18 @@ export async function dispatch(argv: string[]): Promise<number> {
 }
 
 /**
+ * An error's kind by its name, not `instanceof`: the lab's commands run from a bundle of their
+ * own (lab-commands.ts), whose copies of these classes are other classes with the same names.
+ */
+const isA = (err: unknown, kind: { name: string }): err is Error => err instanceof Error && err.name === kind.name;
+
+/**
  * What a failed command prints and its exit status: a bad input is one line and exit 2; what the
  * machine lacks (EnvironmentError) one line and exit 1; anything else is a bug: its stack, exit 1.
  */
 export function failure(err: unknown): { code: number; text: string } {
-  if (err instanceof UsageError || err instanceof ConfigError) return { code: 2, text: `evictd: ${err.message}\n` };
-  if (err instanceof EnvironmentError) return { code: 1, text: `evictd: ${err.message.replace(/\s*\n\s*/g, ' ')}\n` };
+  if (isA(err, UsageError) || isA(err, ConfigError)) return { code: 2, text: `evictd: ${err.message}\n` };
+  if (isA(err, EnvironmentError)) return { code: 1, text: `evictd: ${err.message.replace(/\s*\n\s*/g, ' ')}\n` };
   return { code: 1, text: `evictd: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n` };
 }
 

@@ -20,13 +20,13 @@ import { cgroupDir, detectCgroups } from '../node/cgroups';
 import { NodeObserver } from '../node/observer';
 import { setKillThreadPriority } from '../kernel/scheduling';
 import { reapCounts, setReapAfterKill } from '../kernel/reap';
-import { lockCode } from '../kernel/memory-lock';
 import { orderCounts } from '../kernel/order-event';
 import { sdNotify, watchdogIntervalMs } from '../kernel/sd-notify';
 import { nativeAvailable, nativeLoadError } from '../kernel/addon';
 import { formatDuration } from '../policy/duration';
 import { badValue, fileProblem } from '../errors';
 import { parseFlags, runUsage, type ParsedFlags } from './run-flags';
+import { lockCodeAtStart, shedCodeOnceStarted } from './code-pages';
 import { checkMemoryBrake, settingsFromFlags, type AdmissionAddress } from './run-settings';
 import type { AdmissionListen } from '../kube/admission-server';
 
@@ -124,22 +124,7 @@ export async function run(argv: string[]): Promise<number> {
 
   setReapAfterKill(s.reapKilled);
 
-  if (s.lockMemory) {
-    // Before anything is armed. What is mapped later is not covered: the BPF program's pages are
-    // kernel memory and need none, but libbpf, loaded with the tripwire, stays pageable for now.
-    try {
-      const bytes = lockCode();
-      logger.info({ mappedFilesBytes: bytes }, 'code locked in memory (mlock2 MLOCK_ONFAULT on the mapped files)');
-    } catch (err) {
-      // As with the priority: the node refuses it, the agent still does its job.
-      logger.warn(
-        { err: (err as Error).message },
-        nativeAvailable()
-          ? 'running with pageable code: mlock refused (CAP_IPC_LOCK missing and RLIMIT_MEMLOCK too low)'
-          : 'running with pageable code: the native addon did not load (see err)',
-      );
-    }
-  }
+  const codeLocked = s.lockMemory && lockCodeAtStart(logger);
 
   const metrics = new AgentMetrics({
     processMetrics: true,
@@ -270,6 +255,7 @@ export async function run(argv: string[]): Promise<number> {
     'evictd starting',
   );
   agent.start();
+  const stopShedding = shedCodeOnceStarted(() => agent.conditionsStale() === null, codeLocked, logger);
   // Under a unit of Type=notify: ready now; with WatchdogSec=, alive while the loop completes
   // passes (not while the runtime is down: restarting evictd would not bring it back).
   notifySystemd(`READY=1\nSTATUS=watching ${s.policy.thresholds.length} thresholds`, logger);
@@ -282,6 +268,7 @@ export async function run(argv: string[]): Promise<number> {
         }, watchdogMs / 2);
   watchdog?.unref();
   await stopped;
+  stopShedding();
   if (watchdog) clearInterval(watchdog);
   notifySystemd('STOPPING=1', logger);
   await agent.stop();

@@ -105,6 +105,8 @@ export interface NativeAddon {
   reapCounts?(): ReapCounts;
   /** mlock2(MLOCK_ONFAULT) on every file-backed mapping: the agent's code stays in RAM once touched; the bytes of the mappings */
   lockMappedFiles(): number;
+  /** madvise(MADV_PAGEOUT) on every file-backed mapping, unlocked and locked again when `locked`; the bytes of the mappings (absent from older builds) */
+  shedFilePages?(locked: boolean): number;
   /** Delivers now the standing orders' uses written on their threads (absent from older builds). */
   flushOrderUses?(): void;
   /** One sd_notify(3) datagram to $NOTIFY_SOCKET; false when it is not set. */

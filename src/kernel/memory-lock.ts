@@ -18,6 +18,25 @@ export function lockCode(): number {
 }
 
 /**
+ * Gives back the code pages a start touched and the agent no longer runs (native/code_pages.cc):
+ * each file-backed mapping paged out (MADV_PAGEOUT), locked again once touched when `locked`.
+ * Returns the resident file pages' bytes before and after (/proc/self/status RssFile), or null
+ * where the addon is too old to shed. Throws a KernelError when the lock cannot be taken again.
+ */
+export function shedCodePages(locked: boolean): { before: number; after: number } | null {
+  const shed = addon().shedFilePages;
+  if (!shed) return null;
+  const before = residentFileBytes();
+  shed(locked);
+  return { before, after: residentFileBytes() };
+}
+
+function residentFileBytes(): number {
+  const kb = /^RssFile:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))?.[1];
+  return kb === undefined ? 0 : Number(kb) * 1024;
+}
+
+/**
  * How many of a process's file-backed mappings there are, and how many are locked (smaps'
  * VmFlags "lo"); null when the process is gone.
  */

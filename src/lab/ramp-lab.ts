@@ -21,11 +21,12 @@ import readline from 'node:readline';
 import { walkCgroups } from '../node/cgroups';
 import { Quantity } from '../policy/quantity';
 import { hogSteps, type LabPod, type NodeLab } from './node-lab';
+import { SHIPPED_NODE_ARGS } from './shipped';
 
 export interface AgentProcessOptions {
   /** another build's bin/evictd.js (an A/B against a baseline tree); default this tree's */
   bin?: string;
-  /** arguments to node itself, before the script (e.g. the crash-point tests' --require) */
+  /** more arguments to node itself, after the shipped ones (shipped.ts), before the script (e.g. the crash-point tests' --require) */
   nodeArgs?: string[];
   lab: NodeLab;
   endpoint: string;
@@ -80,6 +81,7 @@ export class AgentProcess {
   static async start(o: AgentProcessOptions): Promise<AgentProcess> {
     const bin = o.bin ?? path.resolve(__dirname, '..', '..', '..', 'bin', 'evictd.js');
     const args = [
+      ...SHIPPED_NODE_ARGS,
       ...(o.nodeArgs ?? []),
       bin,
       ...(o.command ?? ['run']),

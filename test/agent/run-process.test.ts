@@ -62,6 +62,13 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   // Its code is locked in RAM (--lock-memory, on by default): every file it maps.
   const code = lockedFileMappings(agent.child.pid!);
   assert.ok(code && code.files > 0 && code.locked === code.files, JSON.stringify(code));
+  // Once its first pass is done it gives back the code pages its start touched, and keeps the
+  // lock on what it runs afterwards.
+  const shed = await agent.waitFor((l) => l.msg === 'code pages of the start given back (MADV_PAGEOUT)', slow(15_000));
+  const resident = shed.residentCodeMiB as { before: number; after: number };
+  assert.ok(resident.after < resident.before, JSON.stringify(resident));
+  const relocked = lockedFileMappings(agent.child.pid!);
+  assert.ok(relocked && relocked.locked === relocked.files, JSON.stringify(relocked));
   const r = await runRamp(lab, agent, { name: 'hog', rateMiBs: 500, targetMiB: 448 });
   assert.equal(r.outcome, 'evicted', JSON.stringify({ ...r, labPod: undefined }));
   assert.equal(r.oomKills, 0);

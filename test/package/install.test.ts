@@ -74,6 +74,7 @@ test('the tarball holds the product: no lab, no tests, no VM or harness scripts,
   const refused = files.filter(
     (f) =>
       f.startsWith('dist/src/lab/') ||
+      f === 'dist/src/cli/lab-commands.bundle.js' ||
       f.startsWith('dist/test/') ||
       f.startsWith('test/') ||
       f.startsWith('scripts/') ||

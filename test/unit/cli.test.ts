@@ -22,6 +22,27 @@ test('an unknown command is one line on stderr, exit 2, no stack', () => {
   assert.doesNotMatch(r.stderr, /\n\s+at /);
 });
 
+test("a lab command's bad input, thrown from the lab's own bundle, is still one line and exit 2", () => {
+  // main.bundle.js loads the demo and the benches from lab-commands.bundle.js, whose error classes
+  // are copies: main.ts tells an error's kind by its name.
+  const bundle = path.join(__dirname, '..', '..', 'src', 'cli', 'main.bundle.js');
+  assert.ok(fs.existsSync(bundle), 'npm run build made the bundle');
+  const r = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(bundle)}).main(['bench', 'nope'])`], { encoding: 'utf8' });
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.stderr, 'evictd: bench: unknown benchmark "nope" (one of policy, notify, cri, protect)\n');
+});
+
+test('failure(): a usage error of another copy of errors.ts is a usage error; a TypeError is a bug', () => {
+  const { failure } = require('../../src/cli/main') as typeof import('../../src/cli/main');
+  const Copy = class UsageError extends Error {
+    override readonly name = 'UsageError';
+  };
+  assert.deepEqual(failure(new Copy('--x: "y": no such flag')), { code: 2, text: 'evictd: --x: "y": no such flag\n' });
+  const bug = failure(Object.assign(new TypeError('x is undefined'), { name: 'TypeError' }));
+  assert.equal(bug.code, 1);
+  assert.match(bug.text, /TypeError: x is undefined\n\s+at /);
+});
+
 test('bin/evictd.js runs the bundle; in a source checkout, the tree when it was compiled after the bundle', () => {
   // A copy of bin/evictd.js over a dist/ whose two entries say which one ran.
   const dir = tempDir('bin');
