@@ -118,18 +118,40 @@ function samples(text: string): { name: string; labels: Record<string, string>; 
   });
 }
 
+/** ctr on the harness's containerd, in the CRI's namespace. */
+const ctr = (...args: string[]): string =>
+  execFileSync('ctr', ['--address', path.join(AGENT_HARNESS_DIR, 'containerd.sock'), '--namespace', 'k8s.io', ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 16 << 20,
+  });
+
 /** The image into the harness's containerd, as `ctr -n k8s.io images import` on a node; removed after the test. */
 function importImage(): string {
   const { tarball, name } = evictdImage();
-  const ctr = (...args: string[]) =>
-    execFileSync('ctr', ['--address', path.join(AGENT_HARNESS_DIR, 'containerd.sock'), '--namespace', 'k8s.io', ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
   ctr('images', 'import', tarball);
   cleanups.push(async () => {
     ctr('images', 'rm', '--sync', name);
   });
   return name;
+}
+
+/**
+ * How the container runs, from the runtime and the kernel: the seccomp filter containerd wrote
+ * for RuntimeDefault into its OCI spec, its process's /proc status, and whether that process
+ * runs its root's /usr/local/bin/node.
+ */
+function confinement(id: string): { seccomp: { defaultAction: string; syscalls: { names: string[]; action: string }[] }; status: string; imageNode: boolean } {
+  const spec = (JSON.parse(ctr('containers', 'info', id)) as { Spec: { linux: { seccomp: never } } }).Spec;
+  const pid = ctr('tasks', 'ls')
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .find((f) => f[0] === id)?.[1];
+  assert.ok(pid, `container ${id} has a task`);
+  // (readlink of /proc/PID/exe names the file from where the reader stands, which varies.)
+  const exe = fs.statSync(`/proc/${pid}/exe`);
+  const own = fs.statSync(`/proc/${pid}/root/usr/local/bin/node`);
+  return { seccomp: spec.linux.seccomp, status: fs.readFileSync(`/proc/${pid}/status`, 'utf8'), imageNode: exe.dev === own.dev && exe.ino === own.ino };
 }
 
 /** Where the test is, for a run cut short (the lab's VM timeout prints nothing of a test in progress). */
@@ -207,6 +229,18 @@ test("the DaemonSet's container from evictd's image on the lab's containerd: hea
   step('starting the first container');
   const first = await start();
   step('first container healthy');
+
+  // The image's node, under the RuntimeDefault filter (an allow list: bpf() allowed for a
+  // container holding CAP_BPF), no new privileges.
+  const conf = confinement(first.id);
+  assert.ok(conf.imageNode, "the process runs the image's /usr/local/bin/node");
+  assert.match(conf.status, /^Seccomp:\s+2$/m, 'a seccomp filter');
+  assert.match(conf.status, /^NoNewPrivs:\s+1$/m);
+  assert.equal(conf.seccomp.defaultAction, 'SCMP_ACT_ERRNO');
+  assert.ok(
+    conf.seccomp.syscalls.some((r) => r.action === 'SCMP_ACT_ALLOW' && r.names.includes('bpf')),
+    'RuntimeDefault allows bpf() for CAP_BPF',
+  );
 
   // Each memory line on the kernel mechanism this node has, loaded inside the container: the
   // tripwire's BPF program under the runtime's default seccomp profile on cgroup v2.
