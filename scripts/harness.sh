@@ -32,6 +32,9 @@ IMAGES=(pause busybox hog)
 log() { echo "harness: $*" >&2; }
 die() { log "$*"; exit 1; }
 ctr_() { ctr --address "$SOCK" --namespace "$NS" "$@"; }
+# oci_tarball: shared with scripts/image.sh
+# shellcheck source=scripts/oci.sh
+source "$(dirname "${BASH_SOURCE[0]}")/oci.sh"
 
 # A killed process whose parent never reaps it stays in /proc as a zombie: that is dead too.
 alive() { [ -d "/proc/$1" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
@@ -61,35 +64,6 @@ install_packages() {
     echo "harness: could not install ${need[*]} with apt-get (no network to Debian's mirror, or the dpkg lock held for more than ${wait} s); install them and retry" >&2
     exit 1
   fi
-}
-
-# Writes an OCI image layout tarball with one uncompressed layer made from directory $2.
-# Fixed mtimes and owners make the digests reproducible, so `up` is idempotent.
-oci_tarball() {
-  local name=$1 rootfs=$2 entry=$3 out=$4 work
-  work=$(mktemp -d "$IMAGE_CACHE/oci.XXXXXX")
-  mkdir -p "$work/blobs/sha256"
-  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$rootfs" -cf "$work/layer.tar" .
-  local layer lsize config csize manifest msize
-  layer=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
-  lsize=$(stat -c %s "$work/layer.tar")
-  mv "$work/layer.tar" "$work/blobs/sha256/$layer"
-  printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":%s,"Env":["PATH=/bin"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-    "$entry" "$layer" >"$work/config.json"
-  config=$(sha256sum "$work/config.json" | cut -d' ' -f1)
-  csize=$(stat -c %s "$work/config.json")
-  mv "$work/config.json" "$work/blobs/sha256/$config"
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
-    "$config" "$csize" "$layer" "$lsize" >"$work/manifest.json"
-  manifest=$(sha256sum "$work/manifest.json" | cut -d' ' -f1)
-  msize=$(stat -c %s "$work/manifest.json")
-  mv "$work/manifest.json" "$work/blobs/sha256/$manifest"
-  # containerd names the imported image after io.containerd.image.name.
-  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
-    "$manifest" "$msize" "$name" "${name##*:}" >"$work/index.json"
-  echo '{"imageLayoutVersion":"1.0.0"}' >"$work/oci-layout"
-  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work" -cf "$out" oci-layout index.json blobs
-  rm -rf "$work"
 }
 
 # Built images live in a cache shared by every harness directory and kept by `down`: they are

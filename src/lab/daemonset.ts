@@ -3,8 +3,10 @@
  * the lab can run the deployment as deployed (test/agent/deployment.test.ts): the pod's host
  * namespaces, the container's mounts (read-only and propagation as written), its security
  * context (capabilities, read-only root, no privilege escalation, user and group, seccomp), its
- * memory limit, args and env. What a node has and the lab does not is supplied by the caller:
- * a host directory per volume, and the image's content.
+ * memory limit, args and env, and its image (named as written: the caller imports the one
+ * scripts/image.sh builds under that name). The command is the image's entrypoint, as the
+ * kubelet leaves it when the container names none. What a node has and the lab does not is
+ * supplied by the caller: a host directory per volume, the values of fieldRefs.
  *
  * Anything in the container spec this does not translate is refused by name: a field added to
  * the DaemonSet later must be carried here (and so tested) or the test fails, instead of the
@@ -22,11 +24,6 @@ export interface DaemonSetDoc {
 export interface DaemonSetLabMapping {
   /** the host directory (or file) standing for each volume of the pod, by volume name */
   volumes: Record<string, string>;
-  /** the image to run, and what the shipped image would hold, mounted read-only from the host */
-  image: string;
-  imageMounts: Mount[];
-  /** the image's entrypoint (the DaemonSet gives args only) */
-  entrypoint: string[];
   /** values for env entries the kubelet fills from the pod (fieldRef), by variable name */
   fieldRefs: Record<string, string>;
   /** replaces args by exact match (what differs in the lab, each said by the caller) */
@@ -85,7 +82,7 @@ export function daemonSetToCri(
   refuseUnknown('containers[0]', c, CONTAINER_FIELDS);
   const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
 
-  const mounts: Mount[] = [...m.imageMounts.map((x) => ({ ...x, readonly: true }))];
+  const mounts: Mount[] = [];
   for (const vm of (c.volumeMounts as Record<string, unknown>[] | undefined) ?? []) {
     refuseUnknown(`volumeMounts[${String(vm.name)}]`, vm, MOUNT_FIELDS);
     const name = String(vm.name);
@@ -122,8 +119,7 @@ export function daemonSetToCri(
     pod: { ...pod, hostPid: spec.hostPID === true },
     container: {
       name: String(c.name),
-      image: m.image,
-      command: m.entrypoint,
+      image: String(c.image),
       args: [...args, ...(m.extraArgs ?? [])],
       env,
       ...(limit !== undefined ? { memoryLimitBytes: Quantity.parse(limit).value() } : {}),

@@ -1,13 +1,18 @@
 /**
  * The deployment as deployed: deploy/daemonset.yaml's container (src/lab/daemonset.ts) run on the
- * lab's containerd, with its mounts, read-only root, dropped capabilities, host PID and network,
- * and its args and config. What differs from a cluster, and why:
- * - the image: the lab's busybox with the host's node and this checkout mounted read-only where
- *   the shipped image has them (no image builder runs here);
+ * lab's containerd from the image it names, the one scripts/image.sh builds (imported with ctr,
+ * as on a node without a registry), with its mounts, read-only root, dropped capabilities,
+ * seccomp RuntimeDefault, host PID and network, and its args and config. What differs from a
+ * cluster, and why:
+ * - the image's way in: imported from the tarball, not pulled (no registry here); in the pure
+ *   cgroup v2 lab the host builds it before the VM boots (the guest cannot download);
  * - the pod source: the runtime's (no API server here);
  * - the thresholds: flags over the ConfigMap's (the lab's node has 512 MiB), the lab's node
  *   cgroup, a free metrics port, and on cgroup v2 the memory brake on.
- * It shows: the probes' endpoint healthy; on cgroup v2 a hog braked, the brake's record on the
+ * It shows: the probes' endpoint healthy; /metrics scraped, naming the image's Node 24 and the
+ * addon loaded; each memory line watched by the kernel mechanism the node has, the eBPF tripwire
+ * on cgroup v2 (loaded in the container, under the runtime's default seccomp profile), the memcg
+ * threshold eventfd on v1, in the log and in evictd_memory_line_mechanism; on cgroup v2 a hog braked, the brake's record on the
  * state dir's host path outliving a killed container and the next container releasing it; a hog
  * evicted; and after containerd is killed and started again (a new socket in the mounted
  * directory), the running container reaching the runtime again: the next hog is evicted too.
@@ -16,6 +21,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +32,7 @@ import { BRAKE_RECORD_FILE } from '../../src/agent/effects/brake-record';
 import { cgroupMode, skipped } from '../support/environment';
 import { waitFor } from '../support/wait';
 import { docs } from '../kube/manifests';
+import { evictdImage } from '../support/image';
 import { AGENT_HARNESS_DIR, MiB, criClient, healthz, hog, missingE2e, newLab, releaseHarness, restartContainerd, sleeper } from './agent-harness';
 
 const labs: NodeLab[] = [];
@@ -84,6 +91,69 @@ function shared(dir: string): string {
   return dir;
 }
 
+/** GET /metrics on 127.0.0.1:port: the exposition's text. */
+function scrape(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/metrics', timeout: 5000 }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`/metrics: ${res.statusCode}`))));
+      })
+      .on('error', reject)
+      .on('timeout', function (this: http.ClientRequest) {
+        this.destroy(new Error('/metrics: no answer in 5 s'));
+      });
+  });
+}
+
+/** The exposition's samples: name, labels, value. */
+function samples(text: string): { name: string; labels: Record<string, string>; value: number }[] {
+  return text.split('\n').flatMap((l) => {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(l);
+    if (!m) return [];
+    const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]));
+    return [{ name: m[1]!, labels, value: Number(m[3]) }];
+  });
+}
+
+/** ctr on the harness's containerd, in the CRI's namespace. */
+const ctr = (...args: string[]): string =>
+  execFileSync('ctr', ['--address', path.join(AGENT_HARNESS_DIR, 'containerd.sock'), '--namespace', 'k8s.io', ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 16 << 20,
+  });
+
+/** The image into the harness's containerd, as `ctr -n k8s.io images import` on a node; removed after the test. */
+function importImage(): string {
+  const { tarball, name } = evictdImage();
+  ctr('images', 'import', tarball);
+  cleanups.push(async () => {
+    ctr('images', 'rm', '--sync', name);
+  });
+  return name;
+}
+
+/**
+ * How the container runs, from the runtime and the kernel: the seccomp filter containerd wrote
+ * for RuntimeDefault into its OCI spec, its process's /proc status, and whether that process
+ * runs its root's /usr/local/bin/node.
+ */
+function confinement(id: string): { seccomp: { defaultAction: string; syscalls: { names: string[]; action: string }[] }; status: string; imageNode: boolean } {
+  const spec = (JSON.parse(ctr('containers', 'info', id)) as { Spec: { linux: { seccomp: never } } }).Spec;
+  const pid = ctr('tasks', 'ls')
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .find((f) => f[0] === id)?.[1];
+  assert.ok(pid, `container ${id} has a task`);
+  // (readlink of /proc/PID/exe names the file from where the reader stands, which varies.)
+  const exe = fs.statSync(`/proc/${pid}/exe`);
+  const own = fs.statSync(`/proc/${pid}/root/usr/local/bin/node`);
+  return { seccomp: spec.linux.seccomp, status: fs.readFileSync(`/proc/${pid}/status`, 'utf8'), imageNode: exe.dev === own.dev && exe.ino === own.ino };
+}
+
 /** Where the test is, for a run cut short (the lab's VM timeout prints nothing of a test in progress). */
 const step = (what: string) => fs.appendFileSync(path.join(tmp, 'progress'), `${new Date().toISOString()} ${what}\n`);
 
@@ -93,10 +163,14 @@ const mkdir = (name: string) => {
   return d;
 };
 
-test("the DaemonSet's container on the lab's containerd: healthy, braking and evicting, its brake record surviving a killed container, and the runtime reached again after containerd restarts", async (t) => {
+test("the DaemonSet's container from evictd's image on the lab's containerd: healthy, its memory lines on the node's kernel mechanism, its metrics scraped, braking and evicting, its brake record surviving a killed container, and the runtime reached again after containerd restarts", async (t) => {
   if (skipped(t, missingE2e())) return;
   const v2 = cgroupMode() === 'v2';
   const { client } = await criClient();
+  const ds = docs('daemonset.yaml')[0] as DaemonSetDoc;
+  step('importing the image');
+  assert.equal(importImage(), ds.spec.template.spec.containers[0]!.image, 'the DaemonSet runs the image scripts/image.sh builds');
+  step('image imported');
   const lab = await newLab('deployment', { memoryLimitBytes: 512 * MiB });
   labs.push(lab);
   const kept = await lab.runPod({ name: 'kept', namespace: 'shop', qos: 'Guaranteed', containers: [sleeper('app', 32 * MiB)] });
@@ -108,8 +182,6 @@ test("the DaemonSet's container on the lab's containerd: healthy, braking and ev
   fs.mkdirSync(stateDir, { mode: 0o700 });
   const logDir = mkdir('evictd-pod-logs');
   const port = await freePort();
-  const repo = path.resolve(__dirname, '..', '..', '..');
-  const ds = docs('daemonset.yaml')[0] as DaemonSetDoc;
   const { pod, container } = daemonSetToCri(
     ds,
     {
@@ -123,14 +195,6 @@ test("the DaemonSet's container on the lab's containerd: healthy, braking and ev
         state: stateDir,
         tmp: mkdir('tmp'),
       },
-      image: 'localhost/evictd/busybox:1',
-      imageMounts: [
-        { containerPath: '/usr', hostPath: '/usr' },
-        { containerPath: '/lib', hostPath: '/lib' },
-        { containerPath: '/lib64', hostPath: '/lib64' },
-        { containerPath: '/opt/evictd', hostPath: repo },
-      ],
-      entrypoint: [process.execPath, '/opt/evictd/bin/evictd.js'],
       fieldRefs: { NODE_NAME: 'node-a', HOST_IP: '127.0.0.1' },
       replaceArgs: { '--pod-source=api': '--pod-source=runtime', '--metrics-address=$(HOST_IP):9741': `--metrics-address=$(HOST_IP):${port}` },
       extraArgs: [
@@ -165,6 +229,40 @@ test("the DaemonSet's container on the lab's containerd: healthy, braking and ev
   step('starting the first container');
   const first = await start();
   step('first container healthy');
+
+  // The image's node, under the RuntimeDefault filter (an allow list: bpf() allowed for a
+  // container holding CAP_BPF), no new privileges.
+  const conf = confinement(first.id);
+  assert.ok(conf.imageNode, "the process runs the image's /usr/local/bin/node");
+  assert.match(conf.status, /^Seccomp:\s+2$/m, 'a seccomp filter');
+  assert.match(conf.status, /^NoNewPrivs:\s+1$/m);
+  assert.equal(conf.seccomp.defaultAction, 'SCMP_ACT_ERRNO');
+  assert.ok(
+    conf.seccomp.syscalls.some((r) => r.action === 'SCMP_ACT_ALLOW' && r.names.includes('bpf')),
+    'RuntimeDefault allows bpf() for CAP_BPF',
+  );
+
+  // Each memory line on the kernel mechanism this node has, loaded inside the container: the
+  // tripwire's BPF program under the runtime's default seccomp profile on cgroup v2.
+  const expected = v2 ? 'bpf-tripwire' : 'memcg-threshold-eventfd';
+  const lines = () => containerLog(first.log).filter((l) => typeof l.msg === 'string' && l.msg.startsWith('memory line '));
+  await waitFor('the memory lines armed', () => lines().length > 0, 30_000);
+  assert.deepEqual(
+    lines().map((l) => `${String(l.line)}: ${String(l.mechanism)}`),
+    lines().map((l) => `${String(l.line)}: ${expected}`),
+    `each memory line on ${expected}`,
+  );
+  const metrics = samples(await scrape(port));
+  const build = metrics.filter((m) => m.name === 'evictd_build_info');
+  assert.equal(build.length, 1, 'evictd_build_info scraped');
+  assert.match(build[0]!.labels.nodejs_version ?? '', /^v24\./, "the image's Node 24");
+  assert.equal(build[0]!.labels.addon, 'loaded');
+  const inForce = metrics.filter((m) => m.name === 'evictd_memory_line_mechanism' && m.value === 1);
+  assert.ok(inForce.length > 0, 'evictd_memory_line_mechanism in force for the lines');
+  assert.deepEqual(
+    inForce.map((m) => `${m.labels.line}: ${m.labels.mechanism}`),
+    inForce.map((m) => `${m.labels.line}: ${expected}`),
+  );
 
   const hogPod = async (name: string): Promise<LabPod> => lab.runPod({ name, namespace: 'shop', qos: 'BestEffort', containers: [hog(100, 700)] });
   const one = await hogPod('hog-1');
