@@ -18,11 +18,13 @@
 #                         downloads; their copyright files, no other docs. No shell, no package
 #                         manager, no compiler.
 #   /usr/local/bin/node   Node 24 LTS's binary alone (scripts/node-lts.sh: no npm, no headers)
-#   /opt/evictd           package.json, bin/, dist/src/ without the lab, source maps or .d.ts,
-#                         proto/, the addon (prebuilds/linux-x64/ when the tree has it, else
-#                         build/Release/evictd_kernel.node), production node_modules (npm ci
-#                         --omit=dev --ignore-scripts from the lockfile: no devDependencies)
-# bin/evictd.js runs dist/src/cli/main.bundle.js where there is no src/, as here.
+#   /opt/evictd           package.json, bin/, the CLI's bundle (dist/src/cli/main.bundle.js: the
+#                         product's code and its dependencies in one file, no lab), proto/ and
+#                         the prebuilt addon (prebuilds/linux-x64/: scripts/prebuilds.mjs). No
+#                         node_modules and no compiled tree: the bundle needs neither, and
+#                         `require('evictd')` is for the npm package, not the image.
+# bin/evictd.js runs dist/src/cli/main.bundle.js where there is no src/, as here. Node runs with
+# the flags of src/lab/shipped.ts (test/package/image.test.ts holds the entrypoint to them).
 #
 # Root: the DaemonSet runs it as uid 0 because the files it must write and open are root's
 # (the cgroup files, /run/containerd's socket, mode 0660 root:root); every capability but those
@@ -33,8 +35,7 @@
 # Reproducible: the tarball is keyed by its inputs (the .debs' digests, Node's version, each
 # file's digest, these scripts) and written with fixed owners and mtimes (scripts/oci.sh), so
 # the same inputs give the same bytes. Kept in $EVICTD_IMAGE_CACHE (default
-# ~/.cache/evictd-image) with the .debs and the production node_modules; the newest four
-# images are kept.
+# ~/.cache/evictd-image) with the .debs; the newest four images are kept.
 set -euo pipefail
 umask 022
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -55,8 +56,9 @@ esac
 
 [[ -f dist/src/cli/main.bundle.js ]] || bad "no dist/src/cli/main.bundle.js: build first (npm run build)"
 [[ ! dist/src/cli/main.js -nt dist/src/cli/main.bundle.js ]] || bad "dist/src/cli/main.bundle.js is older than the compiled tree: run node scripts/bundle.mjs"
-if [[ -d prebuilds/linux-x64 ]]; then addon=(prebuilds/linux-x64); else addon=(build/Release/evictd_kernel.node); fi
-[[ -e ${addon[0]} ]] || bad "no ${addon[0]}: build the addon first (node-gyp rebuild)"
+addon=prebuilds/linux-x64/node.napi.glibc.node
+[[ -f $addon ]] || bad "no $addon: build the addon (node-gyp rebuild), then npm run build (or node scripts/prebuilds.mjs)"
+[[ ! build/Release/evictd_kernel.node -nt $addon ]] || bad "$addon is older than build/Release/evictd_kernel.node: run node scripts/prebuilds.mjs"
 
 # The run-time libraries and what they depend on (gcc-12-base holds only docs; it is listed
 # because libstdc++6 and libgcc-s1 depend on it), as the machine's apt sources have them.
@@ -77,16 +79,14 @@ node_dir=$(scripts/node-lts.sh --print)
 # /opt/evictd's files from the checkout, relative to it.
 opt_files() {
   {
-    echo package.json
-    find bin proto "${addon[@]}" -type f
-    find dist/src -type f ! -path 'dist/src/lab/*' ! -name '*.map' ! -name '*.d.ts'
+    echo package.json dist/src/cli/main.bundle.js "$addon" | tr ' ' '\n'
+    find bin proto -type f
   } | LC_ALL=C sort
 }
 
-modules_key=$(cat package.json package-lock.json | sha256sum | cut -c1-16)
 key=$({
   cat scripts/image.sh scripts/oci.sh
-  echo "$debs" "node $(basename "$node_dir")" "modules $modules_key"
+  echo "$debs" "node $(basename "$node_dir")"
   opt_files | xargs sha256sum
 } | sha256sum | cut -c1-16)
 out=$cache/evictd-$key.tar
@@ -130,20 +130,10 @@ echo 'root:x:0:' >"$r/etc/group"
 install -D -m 0755 "$node_dir/bin/node" "$r/usr/local/bin/node"
 install -D -m 0644 "$node_dir/LICENSE" "$r/usr/share/doc/node/copyright"
 
-# Production node_modules from the lockfile, once per lockfile (npm's cache makes it offline
-# after the first time).
-modules=$cache/node_modules-$modules_key
-if [[ ! -d $modules/node_modules ]]; then
-  mkdir -p "$work/npm"
-  cp package.json package-lock.json "$work/npm/"
-  (cd "$work/npm" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error >/dev/null)
-  rm -rf "$modules" && mkdir -p "$modules" && mv "$work/npm/node_modules" "$modules/"
-fi
 mkdir -p "$r/opt/evictd"
 opt_files | xargs cp --parents -t "$r/opt/evictd"
-cp -a "$modules/node_modules" "$r/opt/evictd/"
 
-oci_tarball "$name" "$r" '["/usr/local/bin/node","/opt/evictd/bin/evictd.js"]' "$work/image.tar" '["PATH=/usr/local/bin:/usr/bin:/bin"]'
+oci_tarball "$name" "$r" '["/usr/local/bin/node","--max-semi-space-size=1","/opt/evictd/bin/evictd.js"]' "$work/image.tar" '["PATH=/usr/local/bin:/usr/bin:/bin"]'
 # The size a registry stores and a node pulls: the layer gzip-compressed.
 layer=$(tar -tvf "$work/image.tar" | sort -k3 -n | tail -1 | awk '{ print $3, $6 }')
 gz=$(tar -xOf "$work/image.tar" "${layer#* }" | gzip -6 -n | wc -c)
@@ -151,5 +141,4 @@ mv "$work/image.tar" "$out"
 echo "${layer% *} $gz" >"$out.size"
 # Old images go: each is keyed by a build, and a build a commit is 150 MiB.
 ls -t "$cache"/evictd-*.tar | tail -n +5 | while read -r old; do rm -f "$old" "$old.size"; done
-ls -td "$cache"/node_modules-* | tail -n +3 | xargs -r rm -rf
 report

@@ -158,14 +158,23 @@ export interface TripwireStatus {
 
 /** The package root (dist/src/kernel/ -> ../../..), where node-gyp leaves build/Release. */
 export const packageRoot = path.resolve(__dirname, '..', '..', '..');
-export const addonPath = path.join(packageRoot, 'build', 'Release', 'evictd_kernel.node');
+
+/**
+ * The addon's file, as node-gyp-build finds it: a build of this tree (build/Release: a checkout,
+ * or an install that compiled because no prebuilt addon loads here), else the package's prebuilt
+ * one for this platform (prebuilds/linux-x64/node.napi.glibc.node: scripts/prebuilds.mjs).
+ * Throws when there is neither.
+ */
+export function addonFile(): string {
+  return (require('node-gyp-build') as { path(dir: string): string }).path(packageRoot);
+}
 
 let loaded: { addon: NativeAddon } | { error: Error } | undefined;
 
 function load(): { addon: NativeAddon } | { error: Error } {
   if (loaded === undefined) {
     try {
-      loaded = { addon: require(addonPath) as NativeAddon };
+      loaded = { addon: require(addonFile()) as NativeAddon };
     } catch (err) {
       loaded = { error: err instanceof Error ? err : new Error(String(err)) };
     }

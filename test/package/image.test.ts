@@ -1,6 +1,6 @@
 // evictd's container image (scripts/image.sh) as built: its config (the name the DaemonSet
-// runs, the entrypoint), its content (Node 24 and evictd's product alone: no compiler, no npm, no
-// shell, no lab, no tests, no devDependencies) and the image's own node and bundle running
+// runs, the entrypoint), its content (Node 24 and evictd's CLI alone: no compiler, no npm, no
+// shell, no lab, no tests, no node_modules) and the image's own node and bundle running
 // `evictd --version`, `evictd run --help` and opening libbpf from the addon, in the unpacked
 // root, read-only, with an empty environment (unshare + chroot: what a container's root is,
 // without a runtime). test/agent/deployment.test.ts runs the same image on containerd.
@@ -13,6 +13,7 @@ import { evictdImage } from '../support/image';
 import { missingRoot, skipped } from '../support/environment';
 import { tempDir } from '../support/temp-dir';
 import { docs } from '../kube/manifests';
+import { SHIPPED_NODE_ARGS } from '../../src/lab/shipped';
 
 const repo = path.resolve(__dirname, '..', '..', '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as { version: string };
@@ -80,10 +81,11 @@ test("the image is the one deploy/daemonset.yaml runs, and its entrypoint is the
   const ds = docs('daemonset.yaml')[0];
   assert.equal(image!.name, `localhost/evictd/evictd:${pkg.version}`);
   assert.equal(ds.spec.template.spec.containers[0].image, image!.name);
-  assert.deepEqual(image!.config.config.Entrypoint, ['/usr/local/bin/node', '/opt/evictd/bin/evictd.js']);
+  // node as everywhere evictd is shipped (src/lab/shipped.ts)
+  assert.deepEqual(image!.config.config.Entrypoint, ['/usr/local/bin/node', ...SHIPPED_NODE_ARGS, '/opt/evictd/bin/evictd.js']);
 });
 
-test('the image holds Node 24 and the product alone: no compiler, no npm, no shell, no lab, no tests, no devDependencies', (t) => {
+test("the image holds Node 24 and evictd's CLI alone: no compiler, no npm, no shell, no lab, no tests, no node_modules", (t) => {
   if (skipped(t, missingRoot())) return;
   const all = files();
   const base = (f: string) => path.basename(f.replace(/\/$/, ''));
@@ -92,24 +94,16 @@ test('the image holds Node 24 and the product alone: no compiler, no npm, no she
     all.filter((f) => tools.includes(base(f))),
     [],
   );
-  const opt = all.filter((f) => f.startsWith('opt/evictd/')).map((f) => f.slice('opt/evictd/'.length));
-  assert.deepEqual(
-    opt.filter((f) => /^(src|test|scripts|native|dist\/test|dist\/src\/lab)\//.test(f) || (/\.(map|d\.ts|ts)$/.test(f) && !f.startsWith('node_modules/'))),
-    [],
-  );
-  for (const f of ['package.json', 'bin/evictd.js', 'dist/src/cli/main.bundle.js', 'dist/src/index.js', 'proto/runtime-v1.proto'])
-    assert.ok(opt.includes(f), `/opt/evictd/${f}`);
-  const prebuilt = fs.existsSync(path.join(repo, 'prebuilds', 'linux-x64'));
-  assert.ok(opt.includes(prebuilt ? 'prebuilds/linux-x64/' : 'build/Release/evictd_kernel.node'), 'the addon');
-  // The lockfile marks what only the devDependencies pull in (dev: true).
-  const lock = JSON.parse(fs.readFileSync(path.join(repo, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
-  const dev = Object.keys(lock.packages).filter((p) => lock.packages[p]!.dev === true);
-  assert.ok(dev.includes('node_modules/typescript'));
-  assert.deepEqual(
-    dev.filter((p) => opt.includes(`${p}/`)),
-    [],
-  );
-  assert.ok(opt.includes('node_modules/@grpc/grpc-js/'), 'the production dependencies');
+  const opt = all.filter((f) => f.startsWith('opt/evictd/') && !f.endsWith('/')).map((f) => f.slice('opt/evictd/'.length));
+  // The bundle holds the product's code and its dependencies; the lab has a bundle of its own,
+  // never shipped (scripts/bundle.mjs refuses a main bundle that holds lab code).
+  assert.deepEqual(opt.filter((f) => !f.startsWith('proto/')).sort(), [
+    'bin/evictd.js',
+    'dist/src/cli/main.bundle.js',
+    'package.json',
+    'prebuilds/linux-x64/node.napi.glibc.node',
+  ]);
+  assert.ok(opt.includes('proto/runtime-v1.proto'));
   for (const lib of ['lib/x86_64-linux-gnu/libc.so.6', 'usr/lib/x86_64-linux-gnu/libstdc++.so.6', 'usr/lib/x86_64-linux-gnu/libbpf.so.1'])
     assert.ok(all.includes(lib), lib);
   const node = inImage(['/usr/local/bin/node', '--version']);
@@ -127,7 +121,7 @@ test("the image's node and bundle run evictd --version and evictd run --help, an
   assert.match(help.out, /^usage: evictd run/);
   // The tripwire's load opens libbpf.so.1 first (stage 'libbpf' when it cannot); the kernel may
   // then refuse the program (no BTF under this chroot's empty /sys), which is not the image's matter.
-  const addon = prebuiltAddon() ?? '/opt/evictd/build/Release/evictd_kernel.node';
+  const addon = '/opt/evictd/prebuilds/linux-x64/node.napi.glibc.node';
   const load = inImage([
     '/usr/local/bin/node',
     '-e',
@@ -136,11 +130,3 @@ test("the image's node and bundle run evictd --version and evictd run --help, an
   assert.equal(load.status, 0, load.out);
   assert.doesNotMatch(load.out, /stage libbpf/);
 });
-
-/** The prebuilt addon's path in the image when the tree ships prebuilds/linux-x64/, else null. */
-function prebuiltAddon(): string | null {
-  const dir = path.join(image!.root, 'opt', 'evictd', 'prebuilds', 'linux-x64');
-  if (!fs.existsSync(dir)) return null;
-  const node = fs.readdirSync(dir).find((f) => f.endsWith('.node'));
-  return node === undefined ? null : `/opt/evictd/prebuilds/linux-x64/${node}`;
-}

@@ -1,9 +1,10 @@
 // The package as an embedder gets it: `npm pack`, `npm install` of the tarball into a fresh
-// project (the addon is built there by node-gyp), then `require('evictd')` and the example of
-// docs/embedding.md, run from that project exactly as printed. The tarball holds the product
-// alone (no lab, no tests, no VM scripts, no native test tool), and the CLI installed from it
-// says in one line that the demo and the benches need a source checkout. Then the same install
-// on a machine without the BPF toolchain: the tripwire is built in all the same.
+// project with no compiler on the PATH (the prebuilt addon loads: node-gyp-build), then
+// `require('evictd')` and the example of docs/embedding.md, run from that project exactly as
+// printed. The tarball holds the product alone (no lab, no tests, no VM scripts, no native test
+// tool), and the CLI installed from it says in one line that the demo and the benches need a
+// source checkout. Then an install that compiles the addon (node-gyp, as where no prebuilt one
+// loads) on a machine without the BPF toolchain: the tripwire is built in all the same.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -22,6 +23,8 @@ let dir = '';
 let tarball = '';
 before(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-embed-'));
+  // What prepack does (the pack below skips scripts: prepare would rebuild all of dist/).
+  sh('node', ['scripts/prebuilds.mjs'], repo);
   tarball = path.join(dir, sh('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir], repo).trim().split('\n').pop()!);
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -58,11 +61,29 @@ function docExample(): string {
   return m[1];
 }
 
+/**
+ * An environment with no compiler: PATH holds node, npm and sh alone (no cc, g++, make, python3),
+ * and nothing asks for a build from source.
+ */
+function noCompiler(): NodeJS.ProcessEnv {
+  const bin = path.join(dir, 'no-compiler-bin');
+  if (!fs.existsSync(bin)) {
+    fs.mkdirSync(bin);
+    const npmCli = fs.realpathSync(sh('sh', ['-c', 'command -v npm'], dir).trim());
+    fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+    fs.symlinkSync(npmCli, path.join(bin, 'npm'));
+    fs.symlinkSync('/bin/sh', path.join(bin, 'sh'));
+  }
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: bin };
+  for (const k of Object.keys(env)) if (/^npm_config_build_from_source$/i.test(k)) delete env[k];
+  return env;
+}
+
 let embedderApp = '';
-/** The one install the embedder's tests share (an install builds the addon: about a minute). */
+/** The one install the embedder's tests share. */
 let embedderOutput = '';
 function embedder(): string {
-  if (!embedderApp) ({ app: embedderApp, output: embedderOutput } = install('embedder'));
+  if (!embedderApp) ({ app: embedderApp, output: embedderOutput } = install('embedder', noCompiler()));
   return embedderApp;
 }
 
@@ -90,6 +111,7 @@ test('the tarball holds the product: no lab, no tests, no VM or harness scripts,
     'dist/src/index.d.ts',
     'dist/src/cli/main.js',
     'dist/src/cli/main.bundle.js',
+    'prebuilds/linux-x64/node.napi.glibc.node',
     'binding.gyp',
     'native/addon.cc',
     'native/bpf/build.sh',
@@ -112,9 +134,16 @@ test('npm pack + npm install: require("evictd") loads and the docs/embedding.md 
   const where = sh('node', ['-e', "process.stdout.write(require.resolve('evictd'))"], app);
   assert.ok(where.startsWith(path.join(app, 'node_modules', 'evictd')), where);
   const loaded = sh('node', ['-e', "const e = require('evictd'); process.stdout.write(String(e.nativeAvailable()) + ' ' + typeof e.evaluate)"], app);
-  assert.equal(loaded, 'true function', 'the addon was built on install and the policy is there');
-  // Built by and for the Node that runs this suite (the machine's, or the LTS of npm run test:lts).
-  assert.ok(embedderOutput.includes(`using node@${process.versions.node} `), `node-gyp built for another Node:\n${embedderOutput.slice(-2000)}`);
+  assert.equal(loaded, 'true function', 'the addon loads and the policy is there');
+  // Installed with no compiler on the PATH: nothing was built, the prebuilt addon is what loads.
+  const installed = path.join(app, 'node_modules', 'evictd');
+  assert.equal(fs.existsSync(path.join(installed, 'build')), false, `nothing compiled:\n${embedderOutput.slice(-2000)}`);
+  const file = sh(
+    'node',
+    ['-e', `process.stdout.write(require(${JSON.stringify(path.join(installed, 'dist', 'src', 'kernel', 'addon.js'))}).addonFile())`],
+    app,
+  );
+  assert.equal(file, path.join(installed, 'prebuilds', 'linux-x64', 'node.napi.glibc.node'));
 
   fs.writeFileSync(path.join(app, 'example.js'), docExample());
   const out = sh('node', ['example.js'], app);
@@ -171,9 +200,12 @@ test(
     for (const tool of ['clang', 'llvm-strip', 'bpftool', 'pkg-config']) {
       fs.writeFileSync(path.join(bin, tool), `#!/bin/sh\necho ${tool} >> ${marks}\nexit 127\n`, { mode: 0o755 });
     }
-    const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, EVICTD_TRIPWIRE: '' };
+    // Compiled as where the prebuilt addon does not load (node-gyp-build's fallback, asked for).
+    const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, EVICTD_TRIPWIRE: '', npm_config_build_from_source: 'true' };
     const hide = process.getuid?.() === 0 && fs.existsSync('/usr/include/bpf') && spawnSync('unshare', ['--version']).status === 0;
     const result = install('no-bpf', env, hide ? { hide: ['/usr/include/bpf'] } : undefined);
+    // Built by and for the Node that runs this suite (the machine's, or the LTS of npm run test:lts).
+    assert.ok(result.output.includes(`using node@${process.versions.node} `), `node-gyp built for another Node:\n${result.output.slice(-2000)}`);
     assert.equal(fs.existsSync(marks) ? fs.readFileSync(marks, 'utf8') : '', '', 'the build ran none of the BPF tools');
     const addon = path.join(result.app, 'node_modules', 'evictd', 'build', 'Release', 'evictd_kernel.node');
     assert.doesNotMatch(sh('ldd', [addon], result.app), /libbpf/, 'libbpf is opened at run time, not linked');
