@@ -165,7 +165,7 @@ function taskPid(id: string): string {
 function resident(pid: string): string {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const mib = (field: string) => (Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) / 1024).toFixed(1);
-  return `VmRSS ${mib('VmRSS')} MiB (anonymous ${mib('RssAnon')}, files ${mib('RssFile')}); its container's memory cgroup ${cgroupMiB(pid)} MiB`;
+  return `VmRSS ${mib('VmRSS')} MiB (anonymous ${mib('RssAnon')}, files ${mib('RssFile')}, shared ${mib('RssShmem')}); its container's memory cgroup ${cgroupMiB(pid)} MiB`;
 }
 
 /** What the memory cgroup of a process holds (its pages, the page cache it read, kernel memory), MiB. */
