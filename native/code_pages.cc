@@ -1,6 +1,8 @@
 #include "code_pages.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <sys/mman.h>
 
 #include <functional>
+#include <string>
 
 #include "errors.h"
 
@@ -19,10 +22,10 @@ namespace evictd {
 
 namespace {
 
-// Calls `fn(start, length)` for each file-backed mapping in /proc/self/maps (a deleted file's
-// left out) until it returns an errno other than 0; returns that errno, or 0. `bytes` is the
-// total length of the mappings `fn` accepted.
-int ForEachFileMapping(Napi::Env env, const std::function<int(void*, size_t)>& fn, double* bytes) {
+// Calls `fn(start, length, path)` for each file-backed mapping in /proc/self/maps (a deleted
+// file's left out) until it returns an errno other than 0; returns that errno, or 0. `bytes` is
+// the total length of the mappings walked.
+int ForEachFileMapping(Napi::Env env, const std::function<int(void*, size_t, const std::string&)>& fn, double* bytes) {
   FILE* maps = fopen("/proc/self/maps", "re");
   if (maps == nullptr) throw SystemError(env, errno, "open", "/proc/self/maps");
   char* line = nullptr;
@@ -34,14 +37,30 @@ int ForEachFileMapping(Napi::Env env, const std::function<int(void*, size_t)>& f
     int path_at = -1;
     // start-end perms offset dev inode path
     if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &start, &end, &path_at) < 2 || path_at < 0) continue;
-    const char* path = line + path_at;
-    if (path[0] != '/' || strstr(path, " (deleted)") != nullptr) continue;
-    err = fn(reinterpret_cast<void*>(start), end - start);
+    std::string path(line + path_at);
+    if (!path.empty() && path.back() == '\n') path.pop_back();
+    if (path.empty() || path[0] != '/' || path.find(" (deleted)") != std::string::npos) continue;
+    err = fn(reinterpret_cast<void*>(start), end - start, path);
     if (err == 0) *bytes += static_cast<double>(end - start);
   }
   free(line);
   fclose(maps);
   return err;
+}
+
+// The file this addon was loaded from, as /proc/self/maps names it (symbolic links resolved).
+std::string OwnFile() {
+  Dl_info info{};
+  char resolved[PATH_MAX];
+  if (dladdr(reinterpret_cast<void*>(&OwnFile), &info) == 0 || info.dli_fname == nullptr) return "";
+  return realpath(info.dli_fname, resolved) != nullptr ? std::string(resolved) : std::string(info.dli_fname);
+}
+
+// The kill path's code: this addon (the order threads, the fresh read, the kill) and libbpf (the
+// tripwire's ring). It runs seldom, and when it runs it must not wait on a disk: never given back.
+bool OnKillPath(const std::string& path, const std::string& own) {
+  std::string base = path.substr(path.rfind('/') + 1);
+  return path == own || base.rfind("libbpf.so", 0) == 0;
 }
 
 }  // namespace
@@ -56,7 +75,9 @@ Napi::Value LockMappedFiles(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   double bytes = 0;
   int err = ForEachFileMapping(
-      env, [](void* at, size_t length) { return mlock2(at, length, MLOCK_ONFAULT) == 0 ? 0 : errno; }, &bytes);
+      env,
+      [](void* at, size_t length, const std::string&) { return mlock2(at, length, MLOCK_ONFAULT) == 0 ? 0 : errno; },
+      &bytes);
   if (err != 0) {
     munlockall();
     throw SystemError(env, err, "mlock2", "");
@@ -68,14 +89,17 @@ Napi::Value LockMappedFiles(const Napi::CallbackInfo& info) {
 // and the kernel maps pages around each fault (fault-around): about half of the node binary's
 // resident pages after a start are of no further use. Paging them out once the first pass is done
 // gives that memory back to the node; what the agent runs afterwards comes back on its first
-// use and, locked, stays. Pages another process maps too are left alone by the kernel.
+// use and, locked, stays. Pages another process maps too are left alone by the kernel, and the
+// kill path's own files are not touched (OnKillPath).
 Napi::Value ShedFilePages(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   bool locked = info.Length() > 0 && info[0].ToBoolean().Value();
+  const std::string own = OwnFile();
   double bytes = 0;
   int err = ForEachFileMapping(
       env,
-      [locked](void* at, size_t length) {
+      [locked, &own](void* at, size_t length, const std::string& path) {
+        if (OnKillPath(path, own)) return 0;
         if (locked) munlock(at, length);
         madvise(at, length, MADV_PAGEOUT);  // best effort: EINVAL before 5.4 keeps the pages
         return locked && mlock2(at, length, MLOCK_ONFAULT) != 0 ? errno : 0;

@@ -11,9 +11,10 @@ namespace evictd {
 // mappings. Throws the errno (EPERM, or ENOMEM past RLIMIT_MEMLOCK), with nothing left locked.
 Napi::Value LockMappedFiles(const Napi::CallbackInfo& info);
 
-// shedFilePages(locked: boolean): madvise(MADV_PAGEOUT) on every file-backed mapping, first
-// unlocking and then locking it again when `locked` (pageout skips locked mappings). The bytes of
-// the mappings advised; throws the errno of a lock that could not be taken again.
+// shedFilePages(locked: boolean): madvise(MADV_PAGEOUT) on every file-backed mapping but the kill
+// path's (this addon, libbpf), first unlocking and then locking it again when `locked` (pageout
+// skips locked mappings). The bytes of the mappings walked; throws the errno of a lock that could
+// not be taken again.
 Napi::Value ShedFilePages(const Napi::CallbackInfo& info);
 
 }  // namespace evictd

@@ -49,6 +49,8 @@ export interface CacheRampResult {
   /** crossings the order threads refused (evictd_standing_order_refusals_total over the ramp) */
   refusals: number | null;
   evicted: string[];
+  /** evictd's own account of each of those evictions (its log lines, as written), when there were any */
+  why?: Record<string, unknown>[];
 }
 
 async function metric(address: string | null, name: string): Promise<number | null> {
@@ -122,11 +124,13 @@ export async function cacheRamp(lab: NodeLab, agent: AgentProcess, o: { nodeMiB:
     const refusals1 = await metric(agent.metricsAddress, 'evictd_standing_order_refusals_total');
     const spared =
       (await lab.sandboxReady(ballast)) && (await lab.sandboxReady(writer)) && lab.containerAlive(writer, 'writer') && lab.containerAlive(ballast, 'hog');
-    const evicted = agent.lines
+    const evictions = agent.lines
       .slice(fromLine)
-      .filter((l) => typeof l.msg === 'string' && (l.msg.startsWith('evicted pod') || l.msg.startsWith('standing order used')) && typeof l.pod === 'string')
-      .map((l) => String(l.pod));
+      .filter((l) => typeof l.msg === 'string' && (l.msg.startsWith('evicted pod') || l.msg.startsWith('standing order used')) && typeof l.pod === 'string');
+    const evicted = evictions.map((l) => String(l.pod));
     return {
+      // An eviction here is a wrong kill unless the kubelet's number crossed: what evictd saw and why it acted says which.
+      ...(evictions.length > 0 ? { why: evictions } : {}),
       spared: spared && evicted.length === 0,
       usageMiB: Math.round((end?.usageBytes ?? 0) / MiB),
       workingSetMiB: Math.round((end?.workingSetBytes ?? 0) / MiB),

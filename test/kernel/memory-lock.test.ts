@@ -56,3 +56,31 @@ test('without CAP_IPC_LOCK and past RLIMIT_MEMLOCK the lock is refused with its 
   assert.ok(code === 'EPERM' || code === 'ENOMEM', `errno ${code}`);
   assert.equal(after.locked, 0);
 });
+
+test("giving back the start's code pages keeps the kill path's own code resident, and every file locked again", (t) => {
+  if (skipped(t, missingRoot() ?? (nativeAvailable() ? null : 'native addon not built'))) return;
+  const addon = path.join(__dirname, '../../src/kernel/addon');
+  const r = inChild(`
+    const fs = require('node:fs');
+    const file = fs.realpathSync(require(${JSON.stringify(addon)}).addonFile());
+    // The resident KiB of the addon's own mappings (smaps: a header line, then its fields).
+    const residentKiB = () => {
+      let mine = false, kib = 0;
+      for (const l of fs.readFileSync('/proc/self/smaps', 'utf8').split('\\n')) {
+        if (/^[0-9a-f]+-[0-9a-f]+ /.test(l)) mine = l.endsWith(' ' + file);
+        else if (mine && l.startsWith('Rss:')) kib += Number(l.split(/\\s+/)[1]);
+      }
+      return kib;
+    };
+    m.lockCode();
+    const before = residentKiB();
+    const shed = m.shedCodePages(true);
+    console.log(JSON.stringify({ before, after: residentKiB(), shed, locked: m.lockedFileMappings() }));
+  `);
+  assert.equal(r.status, 0, r.stderr);
+  const { before, after, shed, locked } = r.out as { before: number; after: number; shed: unknown; locked: { files: number; locked: number } };
+  assert.ok(shed !== null, 'this build gives pages back');
+  assert.ok(before > 0, `the addon is resident: ${before} KiB`);
+  assert.equal(after, before, "the addon's pages stay");
+  assert.ok(locked.files > 0 && locked.locked === locked.files, JSON.stringify(locked));
+});
