@@ -87,9 +87,13 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
   // from the same crossing, and when the order acts there the line's own wake-up may not have
   // reached the loop by the time the eviction is reported (seen in the lab on main, 1 run in 3).
   assert.match(metrics.body, /evictd_notifications_total\{source="(memcg-threshold|standing-order-used)"\} \d+/);
-  // A pass's decision is timed from the kernel event; a standing order's kill from the crossing.
+  // A standing order's kill is timed from the crossing; a pass's decision from the kernel event
+  // that woke it. A pass an order's own timer woke at the crossing (a CI run on this host: it
+  // decided before the order's thread had killed, whose use then was the duplicate) answers no
+  // event, and says so: its eviction has no event stamp.
   if (r.action === 'standing-order') assert.match(metrics.body, /evictd_standing_order_crossed_to_killed_seconds_count\{signal="[a-zA-Z.]+"\} 1/);
-  else assert.match(metrics.body, /evictd_event_to_decision_seconds_count\{source="[a-z-]+"\} 1/);
+  else if (r.eventReactionMs !== undefined) assert.match(metrics.body, /evictd_event_to_decision_seconds_count\{source="[a-z-]+"\} 1/);
+  else assert.match(metrics.body, /evictd_notifications_total\{source="standing-order"\} [1-9]/, 'a pass with no event was woken by an order timer');
   assert.match(metrics.body, /evictd_notifications_mode\{mode="native"\} 1/);
   // Each memory line's mechanism, said once at start and exposed as a gauge: the kernel's own
   // where the platform has one (memcg v1 thresholds; the eBPF tripwire on pure cgroup v2).
