@@ -90,7 +90,7 @@ Napi::Value LockMappedFiles(const Napi::CallbackInfo& info) {
 // resident pages after a start are of no further use. Paging them out once the first pass is done
 // gives that memory back to the node; what the agent runs afterwards comes back on its first
 // use and, locked, stays. Pages another process maps too are left alone by the kernel, and the
-// kill path's own files are not touched (OnKillPath).
+// kill path's own files are only locked (OnKillPath).
 Napi::Value ShedFilePages(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   bool locked = info.Length() > 0 && info[0].ToBoolean().Value();
@@ -99,7 +99,8 @@ Napi::Value ShedFilePages(const Napi::CallbackInfo& info) {
   int err = ForEachFileMapping(
       env,
       [locked, &own](void* at, size_t length, const std::string& path) {
-        if (OnKillPath(path, own)) return 0;
+        // Locked, not given back; libbpf is mapped after the start's lock, with the tripwire.
+        if (OnKillPath(path, own)) return locked && mlock2(at, length, MLOCK_ONFAULT) != 0 ? errno : 0;
         if (locked) munlock(at, length);
         madvise(at, length, MADV_PAGEOUT);  // best effort: EINVAL before 5.4 keeps the pages
         return locked && mlock2(at, length, MLOCK_ONFAULT) != 0 ? errno : 0;

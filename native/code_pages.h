@@ -13,8 +13,8 @@ Napi::Value LockMappedFiles(const Napi::CallbackInfo& info);
 
 // shedFilePages(locked: boolean): madvise(MADV_PAGEOUT) on every file-backed mapping but the kill
 // path's (this addon, libbpf), first unlocking and then locking it again when `locked` (pageout
-// skips locked mappings). The bytes of the mappings walked; throws the errno of a lock that could
-// not be taken again.
+// skips locked mappings); the kill path's are locked as they are. The bytes of the mappings walked; throws the errno of
+// a lock that could not be taken again.
 Napi::Value ShedFilePages(const Napi::CallbackInfo& info);
 
 }  // namespace evictd

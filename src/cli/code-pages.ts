@@ -14,8 +14,8 @@ const FIRST_PASS_WAIT_MS = 10 * 60_000;
 
 /** Locks the code before anything is armed; true when locked. */
 export function lockCodeAtStart(logger: Logger): boolean {
-  // What is mapped later is not covered: the BPF program's pages are kernel memory and need
-  // none, but libbpf, loaded with the tripwire, stays pageable for now.
+  // What is mapped later (libbpf, with the tripwire) is locked once the first pass is done
+  // (shedCodeOnceStarted); the BPF program's pages are kernel memory and need none.
   try {
     const bytes = lockCode();
     logger.info({ mappedFilesBytes: bytes }, 'code locked in memory (mlock2 MLOCK_ONFAULT on the mapped files)');
