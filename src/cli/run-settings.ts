@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import YAML from 'yaml';
 import { parseListenAddress } from '../agent/http-server';
+import { readKubeletConfigText } from '../kube/kube-yaml';
 import type { CgroupLayout } from '../node/cgroups';
 import {
   ConfigError,
@@ -138,7 +138,8 @@ export function configFromFile(configFile: string): EvictionConfig {
   }
   let doc: unknown;
   try {
-    doc = YAML.parse(text);
+    // as the kubelet reads it: YAML 1.1 through sigs.k8s.io/yaml (`yes` is true, `0777` octal), JSON if it starts with {
+    doc = readKubeletConfigText(text);
   } catch (err) {
     throw badValue('--config', configFile, `not YAML or JSON: ${yamlProblem(err, text)}`);
   }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
+import { isJSONBuffer, kubeYamlNode } from '../kube/kube-yaml';
 import { readScenario } from '../sim/scenario';
 import { simulate as run } from '../sim/run';
 import { isRecording, readRecording, type Recording } from '../sim/recording-reader';
@@ -11,6 +12,15 @@ import { ConfigError, compileConfig, configFromFlags, configFromKubeletConfigura
 import { UsageError, badValue, fileProblem, yamlProblem } from '../errors';
 import type { Command } from './command';
 import { THRESHOLD_FLAGS, configFromFile } from './run-settings';
+
+const isJSON = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const HELP = `usage: evictd simulate FILE|- [--json] [what-if flags]
 
@@ -126,11 +136,28 @@ export const simulate: Command = async (argv) => {
   if (isRecording(text)) return recording(text, parsed.values);
   const whatIfFlag = [...WHAT_IF_FLAGS.map(([, n]) => n), 'config', 'json'].find((n) => (parsed.values as Record<string, unknown>)[n] !== undefined);
   if (whatIfFlag) throw badValue(`--${whatIfFlag}`, file, 'works on a recording (evictd run --record); a scenario carries its own config');
+  let yamlDoc: YAML.Document.Parsed;
   let doc: unknown;
   try {
-    doc = YAML.parse(text, { prettyErrors: false });
+    yamlDoc = YAML.parseDocument(text, { prettyErrors: false });
+    for (const w of yamlDoc.warnings) process.emitWarning(w); // as YAML.parse does
+    if (yamlDoc.errors.length > 0) throw yamlDoc.errors[0];
+    doc = yamlDoc.toJS();
   } catch (e) {
     throw new UsageError(`simulate: ${JSON.stringify(file)} is neither JSON nor YAML: ${yamlProblem(e, text)}`);
+  }
+  // `config` is a KubeletConfiguration: read as the kubelet reads its file (YAML 1.1: `yes` is
+  // true, `0777` octal; JSON if the file is), the rest as evictd's own YAML 1.2
+  const configNode = YAML.isMap(yamlDoc.contents) ? yamlDoc.contents.get('config', true) : undefined;
+  if (configNode !== undefined && doc !== null && typeof doc === 'object' && !Array.isArray(doc)) {
+    const json = isJSONBuffer(text) && isJSON(text);
+    try {
+      (doc as Record<string, unknown>).config = kubeYamlNode(yamlDoc, configNode as YAML.Node, text, json, 'config.');
+    } catch (e) {
+      if ((e as { code?: string }).code === 'DUPLICATE_KEY')
+        throw new UsageError(`simulate: ${JSON.stringify(file)} is neither JSON nor YAML: ${yamlProblem(e, text)}`);
+      throw new UsageError(e instanceof Error ? e.message.split('\n')[0]! : String(e));
+    }
   }
   const scenario = readScenario(doc);
   for (const w of scenario.config.warnings) process.stderr.write(`evictd: warning: ${w}\n`);

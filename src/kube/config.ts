@@ -4,8 +4,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import YAML from 'yaml';
 import { badValue, fileProblem, UsageError, yamlProblem } from '../errors';
+import { readKubeYaml } from './kube-yaml';
 
 export interface KubeConfig {
   /** https://host:port, no trailing slash */
@@ -61,7 +61,8 @@ export function loadKubeconfig(file: string, contextName?: string, from = '--kub
   }
   let doc: Record<string, unknown>;
   try {
-    doc = (YAML.parse(text) ?? {}) as Record<string, unknown>;
+    // as client-go's loader reads it (sigs.k8s.io/yaml: `insecure-skip-tls-verify: yes` is true)
+    doc = (readKubeYaml(text) ?? {}) as Record<string, unknown>;
   } catch (err) {
     throw badValue(from, file, `not YAML: ${yamlProblem(err, text)}`);
   }
