@@ -33,6 +33,11 @@ const FLAGS: FlagDef[] = [
   { name: 'system-reserved-cgroup', arg: 'PATH', help: "the kubelet's; read only because enforcing system-reserved needs it (evictd enforces no allocatable)" },
   { name: 'kube-reserved-cgroup', arg: 'PATH', help: "the kubelet's; read only because enforcing kube-reserved needs it" },
   { name: 'cgroups-per-qos', bool: true, help: "the kubelet's; every --enforce-node-allocatable option but none needs it true", def: 'true' },
+  {
+    name: 'feature-gates',
+    arg: 'MAP',
+    help: "the kubelet's gates, e.g. HugepageAwareEviction=false (a kubelet before v1.37 with huge pages reserved); over the file's featureGates",
+  },
   { name: 'container-runtime-endpoint', arg: 'ENDPOINT', help: 'CRI endpoint', def: 'unix:///run/containerd/containerd.sock' },
   { name: 'cgroup-root', arg: 'PATH', help: 'the node cgroup; with a memory limit, that limit is the node memory capacity', def: '/' },
   { name: 'pod-cgroup-root', arg: 'PATH', help: 'the pod cgroup root (kubepods) inside the hierarchy', def: '<cgroup-root>/kubepods' },
@@ -136,6 +141,7 @@ export const FLAG_GROUPS: readonly { title: string; flags: readonly string[] }[]
       'system-reserved-cgroup',
       'kube-reserved-cgroup',
       'cgroups-per-qos',
+      'feature-gates',
     ],
   },
   {

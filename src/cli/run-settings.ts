@@ -176,6 +176,7 @@ const OTHER_STRING_FLAGS: readonly [Exclude<keyof EvictionFlags, 'memoryBrake' |
   ['memoryBrakeMaxDuration', 'memory-brake-max-duration'],
   ['systemReservedCgroup', 'system-reserved-cgroup'],
   ['kubeReservedCgroup', 'kube-reserved-cgroup'],
+  ['featureGates', 'feature-gates'],
 ];
 
 export function settingsFromFlags(f: ParsedFlags): RunSettings {

@@ -17,6 +17,7 @@ import { bindsAllInterfaces, startMetricsServer } from '../agent/http-server';
 import { AgentMetrics } from '../agent/metrics';
 import type { EvictionReporter, PodSpecSource } from '../agent/ports';
 import { cgroupDir, detectCgroups } from '../node/cgroups';
+import { readHugePagesBytes } from '../node/hugepages';
 import { NodeObserver } from '../node/observer';
 import { setKillThreadPriority } from '../kernel/scheduling';
 import { reapCounts, setReapAfterKill } from '../kernel/reap';
@@ -77,6 +78,14 @@ export async function run(argv: string[]): Promise<number> {
   const logger = pino({ level: s.logLevel, base: { component: 'evictd' } });
   // Settings the kubelet would ignore (a repeated flag key, a containerfs threshold): one line each.
   for (const w of s.policy.warnings) logger.warn(w);
+  const hugePages = readHugePagesBytes();
+  if (hugePages > 0)
+    logger.info(
+      { hugePagesBytes: hugePages, hugepageAwareEviction: s.policy.hugepageAwareEviction },
+      s.policy.hugepageAwareEviction
+        ? 'huge pages reserved: out of memory.available, as the kubelet does from v1.37 (HugepageAwareEviction)'
+        : 'huge pages reserved: left in memory.available (HugepageAwareEviction off, as kubelets before v1.37)',
+    );
   // Opened first: a path that cannot be written is refused before anything starts.
   const recorder = s.record
     ? new Recorder({
@@ -142,7 +151,13 @@ export async function run(argv: string[]): Promise<number> {
       return { reaped: c.reaped, 'not-reaped': c.tasks - c.reaped };
     },
   });
-  const observer = new NodeObserver({ layout, cgroupRoot: s.cgroupRoot, podCgroupRoot: s.podCgroupRoot, nodefsPath: s.nodefsPath });
+  const observer = new NodeObserver({
+    layout,
+    cgroupRoot: s.cgroupRoot,
+    podCgroupRoot: s.podCgroupRoot,
+    nodefsPath: s.nodefsPath,
+    ...(s.policy.hugepageAwareEviction ? { hugePagesBytes: () => readHugePagesBytes() } : {}),
+  });
   const runtime = CriRuntime.connect(s.endpoint);
   const kube = s.podSource === 'runtime' ? null : await startKube(s.podSource, s.dryRun, flags, metrics, logger);
   const agent = new Agent({

@@ -25,6 +25,9 @@ export interface V1Pod {
     initContainers?: V1Container[];
     volumes?: V1Volume[];
     tolerations?: Toleration[];
+    /** pod-level resources (KEP-2837) */
+    resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
+    overhead?: Record<string, string | number>;
   };
   status?: { phase?: string; qosClass?: string; reason?: string; conditions?: { type?: string; reason?: string }[] };
 }
@@ -126,6 +129,13 @@ export function fromV1Pod(pod: V1Pod, onBadQuantity?: (field: string, value: unk
   if (typeof spec.terminationGracePeriodSeconds === 'number') podSpec.terminationGracePeriodSeconds = spec.terminationGracePeriodSeconds;
   if (initContainers.length) podSpec.initContainers = initContainers;
   if (spec.tolerations?.length) podSpec.tolerations = spec.tolerations.map((t) => ({ ...t }));
+  if (spec.resources) {
+    podSpec.resources = {
+      requests: resources(spec.resources.requests, `${where} resources.requests`, onBadQuantity),
+      limits: resources(spec.resources.limits, `${where} resources.limits`, onBadQuantity),
+    };
+  }
+  if (spec.overhead) podSpec.overhead = resources(spec.overhead, `${where} overhead`, onBadQuantity);
   const controller = md.ownerReferences?.find((o) => o.controller) ?? md.ownerReferences?.[0];
   const out: KubePod = {
     spec: podSpec,

@@ -20,6 +20,8 @@ export interface MemoryReading {
   availableBytes: number;
   /** true when capacity is this cgroup's limit (not the machine's RAM) */
   limited: boolean;
+  /** the node's: huge pages taken out of available (and so of capacity), policy/hugepages.ts */
+  hugePagesBytes?: number;
 }
 
 export interface MachineMemory {

@@ -3,6 +3,7 @@
  * wakes the loop, the decision uses numbers read now — kubernetes issue 51745).
  */
 import fs from 'node:fs';
+import { adjustForHugePages } from '../policy/hugepages';
 import type { FilesystemLayout, NodeStats } from '../policy/types';
 import { cgroupDir, type CgroupLayout } from './cgroups';
 import { statfsStats } from './fs-stats';
@@ -18,6 +19,11 @@ export interface NodeObserverOptions {
   podCgroupRoot: string;
   /** where nodefs is measured (the kubelet's root dir) */
   nodefsPath: string;
+  /**
+   * The node's huge page capacity in bytes, read now (node/hugepages.ts), taken out of the node's
+   * memory.available as the kubelet's HugepageAwareEviction does; absent: the gate is off.
+   */
+  hugePagesBytes?: () => number;
 }
 
 export interface ObservedPodCgroup extends PodCgroup {
@@ -64,6 +70,12 @@ export class NodeObserver {
       const capacity = Math.min(allocatable.capacityBytes, memory.capacityBytes);
       allocatable.capacityBytes = capacity;
       allocatable.availableBytes = capacity - allocatable.workingSetBytes;
+    }
+    // After the pod root's cap above, which is the machine's memory: the adjustment is the node's alone.
+    const hugePages = this.opts.hugePagesBytes?.() ?? 0;
+    if (hugePages > 0) {
+      const { availableBytes } = adjustForHugePages(memory, hugePages);
+      Object.assign(memory, { availableBytes, capacityBytes: availableBytes + memory.workingSetBytes, hugePagesBytes: hugePages });
     }
     return { memory, allocatable };
   }

@@ -8,6 +8,7 @@ import { compileMemoryBrake } from './brake-config';
 import { ConfigError } from './config-error';
 import { DurationError, parseDuration } from './duration';
 import {
+  FEATURE_GATES,
   DEFAULT_EVICTION_HARD,
   DEFAULT_PRESSURE_TRANSITION_PERIOD,
   type ConfigKey,
@@ -189,6 +190,7 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
     pressureTransitionPeriodNs: transitionNs,
     enforceNodeAllocatable: enforce,
     warnings,
+    hugepageAwareEviction: cfg.featureGates?.HugepageAwareEviction ?? FEATURE_GATES.HugepageAwareEviction,
   };
   const brake = compileMemoryBrake(
     { on: cfg.memoryBrake, maxDuration: cfg.memoryBrakeMaxDuration, field: fieldOf('memoryBrake'), maxDurationField: fieldOf('memoryBrakeMaxDuration') },

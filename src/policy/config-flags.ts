@@ -20,6 +20,7 @@ export interface EvictionFlags {
   systemReservedCgroup?: string;
   kubeReservedCgroup?: string;
   cgroupsPerQOS?: boolean;
+  featureGates?: string;
 }
 
 const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
@@ -35,7 +36,35 @@ const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
   systemReservedCgroup: '--system-reserved-cgroup',
   kubeReservedCgroup: '--kube-reserved-cgroup',
   cgroupsPerQOS: '--cgroups-per-qos',
+  featureGates: '--feature-gates',
 };
+
+/** Go's strconv.ParseBool, which component-base's feature gate flag reads each value with. */
+const GO_BOOLS: Readonly<Record<string, boolean>> = {
+  1: true,
+  t: true,
+  T: true,
+  TRUE: true,
+  true: true,
+  True: true,
+  0: false,
+  f: false,
+  F: false,
+  FALSE: false,
+  false: false,
+  False: false,
+};
+
+/** "A=true,B=false" as component-base featuregate's Set reads it: each value a Go bool. */
+function parseFeatureGates(flag: string, raw: string, warnings: string[]): Record<string, boolean> {
+  const out: Record<string, boolean> = {};
+  for (const [gate, text] of Object.entries(parseMapFlag(flag, raw, '=', warnings))) {
+    const v = GO_BOOLS[text];
+    if (v === undefined) throw new ConfigError(`${flag}[${JSON.stringify(gate)}]`, text, 'invalid value, must be a boolean (true or false)');
+    out[gate] = v;
+  }
+  return out;
+}
 
 /**
  * Splits "a<b,c<d" (separator "<") or "a=b,c=d" (separator "=") as the kubelet's map flags do
@@ -100,5 +129,8 @@ export function configFromFlags(flags: EvictionFlags, base: EvictionConfig = {})
   if (flags.systemReservedCgroup !== undefined) set('systemReservedCgroup', flags.systemReservedCgroup);
   if (flags.kubeReservedCgroup !== undefined) set('kubeReservedCgroup', flags.kubeReservedCgroup);
   if (flags.cgroupsPerQOS !== undefined) set('cgroupsPerQOS', flags.cgroupsPerQOS);
+  // Gate by gate over the file's featureGates: a gate the flag leaves out keeps the file's value.
+  if (flags.featureGates !== undefined)
+    set('featureGates', { ...base.featureGates, ...parseFeatureGates(FLAG_NAMES.featureGates, flags.featureGates, warnings) });
   return cfg;
 }

@@ -17,6 +17,8 @@ export interface EvictionConfig {
   evictionPressureTransitionPeriod?: string;
   enforceNodeAllocatable?: string[];
   mergeDefaultEvictionSettings?: boolean;
+  /** the kubelet's feature gates (featureGates, --feature-gates): evictd reads those its rules depend on (FEATURE_GATES) */
+  featureGates?: Record<string, boolean>;
   /**
    * evictd's own fields (no kubelet has them; named as the kubelet would): on a memory threshold
    * met, hold the top-ranked pod with memory.high until it is evicted (see policy/brake.ts).
@@ -70,7 +72,17 @@ export interface PolicyConfig {
   warnings: string[];
   /** the memory brake, when it is on (absent: off) */
   memoryBrake?: MemoryBrakeConfig;
+  /**
+   * HugepageAwareEviction (kubernetes PR #138127; beta and on by default in v1.37, absent before):
+   * the node's huge pages come out of memory.available (policy/hugepages.ts). Default on, as the
+   * newest kubelet; a node whose kubelet is older (v1.36 or before) and reserves huge pages sets
+   * it to false.
+   */
+  hugepageAwareEviction: boolean;
 }
+
+/** The feature gates whose value changes an eviction rule, with the default evictd follows. */
+export const FEATURE_GATES: Readonly<Record<string, boolean>> = { HugepageAwareEviction: true };
 
 /** The kubelet's default hard thresholds on Linux (pkg/kubelet/eviction/defaults_linux.go). */
 export const DEFAULT_EVICTION_HARD: Readonly<Record<string, string>> = {

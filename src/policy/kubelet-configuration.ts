@@ -53,6 +53,23 @@ function bool(field: string, v: unknown): boolean | undefined {
   return v;
 }
 
+/**
+ * featureGates, a map[string]bool: every value a bool (the decoder refuses anything else). The
+ * kubelet also refuses a gate its release does not know; evictd cannot know every release's list,
+ * so it keeps the map and reads the gates its rules depend on (eviction-config.ts FEATURE_GATES).
+ */
+function featureGates(field: string, v: unknown): Record<string, boolean> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw new ConfigError(field, v, 'must be a map of feature gate to true or false');
+  const out: Record<string, boolean> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    refuseProtoKey(`${field}[${JSON.stringify(k)}]`, k, x);
+    if (typeof x !== 'boolean') throw new ConfigError(`${field}.${k}`, x, 'must be true or false');
+    out[k] = x;
+  }
+  return out;
+}
+
 export const EVICTION_FIELDS = [
   'evictionHard',
   'evictionSoft',
@@ -137,6 +154,11 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
       cfg[key] = v;
       name(key);
     }
+  }
+  const gates = featureGates(`${prefix}featureGates`, d.featureGates);
+  if (gates !== undefined) {
+    cfg.featureGates = gates;
+    name('featureGates');
   }
   for (const key of ['systemReservedCgroup', 'kubeReservedCgroup'] as const) {
     const v = text(`${prefix}${key}`, d[key]);

@@ -1,7 +1,8 @@
 /** The kubelet's eviction and admission strings, to the letter (pkg/kubelet/eviction). */
 import type { Threshold } from './config';
 import { Quantity } from './quantity';
-import { containerRequest } from './pods';
+import { containerRequest, podLevelRequest, podLevelResourcesSet } from './pods';
+import { podMemoryUsage } from './ranking';
 import { SIGNAL_RESOURCE, observationFormat } from './signals';
 import { thresholdAmount, type Observations } from './thresholds';
 import type { NodeCondition, PodSpec, PodUsage } from './types';
@@ -9,6 +10,8 @@ import type { NodeCondition, PodSpec, PodUsage } from './types';
 export const EVICTION_REASON = 'Evicted';
 export const OFFENDING_CONTAINERS_KEY = 'offending_containers';
 export const OFFENDING_CONTAINERS_USAGE_KEY = 'offending_containers_usage';
+export const OFFENDING_POD_KEY = 'offending_pod';
+export const OFFENDING_POD_USAGE_KEY = 'offending_pod_usage';
 export const STARVED_RESOURCE_KEY = 'starved_resource';
 
 /**
@@ -49,6 +52,16 @@ export function evictionMessage(
   // A pod whose stats were not found: the kubelet returns before it names any container, with
   // its annotations map still empty (no starved_resource either), for every resource.
   if (!usage) return { message, annotations: {} };
+  const annotations: Record<string, string> = {};
+  // Pod-level resources (v1.34 and later): a pod-level memory request puts the pod's own line
+  // first, whether or not its usage is above the request (the containers' lines test that).
+  const podLevel = resource === 'memory' && podLevelResourcesSet(pod) ? podLevelRequest(pod, 'memory') : undefined;
+  if (podLevel) {
+    const usedQ = Quantity.fromNumber(Math.trunc(podMemoryUsage(usage)), 'BinarySI');
+    message += `Pod ${pod.name} was using ${usedQ.toString()}, request is ${podLevel.toString()}, has larger consumption of ${resource}. `;
+    annotations[OFFENDING_POD_KEY] = pod.name;
+    annotations[OFFENDING_POD_USAGE_KEY] = usedQ.toString();
+  }
   const containers: string[] = [];
   const usages: string[] = [];
   // Regular and init containers (restartable ones included) are named; ephemeral containers
@@ -73,6 +86,7 @@ export function evictionMessage(
   return {
     message,
     annotations: {
+      ...annotations,
       [OFFENDING_CONTAINERS_KEY]: containers.join(','),
       [OFFENDING_CONTAINERS_USAGE_KEY]: usages.join(','),
       [STARVED_RESOURCE_KEY]: resource,

@@ -16,13 +16,40 @@ export function containerRequest(c: ContainerSpec, resource: string): Quantity |
 }
 
 /**
- * A pod's effective request: component-helpers/resource PodRequests (through the kubelet's
- * GetResourceRequestQuantity), in bytes (or units). See aggregate for the init containers.
+ * A pod's effective request for eviction ranking: pkg/api/v1/resource GetResourceRequestQuantity
+ * (v1.34 and later), in bytes (or units). With pod-level resources set it reads them alone
+ * (PodRequests with SkipContainerLevelResources: a resource the pod level does not name, or
+ * cannot, such as ephemeral-storage, is 0); else the containers' aggregate (see aggregate). The
+ * pod's overhead is added to a non-zero total. Spec only: the eviction manager passes no
+ * UseStatusResources, so a resized pod ranks by its spec, not its allocated or actuated resources
+ * (the allocatedResources branch of evictionMessage, v1.27 to v1.32, is gone since).
  */
 export function podRequest(pod: PodSpec, resource: string): number {
   if (resource === 'memory') return podFacts(pod).memoryRequest;
   if (resource === 'ephemeral-storage') return podFacts(pod).storageRequest;
   return computePodRequest(pod, resource);
+}
+
+/** component-helpers/resource IsSupportedPodLevelResource: cpu, memory and huge pages. */
+const isPodLevelResource = (name: string) => name === 'cpu' || name === 'memory' || name.startsWith('hugepages-');
+
+/** IsPodLevelResourcesSet: spec.resources names a supported resource in its requests or limits. */
+export function podLevelResourcesSet(pod: PodSpec): boolean {
+  const r = pod.resources;
+  return r !== undefined && [...Object.keys(r.requests), ...Object.keys(r.limits)].some(isPodLevelResource);
+}
+
+/**
+ * A pod-level request as the API server stores it (pkg/apis/core/v1 defaultPodRequests): when
+ * only the pod-level limit is given, the request defaults to the containers' effective request
+ * if any container gives one, else to the limit.
+ */
+export function podLevelRequest(pod: PodSpec, resource: string): Quantity | undefined {
+  const r = pod.resources;
+  if (!r || !isPodLevelResource(resource)) return undefined;
+  const given = r.requests[resource];
+  if (given || !r.limits[resource]) return given;
+  return aggregate(pod, (c) => containerRequest(c, resource)) ?? r.limits[resource];
 }
 
 const addQ = (a: Quantity | undefined, b: Quantity | undefined) => (a && b ? a.add(b) : (a ?? b));
@@ -54,7 +81,10 @@ function aggregate(pod: PodSpec, pick: (c: ContainerSpec) => Quantity | undefine
 }
 
 function computePodRequest(pod: PodSpec, resource: string): number {
-  return aggregate(pod, (c) => containerRequest(c, resource))?.toNumber() ?? 0;
+  const total = podLevelResourcesSet(pod) ? podLevelRequest(pod, resource) : aggregate(pod, (c) => containerRequest(c, resource));
+  const n = total?.toNumber() ?? 0;
+  const overhead = pod.overhead?.[resource];
+  return n !== 0 && overhead ? n + overhead.toNumber() : n;
 }
 
 /** PodLimits (component-helpers/resource) for one resource, or undefined when no container sets it. */
@@ -132,8 +162,13 @@ export function podFacts(pod: PodSpec): PodFacts {
   return f;
 }
 
-/** Kubernetes' GetPodQOS (cpu and memory only; requests defaulted to limits). */
+/**
+ * Kubernetes' GetPodQOS (cpu and memory only; requests defaulted to limits). With pod-level
+ * resources (spec.resources given) they alone decide (ComputePodQOS, PodLevelResources on):
+ * equal non-zero cpu and memory requests and limits are Guaranteed, none BestEffort.
+ */
 export function qosClass(pod: PodSpec): QosClass {
+  if (pod.resources) return podLevelQos(pod, pod.resources);
   const requests = new Map<string, number>();
   const limits = new Map<string, number>();
   let guaranteed = true;
@@ -155,6 +190,21 @@ export function qosClass(pod: PodSpec): QosClass {
     for (const [r, v] of requests) if (limits.get(r) !== v) guaranteed = false;
   }
   return guaranteed && requests.size === limits.size ? 'Guaranteed' : 'Burstable';
+}
+
+/** qos.go resourceQOS on the pod-level requirements. */
+function podLevelQos(pod: PodSpec, r: NonNullable<PodSpec['resources']>): QosClass {
+  if (Object.keys(r.requests).length === 0 && Object.keys(r.limits).length === 0) return 'BestEffort';
+  let qos: QosClass | undefined;
+  for (const name of ['cpu', 'memory']) {
+    const req = podLevelRequest(pod, name)?.toNumber() ?? 0;
+    const lim = r.limits[name]?.toNumber() ?? 0;
+    if (req !== lim) return 'Burstable';
+    const bestEffort = req === 0;
+    if (qos === undefined) qos = bestEffort ? 'BestEffort' : 'Guaranteed';
+    else if (bestEffort !== (qos === 'BestEffort')) return 'Burstable';
+  }
+  return qos!;
 }
 
 /** Static (source other than the API), mirror, or system-critical priority: never evicted. */

@@ -102,6 +102,14 @@ export interface PodSpec {
   initContainers?: ContainerSpec[];
   volumes: VolumeSpec[];
   tolerations?: Toleration[];
+  /**
+   * Pod-level requests and limits (spec.resources, KEP-2837 PodLevelResources: beta and on by
+   * default since v1.34). When they name cpu, memory or a hugepages-<size>, they replace the
+   * containers' sum in the pod's request (policy/pods.ts) and alone decide its QoS class.
+   */
+  resources?: { requests: ResourceList; limits: ResourceList };
+  /** spec.overhead: the RuntimeClass's per-pod overhead, added to a non-zero pod request */
+  overhead?: ResourceList;
 }
 
 export interface ContainerUsage {

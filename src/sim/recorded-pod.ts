@@ -88,8 +88,14 @@ export function specHead(s: PodSpec): Record<string, unknown> {
   const annotations: Record<string, string> = {};
   for (const k of [CONFIG_SOURCE_ANNOTATION, CONFIG_MIRROR_ANNOTATION]) if (s.annotations[k] !== undefined) annotations[k] = s.annotations[k];
   if (Object.keys(annotations).length) out.annotations = annotations;
+  // Pod-level resources and the overhead: the pod's request (ranking, messages) and QoS read them.
+  if (s.resources) out.resources = { ...optional('requests', resources(s.resources.requests)), ...optional('limits', resources(s.resources.limits)) };
+  const overhead = s.overhead && resources(s.overhead);
+  if (overhead) out.overhead = overhead;
   return out;
 }
+
+const optional = <T>(key: string, v: T | undefined): Record<string, T> => (v === undefined ? {} : { [key]: v });
 
 /** A container as its spec has it; its `usage` goes last. */
 export function specContainer(c: ContainerSpec, init: boolean): Record<string, unknown> {

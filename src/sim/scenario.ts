@@ -7,8 +7,10 @@ import { badValue } from '../errors';
 import { compileConfig, configFromKubeletConfiguration, type PolicyConfig } from '../policy/config';
 import { DurationError, formatDuration, parseDuration } from '../policy/duration';
 import { Quantity, QuantityError } from '../policy/quantity';
+import { adjustForHugePages } from '../policy/hugepages';
+import { hugePagesCapacity } from './node-capacity';
 import { amount, child, fields, integer, list, MAX_AMOUNT, obj, optAmount, quantity, str } from './scenario-fields';
-import { NODE_PARTS, OBSERVED_PARTS, type NodePart } from '../policy/signals';
+import { NODE_PARTS, OBSERVED_PARTS } from '../policy/signals';
 import type {
   ActivePod,
   ContainerSpec,
@@ -50,9 +52,12 @@ function notAbove(field: string, available: number | undefined, capacityField: s
  * One part of the node's numbers, read as its shape in the signal records says: its fields, the
  * bounds a real node never breaks, and whether a part missing a number is observed at all.
  */
-function nodePart(field: string, part: NodePart, v: unknown): Record<string, number | undefined> | undefined {
+type PartShape = { fields: readonly string[]; whole: boolean; notAbove: readonly (readonly [string, string])[] };
+/** The summary's SwapStats (swapAvailableBytes = the swap limit - usage). */
+const SWAP_SHAPE: PartShape = { fields: ['swapAvailableBytes', 'swapUsageBytes'], whole: false, notAbove: [] };
+
+function nodePart(field: string, shape: PartShape, v: unknown): Record<string, number | undefined> | undefined {
   if (v === undefined || v === null) return undefined;
-  const shape: { fields: readonly string[]; whole: boolean; notAbove: readonly (readonly [string, string])[] } = NODE_PARTS[part];
   const m = fields(field, v, shape.fields);
   const out: Record<string, number | undefined> = {};
   for (const k of shape.fields) out[k] = optAmount(`${field}.${k}`, m[k]);
@@ -64,10 +69,13 @@ function nodePart(field: string, part: NodePart, v: unknown): Record<string, num
 
 function node(field: string, v: unknown): NodeStats {
   if (v === undefined || v === null) return {};
-  const m = fields(field, v, OBSERVED_PARTS);
+  const m = fields(field, v, [...OBSERVED_PARTS, 'swap']);
+  // The summary's node swap stats: no signal reads them (kubelet v1.34 to v1.37; swap-aware
+  // eviction, kubernetes #129578, was closed): checked and dropped.
+  if (m.swap !== undefined && m.swap !== null) nodePart(`${field}.swap`, SWAP_SHAPE, m.swap);
   const out: Record<string, unknown> = {};
   for (const part of OBSERVED_PARTS) {
-    const p = nodePart(`${field}.${part}`, part, m[part]);
+    const p = nodePart(`${field}.${part}`, NODE_PARTS[part], m[part]);
     if (p) out[part] = p;
   }
   // each part has its shape's fields, each a number or absent
@@ -106,7 +114,11 @@ interface ParsedPod {
   usage?: { containers: ContainerUsage[]; volumes: VolumeUsage[]; processes?: number };
 }
 
-const CONTAINER_KEYS = ['name', 'requests', 'limits', 'usage'];
+/**
+ * allocatedResources (status.containerStatuses[].allocatedResources of a resized pod) is read and
+ * checked, and decides nothing: the eviction manager ranks and words by the spec (pods.ts podRequest).
+ */
+const CONTAINER_KEYS = ['name', 'requests', 'limits', 'usage', 'allocatedResources'];
 
 /**
  * A container's spec, and its usage when it carries one (a container the summary reports: an app
@@ -117,6 +129,7 @@ function container(field: string, v: unknown, init: boolean): { spec: ContainerS
   const c = fields(field, v, init ? [...CONTAINER_KEYS, 'restartPolicy'] : CONTAINER_KEYS);
   const name = str(`${field}.name`, c.name);
   const spec: ContainerSpec = { name, requests: resources(`${field}.requests`, c.requests), limits: resources(`${field}.limits`, c.limits) };
+  resources(`${field}.allocatedResources`, c.allocatedResources);
   if (c.restartPolicy !== undefined && c.restartPolicy !== null) {
     if (c.restartPolicy !== 'Always') throw badValue(`${field}.restartPolicy`, c.restartPolicy, 'must be Always (a sidecar) or absent');
     spec.restartPolicy = 'Always';
@@ -127,7 +140,9 @@ function container(field: string, v: unknown, init: boolean): { spec: ContainerS
 
 /** A container's stats: `usage` of a container, or one entry of a pod's `containerUsage`. */
 function containerUsage(field: string, name: string, v: unknown): ContainerUsage {
-  const u = fields(field, v, ['memory', 'rootfs', 'logs', 'inodes', 'logsInodes']);
+  // swap: the summary's per-container swap usage, which no eviction rule reads (checked, dropped)
+  const u = fields(field, v, ['memory', 'rootfs', 'logs', 'inodes', 'logsInodes', 'swap']);
+  optAmount(`${field}.swap`, u.swap);
   const usage: ContainerUsage = { name };
   usage.memoryBytes = optAmount(`${field}.memory`, u.memory);
   usage.rootfsBytes = optAmount(`${field}.rootfs`, u.rootfs);
@@ -169,6 +184,8 @@ const POD_KEYS = [
   'tolerations',
   'processes',
   'containerUsage',
+  'resources',
+  'overhead',
 ];
 const TOLERATION_OPERATORS = ['Exists', 'Equal'];
 const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
@@ -261,6 +278,11 @@ function pod(field: string, v: unknown): ParsedPod {
   };
   if (initContainers.length > 0) spec.initContainers = initContainers;
   if (tolerations.length > 0) spec.tolerations = tolerations;
+  if (p.resources !== undefined && p.resources !== null) {
+    const r = fields(`${field}.resources`, p.resources, ['requests', 'limits']);
+    spec.resources = { requests: resources(`${field}.resources.requests`, r.requests), limits: resources(`${field}.resources.limits`, r.limits) };
+  }
+  if (p.overhead !== undefined && p.overhead !== null) spec.overhead = resources(`${field}.overhead`, p.overhead);
   if (p.terminationGracePeriodSeconds !== undefined && p.terminationGracePeriodSeconds !== null) {
     spec.terminationGracePeriodSeconds = integer(`${field}.terminationGracePeriodSeconds`, p.terminationGracePeriodSeconds, 0, MAX_AMOUNT);
   }
@@ -278,7 +300,7 @@ function pod(field: string, v: unknown): ParsedPod {
       throw badValue(`${field}.containerUsage`, '[...]', "takes the place of the containers' usage: give one or the other");
     stats = listed.map((x, i) => {
       const f = `${field}.containerUsage[${i}]`;
-      const { name: n, ...rest } = fields(f, x, ['name', 'memory', 'rootfs', 'logs', 'inodes', 'logsInodes']);
+      const { name: n, ...rest } = fields(f, x, ['name', 'memory', 'rootfs', 'logs', 'inodes', 'logsInodes', 'swap']);
       return containerUsage(f, str(`${f}.name`, n), rest);
     });
   }
@@ -301,8 +323,12 @@ function overlay(base: NodeStats, after: NodeStats): NodeStats {
 }
 
 export function readScenario(doc: unknown): Scenario {
-  const d = fields('scenario', doc, ['config', 'filesystems', 'steps']);
+  const d = fields('scenario', doc, ['config', 'filesystems', 'capacity', 'steps']);
   const config = compileConfig(configFromKubeletConfiguration(d.config, 'config.'));
+  // The node's memory as the summary reports it: huge pages out of it (HugepageAwareEviction).
+  const reserved = hugePagesCapacity('capacity', d.capacity); // checked with the gate off too
+  const hugePages = config.hugepageAwareEviction ? reserved : 0;
+  const summary = (n: NodeStats): NodeStats => (hugePages > 0 && n.memory ? { ...n, memory: adjustForHugePages(n.memory, hugePages) } : n);
   const layout = (d.filesystems ?? 'single') as FilesystemLayout;
   if (!LAYOUTS.includes(layout)) throw badValue('filesystems', d.filesystems, `must be one of ${LAYOUTS.join(', ')}`);
   let last = 0;
@@ -320,7 +346,7 @@ export function readScenario(doc: unknown): Scenario {
     if (at < 0) throw badValue(`${f}.at`, s.at ?? '0s', 'must not be negative');
     if (at < last) throw badValue(`${f}.at`, s.at ?? '0s', `steps must not go back in time (the step before is at ${formatDuration(last)})`);
     last = at;
-    const n = node(`${f}.node`, s.node);
+    const n = summary(node(`${f}.node`, s.node));
     const pods = list(`${f}.pods`, s.pods).map((p, j) => pod(`${f}.pods[${j}]`, p));
     const admit = list(`${f}.admit`, s.admit).map((p, j) => pod(`${f}.admit[${j}]`, p).spec);
     unique(
@@ -334,7 +360,7 @@ export function readScenario(doc: unknown): Scenario {
       'pod namespace/name',
     );
     const step: Step = { at, node: n, pods: pods.map((p): ActivePod => (p.usage ? { spec: p.spec, usage: p.usage } : { spec: p.spec })), admit };
-    if (s.afterReclaim !== undefined && s.afterReclaim !== null) step.afterReclaim = overlay(n, node(`${f}.afterReclaim`, s.afterReclaim));
+    if (s.afterReclaim !== undefined && s.afterReclaim !== null) step.afterReclaim = overlay(n, summary(node(`${f}.afterReclaim`, s.afterReclaim)));
     return step;
   });
   return { config, layout, steps };

@@ -8,6 +8,9 @@ import { readCgroupMemory, readMeminfo } from '../../src/node/memory';
 import { listPodCgroups, podUidFromDirName, qosFromCgroupPath } from '../../src/node/pod-cgroups';
 import { kernelPidStats } from '../../src/node/pids';
 import { NodeObserver } from '../../src/node/observer';
+import { HUGEPAGES_SYSFS, readHugePagesBytes } from '../../src/node/hugepages';
+import { workingSetLines } from '../../src/agent/memory-lines';
+import { compileConfig } from '../../src/policy/config';
 import { missingRoot, skipped, memcgV1Root, cgroup2Root } from '../support/environment';
 import { CgroupFixture } from './cgroup-fixture';
 
@@ -161,6 +164,39 @@ test('the observer: node memory, allocatable, pids from a pids.max node, pods wi
   assert.ok(hog.usage.processes! >= 1);
   assert.ok(obs.pods.get('aaaa-1')!.usage.memoryWorkingSetBytes < 8 * MiB);
   assert.deepEqual(listPodCgroups(f.layout.memoryMount, `${f.root}/none`), []);
+});
+
+// HugepageAwareEviction (the kubelet's summary adjustForHugePages, v1.37): huge pages reserved on
+// the machine come out of the node's memory.available and its capacity, and so move the memory
+// lines; the pods cgroup keeps its own numbers. Real sysfs: 16 pages of 2 MiB reserved for the test.
+test('huge pages reserved: out of the node memory.available and its lines, not the pods cgroup', async (t) => {
+  if (skipped(t, missingCgroups())) return;
+  const nr = path.join(HUGEPAGES_SYSFS, 'hugepages-2048kB', 'nr_hugepages');
+  if (skipped(t, fs.existsSync(nr) ? null : 'needs 2 MiB huge pages')) return;
+  const before = fs.readFileSync(nr, 'utf8').trim();
+  t.after(() => fs.writeFileSync(nr, before));
+  fs.writeFileSync(nr, String(Number(before) + 16));
+  const reserved = readHugePagesBytes();
+  assert.ok(reserved >= 2 * MiB, `the kernel reserved ${reserved} bytes of huge pages`);
+  assert.equal(reserved % (2 * MiB), 0);
+  const f = new CgroupFixture();
+  fixtures.push(f);
+  f.mkdir();
+  f.setMemoryLimit(512 * MiB);
+  f.mkdir('kubepods');
+  f.setMemoryLimit(400 * MiB, 'kubepods');
+  const opts = { layout: f.layout, cgroupRoot: f.root, podCgroupRoot: `${f.root}/kubepods`, nodefsPath: '/' };
+  const plain = new NodeObserver(opts).observeMemory();
+  const aware = new NodeObserver({ ...opts, hugePagesBytes: () => readHugePagesBytes() }).observeMemory();
+  assert.equal(plain.memory.capacityBytes, 512 * MiB);
+  assert.equal(aware.memory.hugePagesBytes, reserved);
+  // the working sets of two reads of an idle cgroup agree within a few pages
+  assert.ok(Math.abs(aware.memory.workingSetBytes - plain.memory.workingSetBytes) < MiB);
+  assert.equal(aware.memory.availableBytes, Math.max(0, 512 * MiB - aware.memory.workingSetBytes - reserved));
+  assert.equal(aware.memory.capacityBytes, aware.memory.availableBytes + aware.memory.workingSetBytes);
+  assert.equal(aware.allocatable!.capacityBytes, 400 * MiB);
+  const policy = compileConfig({ evictionHard: { 'memory.available': '100Mi' } });
+  assert.deepEqual(workingSetLines(policy, 'memory.available', aware.memory), [512 * MiB - reserved - 100 * MiB + 1]);
 });
 
 test('kernel pid stats: a limit and a live count', () => {

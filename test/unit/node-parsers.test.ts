@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseKeyValues, readCgroupNumber } from '../../src/node/cgroups';
 import { parseCounters } from '../../src/kernel/counters';
+import { readHugePagesBytes } from '../../src/node/hugepages';
 import { readMeminfo } from '../../src/node/memory';
 import { tempDir } from '../support/temp-dir';
 
@@ -51,4 +52,20 @@ test('/proc/meminfo: MemFree or Inactive(file) above MemTotal is clamped to MemT
     inactiveFileBytes: 20480,
   });
   assert.throws(() => readMeminfo('MemTotal: 1000 kB\n'), /^Error: \/proc\/meminfo: no MemFree line$/);
+});
+
+test('huge page capacity: every page size, nr_hugepages pages of it; garbage and other entries count 0', () => {
+  const dir = tempDir('hugepages-');
+  const size = (name: string, count: string) => {
+    fs.mkdirSync(path.join(dir, name));
+    fs.writeFileSync(path.join(dir, name, 'nr_hugepages'), count);
+  };
+  assert.equal(readHugePagesBytes(dir), 0);
+  size('hugepages-2048kB', '512\n');
+  size('hugepages-1048576kB', '2\n');
+  size('hugepages-64kB', '-3\n');
+  size('hugepages-32kB', 'x\n');
+  fs.mkdirSync(path.join(dir, 'other'));
+  assert.equal(readHugePagesBytes(dir), 512 * 2 * 1024 * 1024 + 2 * 1024 * 1024 * 1024);
+  assert.equal(readHugePagesBytes(path.join(dir, 'absent')), 0);
 });

@@ -102,7 +102,7 @@ test("the scenario reader takes the node parts the records read, each with its s
       new RegExp(`steps\\[0\\]\\.node\\.${part}\\.nope: 1: unknown field \\(known: ${NODE_PARTS[part].fields.join(', ')}\\)`),
     );
   }
-  assert.throws(() => readScenario({ steps: [{ node: { swap: {} } }] }), new RegExp(`unknown field \\(known: ${OBSERVED_PARTS.join(', ')}\\)`));
+  assert.throws(() => readScenario({ steps: [{ node: { gpu: {} } }] }), new RegExp(`unknown field \\(known: ${[...OBSERVED_PARTS, 'swap'].join(', ')}\\)`));
 });
 
 test('each signal is observed from its own part, and only there', () => {

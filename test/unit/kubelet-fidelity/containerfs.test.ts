@@ -55,8 +55,11 @@ test('a configured containerfs threshold or minimum reclaim is ignored, with one
   assert.throws(() => compileConfig({ evictionSoft: { 'containerfs.available': '1Gi' } }), /grace period must be specified/);
 });
 
-// buildSignalToNodeReclaimFuncs, the whole table: containerfs shares the entry of the filesystem
-// holding the writable layers (nodefs on single and split, imagefs on dedicated-imagefs).
+// buildSignalToNodeReclaimFuncs (pkg/kubelet/eviction/helpers.go, since KubeletSeparateDiskGC in
+// v1.29/v1.30 and unchanged in the v1.34+ source read for issue 36), the whole table: containerfs
+// shares the entry of the filesystem holding the writable layers (nodefs on single and split,
+// imagefs on dedicated-imagefs). So on a split image filesystem containerfs.* pressure collects
+// unused containers (not images), as nodefs.* does; imagefs.* collects images alone.
 test('buildSignalToNodeReclaimFuncs: every filesystem signal on every layout', () => {
   const both = ['deleteUnusedContainers', 'deleteUnusedImages'];
   const table: Record<FilesystemLayout, Partial<Record<Signal, string[]>>> = {
