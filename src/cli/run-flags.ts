@@ -33,6 +33,15 @@ const FLAGS: FlagDef[] = [
   { name: 'system-reserved-cgroup', arg: 'PATH', help: "the kubelet's; read only because enforcing system-reserved needs it (evictd enforces no allocatable)" },
   { name: 'kube-reserved-cgroup', arg: 'PATH', help: "the kubelet's; read only because enforcing kube-reserved needs it" },
   { name: 'cgroups-per-qos', bool: true, help: "the kubelet's; every --enforce-node-allocatable option but none needs it true", def: 'true' },
+  { name: 'memory-high-eviction-threshold', arg: 'RATE', help: 'KEP-5986: memory.events high per second above which a container is under pressure (0: off)' },
+  { name: 'memory-max-eviction-threshold', arg: 'RATE', help: 'KEP-5986: memory.events max per second above which a container is near its OOM (0: off)' },
+  { name: 'memory-psi-eviction-threshold', arg: 'PERCENT', help: 'KEP-5986: memory.pressure some avg10 above which a container is under pressure (0: off)' },
+  {
+    name: 'memory-pressure-eviction-grace-period',
+    arg: 'DURATION',
+    help: 'KEP-5986: how long a pod stays under pressure before its containers are relaxed, then it is evicted',
+    def: '0s',
+  },
   {
     name: 'feature-gates',
     arg: 'MAP',
@@ -142,6 +151,10 @@ export const FLAG_GROUPS: readonly { title: string; flags: readonly string[] }[]
       'kube-reserved-cgroup',
       'cgroups-per-qos',
       'feature-gates',
+      'memory-high-eviction-threshold',
+      'memory-max-eviction-threshold',
+      'memory-psi-eviction-threshold',
+      'memory-pressure-eviction-grace-period',
     ],
   },
   {

@@ -177,6 +177,10 @@ const OTHER_STRING_FLAGS: readonly [Exclude<keyof EvictionFlags, 'memoryBrake' |
   ['systemReservedCgroup', 'system-reserved-cgroup'],
   ['kubeReservedCgroup', 'kube-reserved-cgroup'],
   ['featureGates', 'feature-gates'],
+  ['memoryHighEvictionThreshold', 'memory-high-eviction-threshold'],
+  ['memoryMaxEvictionThreshold', 'memory-max-eviction-threshold'],
+  ['memoryPSIEvictionThreshold', 'memory-psi-eviction-threshold'],
+  ['memoryPressureEvictionGracePeriod', 'memory-pressure-eviction-grace-period'],
 ];
 
 export function settingsFromFlags(f: ParsedFlags): RunSettings {
@@ -199,6 +203,14 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
   }
+  // KEP-5986 is decided by the policy and simulate; the agent's half (notifications, the CRI relax,
+  // the pod condition) is not there yet, and a feature asked for must not be silently idle.
+  if (policy.memoryPressure)
+    throw badValue(
+      eviction.origins?.featureGates ?? 'featureGates',
+      'MemoryHighEviction=true',
+      'per-container memory pressure eviction (KEP-5986) is decided by `evictd simulate` only in this release; `evictd run` does not act on it yet',
+    );
   const cgroupRoot = normalizeCgroupPath('--cgroup-root', str('cgroup-root') ?? '/');
   const podCgroupRoot = normalizeCgroupPath('--pod-cgroup-root', str('pod-cgroup-root') ?? path.posix.join(cgroupRoot, 'kubepods'));
   const rootDir = str('root-dir');

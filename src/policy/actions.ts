@@ -13,6 +13,9 @@
  *   2. pods braked past the bound stopped at once; when one stopped, the pass ends there, since
  *      everything after was decided on numbers from before that stop;
  *   3. local-storage limits: every pod over its limit is evicted, and nothing else this pass;
+ *   3b. per-container memory pressure (KEP-5986, when on): stage-1 relaxes, then a stage-2
+ *      eviction, after which nothing else is evicted this pass (the KEP runs it after local
+ *      storage and before the signals, and skips signal eviction in a cycle where it evicted);
  *   4. otherwise, for the first due threshold: node-level reclaim, which ends the pass when a
  *      fresh look finds the pressure resolved;
  *   5. then the ranked candidates, of which the first that stops is the one evicted.
@@ -30,6 +33,7 @@ import {
 } from './brake';
 import type { PolicyConfig } from './config';
 import type { Assessment, Evaluation, Eviction, ThresholdStatus } from './evaluate';
+import type { MemoryPressureDecision, Relax } from './memory-pressure';
 import { confirmedEviction, type OrderConfirmation } from './standing-order';
 import type { NodeReclaimFunction, Signal } from './types';
 
@@ -42,6 +46,10 @@ export type Action =
   | { type: 'stop-braked'; evictions: Eviction[] }
   /** local-storage limits: every one evicted (grace 0); nothing else this pass */
   | { type: 'evict-all'; evictions: Eviction[] }
+  /** KEP-5986 stage 1: these containers' memory.high raised to memory.max */
+  | { type: 'relax-memory-high'; relax: Relax[] }
+  /** KEP-5986 stage 2: the pod evicted for its containers' memory pressure; nothing else this pass */
+  | { type: 'evict-pressured'; eviction: Eviction }
   /** node-level reclaim; the pass ends when a fresh look finds no threshold met */
   | { type: 'reclaim'; signal: Signal; functions: NodeReclaimFunction[] }
   /** the ranked candidates (critical pods left out): the first that stops is evicted, one per pass */
@@ -52,7 +60,14 @@ export type ActionType = Action['type'];
 /** The brake's view of the node when it is on (see decideBrakes); `killing` is derived here. */
 export type BrakeView = Omit<BrakeInput, 'killing'>;
 
-export function decideActions(config: PolicyConfig, a: Assessment, ev: Evaluation, brakes?: BrakeView, used: readonly OrderConfirmation[] = []): Action[] {
+export function decideActions(
+  config: PolicyConfig,
+  a: Assessment,
+  ev: Evaluation,
+  brakes?: BrakeView,
+  used: readonly OrderConfirmation[] = [],
+  pressure?: MemoryPressureDecision,
+): Action[] {
   const actions: Action[] = [];
   for (const c of used) actions.push({ type: 'confirm-order', ...confirmedEviction(config, c), confirmation: c });
   if (brakes && config.memoryBrake) {
@@ -69,6 +84,11 @@ export function decideActions(config: PolicyConfig, a: Assessment, ev: Evaluatio
   }
   if (ev.localStorageEvictions.length > 0) {
     actions.push({ type: 'evict-all', evictions: ev.localStorageEvictions });
+    return actions;
+  }
+  if (pressure && pressure.relax.length > 0) actions.push({ type: 'relax-memory-high', relax: pressure.relax });
+  if (pressure?.eviction) {
+    actions.push({ type: 'evict-pressured', eviction: pressure.eviction });
     return actions;
   }
   if (ev.reclaim && ev.reclaim.functions.length > 0) actions.push({ type: 'reclaim', signal: ev.reclaim.signal, functions: ev.reclaim.functions });

@@ -5,6 +5,7 @@
  */
 import { formatValue } from '../errors';
 import { compileMemoryBrake } from './brake-config';
+import { compileMemoryPressure } from './memory-pressure-config';
 import { ConfigError } from './config-error';
 import { DurationError, parseDuration } from './duration';
 import {
@@ -199,6 +200,8 @@ export function compileConfig(cfg: EvictionConfig): PolicyConfig {
     warnings,
   );
   if (brake) out.memoryBrake = brake;
+  const pressure = compileMemoryPressure(cfg, fieldOf, warnings);
+  if (pressure) out.memoryPressure = pressure;
   return out;
 }
 

@@ -21,6 +21,10 @@ export interface EvictionFlags {
   kubeReservedCgroup?: string;
   cgroupsPerQOS?: boolean;
   featureGates?: string;
+  memoryHighEvictionThreshold?: string;
+  memoryMaxEvictionThreshold?: string;
+  memoryPSIEvictionThreshold?: string;
+  memoryPressureEvictionGracePeriod?: string;
 }
 
 const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
@@ -37,6 +41,10 @@ const FLAG_NAMES: Record<keyof EvictionFlags, string> = {
   kubeReservedCgroup: '--kube-reserved-cgroup',
   cgroupsPerQOS: '--cgroups-per-qos',
   featureGates: '--feature-gates',
+  memoryHighEvictionThreshold: '--memory-high-eviction-threshold',
+  memoryMaxEvictionThreshold: '--memory-max-eviction-threshold',
+  memoryPSIEvictionThreshold: '--memory-psi-eviction-threshold',
+  memoryPressureEvictionGracePeriod: '--memory-pressure-eviction-grace-period',
 };
 
 /** Go's strconv.ParseBool, which component-base's feature gate flag reads each value with. */
@@ -129,6 +137,14 @@ export function configFromFlags(flags: EvictionFlags, base: EvictionConfig = {})
   if (flags.systemReservedCgroup !== undefined) set('systemReservedCgroup', flags.systemReservedCgroup);
   if (flags.kubeReservedCgroup !== undefined) set('kubeReservedCgroup', flags.kubeReservedCgroup);
   if (flags.cgroupsPerQOS !== undefined) set('cgroupsPerQOS', flags.cgroupsPerQOS);
+  for (const key of ['memoryHighEvictionThreshold', 'memoryMaxEvictionThreshold', 'memoryPSIEvictionThreshold'] as const) {
+    const raw = flags[key]?.trim();
+    if (raw === undefined) continue;
+    // a Go float64 flag (strconv.ParseFloat): a plain decimal or exponent form
+    if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw)) throw new ConfigError(FLAG_NAMES[key], raw, 'must be a number');
+    set(key, Number(raw));
+  }
+  if (flags.memoryPressureEvictionGracePeriod !== undefined) set('memoryPressureEvictionGracePeriod', flags.memoryPressureEvictionGracePeriod.trim());
   // Gate by gate over the file's featureGates: a gate the flag leaves out keeps the file's value.
   if (flags.featureGates !== undefined)
     set('featureGates', { ...base.featureGates, ...parseFeatureGates(FLAG_NAMES.featureGates, flags.featureGates, warnings) });

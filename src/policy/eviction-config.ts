@@ -17,6 +17,15 @@ export interface EvictionConfig {
   evictionPressureTransitionPeriod?: string;
   enforceNodeAllocatable?: string[];
   mergeDefaultEvictionSettings?: boolean;
+  /**
+   * KEP-5986 per-container memory pressure eviction (gate MemoryHighEviction), under the KEP's
+   * names: memory.events high and max rates (events per second), memory.pressure some avg10
+   * (percent), each 0 = off, and the per-pod grace period.
+   */
+  memoryHighEvictionThreshold?: number;
+  memoryMaxEvictionThreshold?: number;
+  memoryPSIEvictionThreshold?: number;
+  memoryPressureEvictionGracePeriod?: string;
   /** the kubelet's feature gates (featureGates, --feature-gates): evictd reads those its rules depend on (FEATURE_GATES) */
   featureGates?: Record<string, boolean>;
   /**
@@ -79,10 +88,23 @@ export interface PolicyConfig {
    * it to false.
    */
   hugepageAwareEviction: boolean;
+  /** KEP-5986 per-container memory pressure eviction, when its gate is on and a threshold is set */
+  memoryPressure?: MemoryPressureConfig;
+}
+
+/** KEP-5986's settings, compiled (policy/memory-pressure-config.ts); its rules are policy/memory-pressure.ts. */
+export interface MemoryPressureConfig {
+  /** memory.events high, events per second; 0: off */
+  highThreshold: number;
+  /** memory.events max, events per second; 0: off */
+  maxThreshold: number;
+  /** memory.pressure some avg10, percent; 0: off */
+  psiThreshold: number;
+  gracePeriodNs: number;
 }
 
 /** The feature gates whose value changes an eviction rule, with the default evictd follows. */
-export const FEATURE_GATES: Readonly<Record<string, boolean>> = { HugepageAwareEviction: true };
+export const FEATURE_GATES: Readonly<Record<string, boolean>> = { HugepageAwareEviction: true, MemoryHighEviction: false };
 
 /** The kubelet's default hard thresholds on Linux (pkg/kubelet/eviction/defaults_linux.go). */
 export const DEFAULT_EVICTION_HARD: Readonly<Record<string, string>> = {

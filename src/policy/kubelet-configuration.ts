@@ -81,6 +81,10 @@ export const EVICTION_FIELDS = [
   'mergeDefaultEvictionSettings',
   'memoryBrake',
   'memoryBrakeMaxDuration',
+  'memoryHighEvictionThreshold',
+  'memoryMaxEvictionThreshold',
+  'memoryPSIEvictionThreshold',
+  'memoryPressureEvictionGracePeriod',
 ] as const;
 
 /** A key that looks meant for one of the fields evictd reads (a typo would fall back to defaults). */
@@ -154,6 +158,19 @@ export function configFromKubeletConfiguration(doc: unknown, prefix = ''): Evict
       cfg[key] = v;
       name(key);
     }
+  }
+  // KEP-5986's float64 thresholds (a JSON number; compileConfig checks the range) and its duration
+  for (const key of ['memoryHighEvictionThreshold', 'memoryMaxEvictionThreshold', 'memoryPSIEvictionThreshold'] as const) {
+    const v = d[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number') throw new ConfigError(`${prefix}${key}`, v, 'must be a number (events per second, or a percentage for PSI)');
+    cfg[key] = v;
+    name(key);
+  }
+  const pressureGrace = duration(`${prefix}memoryPressureEvictionGracePeriod`, d.memoryPressureEvictionGracePeriod, '30s');
+  if (pressureGrace !== undefined) {
+    cfg.memoryPressureEvictionGracePeriod = pressureGrace;
+    name('memoryPressureEvictionGracePeriod');
   }
   const gates = featureGates(`${prefix}featureGates`, d.featureGates);
   if (gates !== undefined) {

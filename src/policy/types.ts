@@ -122,6 +122,10 @@ export interface ContainerUsage {
   /** container logs, bytes and inodes */
   logsBytes?: number;
   logsInodes?: number;
+  /** cgroup v2 memory.events counters `high` and `max` (per-container memory pressure, policy/memory-pressure.ts) */
+  memoryEvents?: { high: number; max: number };
+  /** memory.pressure `some avg10`, percent */
+  memoryPressureSomeAvg10?: number;
 }
 
 export interface VolumeUsage {

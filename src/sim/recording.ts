@@ -116,6 +116,10 @@ export function actionText(a: Action): string {
       return `stop-braked ${a.evictions.map((e) => podKey(e.pod)).join(',')}`;
     case 'evict-all':
       return `evict-all ${a.evictions.map((e) => `${podKey(e.pod)} ${e.signal}`).join(',')}`;
+    case 'relax-memory-high':
+      return `relax-memory-high ${a.relax.map((r) => `${podKey(r.pod)}/${r.container}`).join(',')}`;
+    case 'evict-pressured':
+      return `evict ${podKey(a.eviction.pod)} ${a.eviction.signal} grace ${a.eviction.gracePeriodSeconds}s`;
     case 'reclaim':
       return `reclaim ${a.signal} ${a.functions.join(',')}`;
     case 'evict-one':

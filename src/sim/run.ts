@@ -7,6 +7,7 @@ import { admit } from '../policy/admission';
 import { assess, initialState, planEvictions, resolvedByReclaim, type Eviction } from '../policy/evaluate';
 import { formatDuration } from '../policy/duration';
 import type { NodeCondition, NodeReclaimFunction } from '../policy/types';
+import { decideMemoryPressure, initialMemoryPressureState } from '../policy/memory-pressure';
 import type { Scenario } from './scenario';
 
 export interface StepResult {
@@ -15,6 +16,9 @@ export interface StepResult {
   conditions: NodeCondition[];
   nodeReclaim: NodeReclaimFunction[];
   evicted: { pod: string; signal: string; gracePeriodSeconds: number; message: string; annotations: Record<string, string> }[];
+  /** KEP-5986 (only when on): stage-1 relaxes, `namespace/name/container`, and the pods with the ContainerMemoryPressure condition */
+  memoryHighRelaxed?: string[];
+  containerMemoryPressure?: string[];
   admission: { pod: string; admit: boolean; reason?: string; message?: string }[];
 }
 
@@ -28,7 +32,11 @@ const evicted = (e: Eviction) => ({
 
 export function* simulate(scenario: Scenario): Generator<StepResult> {
   let state = initialState();
+  let pressureState = initialMemoryPressureState();
+  const cfg = scenario.config;
   for (const step of scenario.steps) {
+    const pressure = cfg.memoryPressure ? decideMemoryPressure(cfg.memoryPressure, cfg.maxPodGracePeriodSeconds, pressureState, step.at, step.pods) : undefined;
+    if (pressure) pressureState = pressure.state;
     const assessed = assess(scenario.config, state, { now: step.at, node: step.node, layout: scenario.layout });
     const ev = planEvictions(scenario.config, assessed, step.pods, scenario.layout);
     state = ev.state;
@@ -41,8 +49,14 @@ export function* simulate(scenario: Scenario): Generator<StepResult> {
       admission: [],
     };
     // The memory brake is the agent's alone: a scenario validates it and decides nothing with it.
-    for (const action of decideActions(scenario.config, assessed, ev)) {
+    if (pressure) {
+      out.memoryHighRelaxed = pressure.relax.map((r) => `${r.pod.namespace}/${r.pod.name}/${r.container}`);
+      out.containerMemoryPressure = pressure.conditions.map((p) => `${p.namespace}/${p.name}`);
+    }
+    // every relax succeeds in a simulation (the runtime's refusal is the agent's: relaxOutcome)
+    for (const action of decideActions(scenario.config, assessed, ev, undefined, [], pressure)) {
       if (action.type === 'evict-all') out.evicted = action.evictions.map(evicted);
+      if (action.type === 'evict-pressured') out.evicted = [evicted(action.eviction)];
       if (action.type === 'reclaim') {
         out.nodeReclaim = action.functions;
         // without afterReclaim, reclaim freed nothing: the numbers are those of the step

@@ -138,10 +138,12 @@ function container(field: string, v: unknown, init: boolean): { spec: ContainerS
   return { spec, usage: containerUsage(`${field}.usage`, name, c.usage) };
 }
 
+const USAGE_KEYS = ['memory', 'rootfs', 'logs', 'inodes', 'logsInodes', 'swap', 'memoryEvents', 'memoryPressure'];
+
 /** A container's stats: `usage` of a container, or one entry of a pod's `containerUsage`. */
 function containerUsage(field: string, name: string, v: unknown): ContainerUsage {
   // swap: the summary's per-container swap usage, which no eviction rule reads (checked, dropped)
-  const u = fields(field, v, ['memory', 'rootfs', 'logs', 'inodes', 'logsInodes', 'swap']);
+  const u = fields(field, v, USAGE_KEYS);
   optAmount(`${field}.swap`, u.swap);
   const usage: ContainerUsage = { name };
   usage.memoryBytes = optAmount(`${field}.memory`, u.memory);
@@ -149,6 +151,17 @@ function containerUsage(field: string, name: string, v: unknown): ContainerUsage
   usage.logsBytes = optAmount(`${field}.logs`, u.logs);
   usage.rootfsInodes = optAmount(`${field}.inodes`, u.inodes);
   usage.logsInodes = optAmount(`${field}.logsInodes`, u.logsInodes);
+  // KEP-5986's per-container signals: memory.events counters (cumulative) and memory.pressure
+  if (u.memoryEvents !== undefined && u.memoryEvents !== null) {
+    const ev = fields(`${field}.memoryEvents`, u.memoryEvents, ['high', 'max']);
+    usage.memoryEvents = { high: optAmount(`${field}.memoryEvents.high`, ev.high) ?? 0, max: optAmount(`${field}.memoryEvents.max`, ev.max) ?? 0 };
+  }
+  if (u.memoryPressure !== undefined && u.memoryPressure !== null) {
+    const mp = fields(`${field}.memoryPressure`, u.memoryPressure, ['someAvg10']);
+    const avg = mp.someAvg10;
+    if (typeof avg !== 'number' || !(avg >= 0 && avg <= 100)) throw badValue(`${field}.memoryPressure.someAvg10`, avg, 'must be a percentage from 0 to 100');
+    usage.memoryPressureSomeAvg10 = avg;
+  }
   return usage;
 }
 
@@ -300,7 +313,7 @@ function pod(field: string, v: unknown): ParsedPod {
       throw badValue(`${field}.containerUsage`, '[...]', "takes the place of the containers' usage: give one or the other");
     stats = listed.map((x, i) => {
       const f = `${field}.containerUsage[${i}]`;
-      const { name: n, ...rest } = fields(f, x, ['name', 'memory', 'rootfs', 'logs', 'inodes', 'logsInodes', 'swap']);
+      const { name: n, ...rest } = fields(f, x, ['name', ...USAGE_KEYS]);
       return containerUsage(f, str(`${f}.name`, n), rest);
     });
   }
