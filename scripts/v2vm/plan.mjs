@@ -37,6 +37,7 @@ const SECONDS = {
   'agent/bench-peers.test.js': 286,
   'agent/brake-memory-qos.test.js': 2,
   'agent/brake.test.js': 65,
+  'agent/container-pressure.test.js': 24,
   'agent/crash-points.test.js': 63,
   'agent/demo.test.js': 67,
   'agent/deployment.test.js': 130,

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseKeyValues, readCgroupNumber } from '../../src/node/cgroups';
 import { parseCounters } from '../../src/kernel/counters';
+import { containerIdFromDirName, readContainerPressure } from '../../src/node/container-pressure';
 import { readHugePagesBytes } from '../../src/node/hugepages';
 import { readMeminfo } from '../../src/node/memory';
 import { tempDir } from '../support/temp-dir';
@@ -68,4 +69,32 @@ test('huge page capacity: every page size, nr_hugepages pages of it; garbage and
   fs.mkdirSync(path.join(dir, 'other'));
   assert.equal(readHugePagesBytes(dir), 512 * 2 * 1024 * 1024 + 2 * 1024 * 1024 * 1024);
   assert.equal(readHugePagesBytes(path.join(dir, 'absent')), 0);
+});
+
+test('container cgroups under a pod cgroup: each driver and runtime naming; memory.events high/max and PSI some avg10', () => {
+  const id = 'ab'.repeat(32);
+  assert.equal(containerIdFromDirName(id), id);
+  assert.equal(containerIdFromDirName(`cri-containerd-${id}.scope`), id);
+  assert.equal(containerIdFromDirName(`crio-${id}.scope`), id);
+  assert.equal(containerIdFromDirName(`crio-conmon-${id}.scope`), null);
+  assert.equal(containerIdFromDirName('ab'.repeat(31)), null);
+  const pod = tempDir('pod-cgroup-');
+  const ctr = (name: string, files: Record<string, string>) => {
+    fs.mkdirSync(path.join(pod, name));
+    for (const [f, text] of Object.entries(files)) fs.writeFileSync(path.join(pod, name, f), text);
+  };
+  ctr(`cri-containerd-${id}.scope`, {
+    'memory.events': 'low 0\nhigh 1234\nmax 5\noom 0\noom_kill 0\noom_group_kill 0\n',
+    'memory.pressure': 'some avg10=12.50 avg60=3.00 avg300=0.50 total=987\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=12\n',
+  });
+  const other = 'cd'.repeat(32);
+  ctr(other, { 'memory.events': 'high -1\nmax x\n' }); // garbage counts 0; no PSI file: none
+  ctr('not-a-container', { 'memory.events': 'high 9\n' });
+  fs.writeFileSync(path.join(pod, 'memory.events'), 'high 1\n');
+  const readings = readContainerPressure(pod).sort((a, b) => a.containerId.localeCompare(b.containerId));
+  assert.deepEqual(readings, [
+    { containerId: id, high: 1234, max: 5, psiSomeAvg10: 12.5 },
+    { containerId: other, high: 0, max: 0 },
+  ]);
+  assert.deepEqual(readContainerPressure(path.join(pod, 'gone')), []);
 });
