@@ -34,6 +34,7 @@ const SECONDS = {
   'e2e/containerd-faults.test.js': 51,
   'e2e/containerd.test.js': 71,
   'e2e/cri-client.test.js': 18,
+  'e2e/relax-memory-high.test.js': 30,
   'agent/bench-peers.test.js': 286,
   'agent/brake-memory-qos.test.js': 2,
   'agent/brake.test.js': 65,

@@ -13,6 +13,8 @@ import type {
   ContainerStatusResponse,
   Image,
   ImageFsInfoResponse,
+  Labels,
+  LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
@@ -32,6 +34,11 @@ export interface CriClientOptions {
 export interface CallOptions {
   /** Overrides the deadline of this one call, in ms. */
   deadlineMs?: number;
+}
+
+export interface UpdateContainerResourcesOptions extends CallOptions {
+  /** The request's annotations (experimental resources or update options; none by default). */
+  annotations?: Labels;
 }
 
 type Service = 'runtime' | 'image';
@@ -194,6 +201,18 @@ export class CriClient {
 
   containerStatus(containerId: string, verbose = false, opts: CallOptions = {}): Promise<ContainerStatusResponse> {
     return this.call('runtime', 'ContainerStatus', { containerId, verbose }, true, opts.deadlineMs);
+  }
+
+  /**
+   * UpdateContainerResources: the runtime applies `linux` to the running container and answers
+   * when it has (the CRI makes it synchronous). Send the container's whole resources, as the
+   * kubelet does, not only what changes: a runtime may take a field sent as 0 as "reset". An OK
+   * says only that the runtime took the request (CRI-O before 1.35.3 answered OK and dropped
+   * `unified`): read the cgroup to know. Idempotent (the same resources twice leave the container
+   * as once), so it is retried while UNAVAILABLE like the reads.
+   */
+  async updateContainerResources(containerId: string, linux: LinuxContainerResources, opts: UpdateContainerResourcesOptions = {}): Promise<void> {
+    await this.call('runtime', 'UpdateContainerResources', { containerId, linux, annotations: opts.annotations ?? {} }, true, opts.deadlineMs);
   }
 
   async containerStats(containerId: string, opts: CallOptions = {}): Promise<ContainerStats | null> {

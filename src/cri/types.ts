@@ -47,6 +47,16 @@ export interface PodSandboxMetadata {
   attempt: number;
 }
 
+/** A huge page limit: `pageSize` as "2MB" or "1GB", `limit` in bytes. */
+export interface HugepageLimit {
+  pageSize: string;
+  limit: number;
+}
+
+/**
+ * A container's Linux resources, as sent (every field optional: an unset scalar goes out as 0,
+ * "not specified") and as ContainerStatus reports them (every field present).
+ */
 export interface LinuxContainerResources {
   cpuPeriod?: number;
   cpuQuota?: number;
@@ -55,6 +65,8 @@ export interface LinuxContainerResources {
   oomScoreAdj?: number;
   cpusetCpus?: string;
   cpusetMems?: string;
+  hugepageLimits?: HugepageLimit[];
+  /** cgroup v2 files by name, e.g. { "memory.high": "max" } */
   unified?: Labels;
   memorySwapLimitInBytes?: number;
 }
