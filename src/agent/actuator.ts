@@ -10,6 +10,7 @@
  */
 import type { Logger } from 'pino';
 import type { Action } from '../policy/actions';
+import type { Relax } from '../policy/memory-pressure';
 import type { Eviction, ThresholdStatus } from '../policy/evaluate';
 import { isMemorySignal } from '../policy/signals';
 import type { Signal } from '../policy/types';
@@ -45,6 +46,8 @@ export interface Effects {
   easeBrake?: Effect<BrakeEase, void>;
   /** absent when standing orders are off (no order can be used, so none is confirmed) */
   confirm?: Effect<ConfirmInput, EvictionRecord | null>;
+  /** KEP-5986 stage 1; absent when it is off */
+  relax?: Effect<readonly Relax[], void>;
 }
 
 export interface ActuatorOptions {
@@ -74,6 +77,7 @@ export class Actuator {
       brake: e.brake ?? none,
       releaseBrake: e.releaseBrake ?? none,
       easeBrake: e.easeBrake ?? none,
+      relax: e.relax ?? none,
     };
     const fx = o.dryRun
       ? {
@@ -83,6 +87,7 @@ export class Actuator {
           brake: dryRun(all.brake, o.logger),
           releaseBrake: dryRun(all.releaseBrake, o.logger),
           easeBrake: dryRun(all.easeBrake, o.logger),
+          relax: dryRun(all.relax, o.logger),
         }
       : all;
     this.fx = e.confirm ? { ...fx, confirm: o.dryRun ? dryRun(e.confirm, o.logger) : e.confirm } : fx;
@@ -146,6 +151,16 @@ export class Actuator {
             if (j) any = (await this.evict(j, e, null, false, stamps)).ok || any;
           }
           return { again: any && !this.o.dryRun };
+        }
+        case 'relax-memory-high':
+          await this.fx.relax.run(a.relax);
+          break;
+        case 'evict-pressured': {
+          // KEP-5986 stage 2: its one pod, and nothing else this pass (the next looks again)
+          const j = byUid.get(a.eviction.pod.uid);
+          if (!j) return undefined;
+          const rec = await this.evict(j, a.eviction, null, false, stamps);
+          return rec.pending ? undefined : { again: rec.ok && !this.o.dryRun };
         }
         case 'reclaim':
           if (await this.fx.reclaim.run({ signal: a.signal, functions: a.functions })) return { again: true };

@@ -28,6 +28,7 @@ import { OrderJournal } from './order-journal';
 import { EvictionJournal } from './eviction-journal';
 import { FastKill } from './effects/fast-kill';
 import { MemoryBrakes } from './effects/memory-brake';
+import { memoryPressureTracker, type MemoryPressureTracker } from './memory-pressure-tracker';
 import { NodeReclaim } from './effects/node-reclaim';
 import { ConfirmOrder } from './effects/order-confirm';
 import type { Health } from './http-server';
@@ -55,6 +56,8 @@ export class Agent extends EventEmitter {
   /** the earliest soft grace period's end or brake's bound: a pass then, whatever else wakes it */
   private readonly deadline: DeadlineTimer;
   private readonly brakes: MemoryBrakes | null;
+  /** KEP-5986's per-container memory pressure, when it is on */
+  private readonly pressure: MemoryPressureTracker | null;
   private readonly lastKnown: LastKnownPriorities | null;
   private drift: DriftTick | null = null;
   private readonly clock: Clock;
@@ -77,6 +80,7 @@ export class Agent extends EventEmitter {
     this.deadline = new DeadlineTimer({
       policy: o.policy,
       brakes: () => (o.policy.memoryBrake ? (this.brakes?.active ?? []) : []),
+      memoryPressureDue: (nowNs) => this.pressure?.nextDueNs(nowNs) ?? null,
       clock,
       wake: (w) => this.wake(w),
     });
@@ -176,6 +180,7 @@ export class Agent extends EventEmitter {
           if (error !== null) this.orderTimers?.retry();
         })
       : null;
+    this.pressure = memoryPressureTracker(o, (w) => this.wake(w), clock);
     this.actuator = new Actuator({
       effects: {
         fastKill: new FastKill(deps, (rec) => this.emit('stopped', rec)),
@@ -187,6 +192,7 @@ export class Agent extends EventEmitter {
         reclaim: new NodeReclaim({ policy: o.policy, runtime: o.runtime, observe: () => node.observe(), logger: o.logger, metrics: o.metrics }),
         ...(braking ? { brake: braking.braking, releaseBrake: braking.releasing, easeBrake: braking.easing } : {}),
         ...(this.confirmOrder ? { confirm: this.confirmOrder } : {}),
+        ...(this.pressure ? { relax: this.pressure.relaxing } : {}),
       },
       logger: o.logger,
       metrics: o.metrics,
@@ -208,6 +214,7 @@ export class Agent extends EventEmitter {
       clock,
       volumes: this.volumes,
       ...(braking ? { brakes: braking } : {}),
+      ...(this.pressure ? { pressure: this.pressure } : {}),
       ...(this.orders
         ? {
             orders: {
@@ -293,6 +300,7 @@ export class Agent extends EventEmitter {
     this.previous.stop();
     this.drift?.stop();
     this.deadline.stop();
+    this.pressure?.close();
     await this.controller.stop();
     // No agent, no eviction to end a brake: a braked pod must not stay throttled behind us.
     this.previous.recoverBrakes(false);

@@ -33,6 +33,7 @@ export class AgentMetrics {
   readonly brakesActive: Gauge;
   readonly brakes: Counter<'signal'>;
   readonly brakeFailures: Counter;
+  readonly memoryHighRelaxed: Counter<'outcome'>;
   readonly brakeDuration: Histogram<'end'>;
   readonly brakeStops: Counter;
   readonly ordersPlaced: Counter<'signal'>;
@@ -157,6 +158,12 @@ export class AgentMetrics {
     this.brakeFailures = new Counter({
       name: 'evictd_brake_failures_total',
       help: 'Memory brakes that could not be set (record or memory.high write failed)',
+      registers: r,
+    });
+    this.memoryHighRelaxed = new Counter({
+      name: 'evictd_memory_high_relaxed_total',
+      help: "KEP-5986 stage 1: containers whose memory.high was raised to memory.max through the runtime (the KEP's kubelet_memory_high_relaxed_total), by outcome: applied, not-applied (the runtime said OK, the cgroup did not change), refused",
+      labelNames: ['outcome'],
       registers: r,
     });
     this.brakeDuration = new Histogram({

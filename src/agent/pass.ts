@@ -28,6 +28,7 @@ import type { PodListing } from './pod-listing';
 import type { Clock, PodSpecSource, RuntimePort } from './ports';
 import type { PendingConfirmation } from './order-book';
 import type { VolumeUsageCache } from './volume-usage';
+import type { MemoryPressureTracker } from './memory-pressure-tracker';
 
 export interface PassOptions {
   policy: PolicyConfig;
@@ -47,6 +48,8 @@ export interface PassOptions {
   volumes?: VolumeUsageCache;
   /** the memory brakes in force, when the brake is on */
   brakes?: { readonly active: ActiveBrake[] };
+  /** KEP-5986's per-container memory pressure, when it is on */
+  pressure?: Pick<MemoryPressureTracker, 'decide'>;
   /**
    * Standing orders, when they are on: the used orders to confirm this pass (their pods are left
    * out of the ranking), how long an order stands, and a pod cgroup path's directory (where an
@@ -139,6 +142,8 @@ export class PassRunner {
     const diskMet = assessed.thresholdsMet.some((t) => needsContainerDiskUsage(t.signal));
     const routine = trigger.sources.housekeeping !== undefined || trigger.sources.start !== undefined;
     if (diskMet || (routine && joined.some((j) => hasLocalStorageLimit(j)))) await this.addDiskUsage(joined);
+    // After the disk usage (which rewrites the containers' entries): each container's signals.
+    const pressure = o.pressure ? await o.pressure.decide(joined, input.now) : undefined;
     const active = joined.map((j) => j.active);
     const ev = planEvictions(o.policy, assessed, active, obs.layout);
     const brakes = o.brakes
@@ -150,6 +155,7 @@ export class PassRunner {
       ev,
       brakes,
       confirming.map((c) => c.confirmation),
+      pressure,
     );
     const orders = o.orders
       ? decideOrders(

@@ -3,6 +3,7 @@
  * src/agent/adapters/ turn the real modules (src/kernel, src/cri, src/kube) into these, so the
  * agent's own logic can be unit tested with one fake at a time.
  */
+import type { MemoryHighReader, RelaxResult } from '../cri/relax';
 import type { ContainerUsage, NodeReclaimFunction, PodSpec } from '../policy/types';
 
 // ---------------------------------------------------------------------------------------------
@@ -155,7 +156,17 @@ export interface RuntimePort {
    * when a disk threshold is met: it costs a call per container.
    */
   containerDiskUsage?(): Promise<Map<string, ContainerUsage[]>>;
+  /** running containers: id, pod sandbox and name (KEP-5986 names a container cgroup by its id) */
+  listContainers?(): Promise<RuntimeContainer[]>;
+  /** KEP-5986 stage 1: the container's memory.high raised to max through the runtime, then read back */
+  relaxMemoryHigh?(containerId: string, readMemoryHigh: MemoryHighReader): Promise<RelaxResult>;
   close(): void;
+}
+
+export interface RuntimeContainer {
+  id: string;
+  sandboxId: string;
+  name: string;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import { formatDuration } from '../policy/duration';
 import { badValue, fileProblem } from '../errors';
 import { parseFlags, runUsage, type ParsedFlags } from './run-flags';
 import { lockCodeAtStart, shedCodeOnceStarted } from './code-pages';
-import { checkMemoryBrake, settingsFromFlags, type AdmissionAddress } from './run-settings';
+import { checkMemoryBrake, checkMemoryPressure, settingsFromFlags, type AdmissionAddress } from './run-settings';
 import type { AdmissionListen } from '../kube/admission-server';
 
 export { parseFlags, runUsage, type ParsedFlags } from './run-flags';
@@ -100,6 +100,7 @@ export async function run(argv: string[]): Promise<number> {
     : null;
   const layout = detectCgroups();
   checkMemoryBrake(s.policy, layout);
+  checkMemoryPressure(s.policy, layout);
   const nodeDir = cgroupDir(layout.memoryMount, s.cgroupRoot);
   if (!fs.existsSync(nodeDir)) throw badValue('--cgroup-root', s.cgroupRoot, `no such memory cgroup (${nodeDir})`);
   const stateDirIssue = stateDirProblem(s.stateDir);

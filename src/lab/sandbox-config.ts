@@ -49,6 +49,8 @@ export interface ContainerRunSpec {
   env?: Labels;
   /** Bytes; 0 or absent = no limit. */
   memoryLimitBytes?: number;
+  /** the container's cgroup v2 memory.high, as the kubelet's MemoryQoS sets it (unified); absent: none */
+  memoryHighBytes?: number;
   labels?: Labels;
   annotations?: Labels;
   /** Relative to the sandbox's logDirectory. */
@@ -76,7 +78,10 @@ export function containerConfig(pod: SandboxSpec, spec: ContainerRunSpec): Conta
     annotations: { ...spec.annotations },
     logPath: spec.logPath ?? '',
     linux: {
-      resources: { memoryLimitInBytes: spec.memoryLimitBytes ?? 0 },
+      resources: {
+        memoryLimitInBytes: spec.memoryLimitBytes ?? 0,
+        ...(spec.memoryHighBytes !== undefined ? { unified: { 'memory.high': String(spec.memoryHighBytes) } } : {}),
+      },
       ...(spec.securityContext
         ? { securityContext: { ...spec.securityContext, namespaceOptions: { network: 'NODE', pid: pod.hostPid ? 'NODE' : 'CONTAINER', ipc: 'POD' } } }
         : {}),

@@ -13,6 +13,8 @@ import { parseKeyValues } from './cgroups';
 
 export interface ContainerPressureReading {
   containerId: string;
+  /** the container cgroup's directory */
+  dir: string;
   high: number;
   max: number;
   /** absent when the kernel has no PSI for the cgroup (psi=0, or before 4.20) */
@@ -54,7 +56,7 @@ export function readContainerPressure(podDir: string): ContainerPressureReading[
     const events = readText(path.join(podDir, e.name, 'memory.events'));
     if (events === null) continue;
     const ev = parseKeyValues(events);
-    const reading: ContainerPressureReading = { containerId, high: ev.high ?? 0, max: ev.max ?? 0 };
+    const reading: ContainerPressureReading = { containerId, dir: path.join(podDir, e.name), high: ev.high ?? 0, max: ev.max ?? 0 };
     const pressure = readText(path.join(podDir, e.name, 'memory.pressure'));
     const avg = pressure === null ? undefined : parseCounters(pressure).some_avg10;
     if (avg !== undefined) reading.psiSomeAvg10 = avg;

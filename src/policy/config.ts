@@ -14,6 +14,7 @@ export {
   DEFAULT_PRESSURE_TRANSITION_PERIOD,
   type ConfigKey,
   type EvictionConfig,
+  type MemoryPressureConfig,
   type PolicyConfig,
   type Threshold,
   type ThresholdKind,

@@ -26,9 +26,11 @@
  *   rate cross as soon as the events are there, where the kubelet waits for its next cycle;
  * - a counter that goes down is a restarted container: its history starts over (the KEP's
  *   "resetting the stored baseline");
- * - after a relax the pod's grace period starts again, so that stage 2 follows only if the
- *   pressure outlives a whole grace period with memory.high out of the way (the KEP's "next
- *   cycle" is 10 s later; here the next pass may be a millisecond later);
+ * - after a relax the pod's grace period starts again and the relaxed container's rates count
+ *   from the relax, so that stage 2 follows only if the pressure outlives a whole grace period
+ *   with memory.high out of the way (the KEP's "next cycle" is 10 s later; here the next pass
+ *   may be a millisecond later, and a window of events from before the relax would call for
+ *   stage 2 whatever the relax did);
  * - a relax the runtime refused counts as done-and-failed: that container goes to stage 2;
  * - one eviction per pass (the ranking's first), with min(evictionMaxPodGracePeriod, the pod's
  *   own) as a soft threshold gives; the pass evicts nothing for node pressure after it.
@@ -49,7 +51,7 @@ export const MEMORY_HIGH_RELAXED = 'MemoryHighRelaxed';
 
 type SignalName = 'high' | 'max' | 'psi';
 
-interface Sample {
+export interface Sample {
   atNs: number;
   high: number;
   max: number;
@@ -123,6 +125,18 @@ function keep(samples: readonly Sample[], now: Sample): Sample[] {
   return all.slice(first);
 }
 
+/**
+ * Whether the counters a container shows now put one of its rate signals above its threshold,
+ * on the history the last pass kept: the agent asks it when the container's memory.events
+ * changes, to wake a pass only when the pass could find something new.
+ */
+export function rateAboveThreshold(cfg: MemoryPressureConfig, state: MemoryPressureState, uid: string, container: string, now: Sample): boolean {
+  const history = state.containers.get(`${uid}/${container}`)?.samples ?? [];
+  const last = history.at(-1);
+  if (last !== undefined && (now.high < last.high || now.max < last.max)) return false; // restarted: no rate yet
+  return (cfg.highThreshold > 0 && rate(history, now, 'high') > cfg.highThreshold) || (cfg.maxThreshold > 0 && rate(history, now, 'max') > cfg.maxThreshold);
+}
+
 export function decideMemoryPressure(
   cfg: MemoryPressureConfig,
   maxPodGracePeriodSeconds: number,
@@ -184,7 +198,10 @@ export function decideMemoryPressure(
     if (toRelax.length > 0) {
       for (const r of toRelax) {
         relax.push({ pod: ref(pod), container: r.container, pressure: r });
-        containers.set(`${uid}/${r.container}`, { ...containers.get(`${uid}/${r.container}`)!, relax: 'done' });
+        // Its rates count from here: the events before were memory.high's doing, and the question
+        // now is whether the pressure goes on without it.
+        const track = containers.get(`${uid}/${r.container}`)!;
+        containers.set(`${uid}/${r.container}`, { samples: track.samples.slice(-1), relax: 'done' });
       }
       graceSince.set(uid, nowNs); // a whole grace period again, memory.high out of the way
       if (!conditions.some((c) => c.uid === uid)) conditions.push(ref(pod));
@@ -208,14 +225,25 @@ function rankPressured<T extends { pod: ActivePod; ratio: number }>(due: readonl
   return [...due].sort((a, b) => qos(a.pod) - qos(b.pod) || a.pod.spec.priority - b.pod.spec.priority || b.ratio - a.ratio);
 }
 
-/** The runtime answered a relax: a refusal sends that container to stage 2 at its next due pass. */
-export function relaxOutcome(state: MemoryPressureState, uid: string, container: string, ok: boolean): MemoryPressureState {
+/**
+ * The runtime answered a relax. A refusal sends that container to stage 2 at its next due pass.
+ * A relax done, with the counters read once it was (`after`): the container's rates and the pod's
+ * grace period start there, since the events between the decision and the runtime's write (a few
+ * hundred ms of a throttled container) were still memory.high's doing.
+ */
+export function relaxOutcome(state: MemoryPressureState, uid: string, container: string, ok: boolean, after?: Sample): MemoryPressureState {
   const key = `${uid}/${container}`;
   const track = state.containers.get(key);
-  if (!track || ok) return state;
+  if (!track || (ok && !after)) return state;
   const containers = new Map(state.containers);
-  containers.set(key, { ...track, relax: 'failed' });
-  return { ...state, containers };
+  if (!ok) {
+    containers.set(key, { ...track, relax: 'failed' });
+    return { ...state, containers };
+  }
+  containers.set(key, { samples: [after!], relax: 'done' });
+  const graceSince = new Map(state.graceSince);
+  if (graceSince.has(uid)) graceSince.set(uid, after!.atNs);
+  return { containers, graceSince };
 }
 
 const SIGNAL_WORDS: Record<SignalName, string> = {

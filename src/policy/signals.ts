@@ -283,7 +283,8 @@ export function isSignal(s: string): s is Signal {
 }
 
 export function isMemorySignal(s: Signal): boolean {
-  return SIGNAL_TABLE[s].resource === 'memory';
+  // `?.`: a caller holding an eviction's signal may hold a local-storage or KEP-5986 one
+  return SIGNAL_TABLE[s]?.resource === 'memory';
 }
 
 /**

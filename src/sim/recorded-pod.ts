@@ -21,9 +21,12 @@ export const USAGE_FIELDS = [
 ] as const;
 
 /** A container's stats in the scenario's words (fields left out where the agent had no number). */
-function usageFields(u: ContainerUsage): Record<string, number> {
-  const usage: Record<string, number> = {};
+function usageFields(u: ContainerUsage): Record<string, unknown> {
+  const usage: Record<string, unknown> = {};
   for (const [key, field] of USAGE_FIELDS) if (u[field] !== undefined) usage[key] = u[field];
+  // KEP-5986's per-container signals, in the scenario's words
+  if (u.memoryEvents) usage.memoryEvents = { ...u.memoryEvents };
+  if (u.memoryPressureSomeAvg10 !== undefined) usage.memoryPressure = { someAvg10: u.memoryPressureSomeAvg10 };
   return usage;
 }
 

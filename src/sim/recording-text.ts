@@ -113,6 +113,9 @@ function usageMembers(u: ContainerUsage): string {
     const x = u[field];
     if (x !== undefined) out += key + num(x);
   }
+  // KEP-5986's per-container signals, after the scalars as recordedPod puts them
+  if (u.memoryEvents) out += `,"memoryEvents":{"high":${num(u.memoryEvents.high)},"max":${num(u.memoryEvents.max)}}`;
+  if (u.memoryPressureSomeAvg10 !== undefined) out += `,"memoryPressure":{"someAvg10":${num(u.memoryPressureSomeAvg10)}}`;
   return out;
 }
 

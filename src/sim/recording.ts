@@ -26,7 +26,7 @@ import { admissionPod, recordedPod } from './recorded-pod';
 export const RECORDING_VERSION = 1;
 
 /** The KubeletConfiguration fields a recording keeps: the eviction ones, nothing else of the file. */
-const CONFIG_FIELDS = [...EVICTION_FIELDS, 'systemReservedCgroup', 'kubeReservedCgroup', 'cgroupsPerQOS'] as const;
+const CONFIG_FIELDS = [...EVICTION_FIELDS, 'systemReservedCgroup', 'kubeReservedCgroup', 'cgroupsPerQOS', 'featureGates'] as const;
 
 export interface RecordingHeader {
   evictdRecording: number;

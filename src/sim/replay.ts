@@ -6,6 +6,7 @@
  * Admission answers are decided again too, by the policy's admit() on the conditions the replay
  * had when each was given.
  */
+import { decideMemoryPressure, initialMemoryPressureState, type MemoryPressureState } from '../policy/memory-pressure';
 import { decideActions } from '../policy/actions';
 import type { PolicyConfig } from '../policy/config';
 import { formatDuration, parseDuration } from '../policy/duration';
@@ -75,13 +76,19 @@ export function decidePass(
   pass: RecordedPass,
   layout: FilesystemLayout,
   standingOrders: boolean,
-): { decided: Decisions; state: PolicyState } {
+  pressureState: MemoryPressureState = initialMemoryPressureState(),
+): { decided: Decisions; state: PolicyState; pressureState: MemoryPressureState } {
   const assessed = assess(config, state, { now: step.at, node: step.node, layout, crossed: pass.crossed });
+  // KEP-5986 on the recorded per-container signals (a relax the runtime refused decides as a done
+  // one: either way no second stage 1, so the decisions are the same)
+  const pressure = config.memoryPressure
+    ? decideMemoryPressure(config.memoryPressure, config.maxPodGracePeriodSeconds, pressureState, step.at, step.pods)
+    : undefined;
   const ev = planEvictions(config, assessed, step.pods, layout);
   const brakes = pass.brakes
     ? { now: step.at, layout, pods: step.pods, present: new Set([...step.pods.map((p) => p.spec.uid), ...pass.otherUids]), active: pass.brakes }
     : undefined;
-  const actions = decideActions(config, assessed, ev, brakes, []);
+  const actions = decideActions(config, assessed, ev, brakes, [], pressure);
   const orders = standingOrders
     ? decideOrders(
         config,
@@ -93,7 +100,7 @@ export function decidePass(
   const decided = decisionsOf(ev.thresholdsMet, ev.conditions, actions, orders);
   // A used order is the kernel's kill, given to the pass: its confirmation comes first, as live.
   decided.actions = [...pass.confirmed.map((c) => `confirm ${c.pod} ${c.line.replace(/\[\d+\]$/, '')}`), ...decided.actions];
-  return { decided, state: ev.state };
+  return { decided, state: ev.state, pressureState: pressure?.state ?? pressureState };
 }
 
 const signalOf = (entries: readonly string[]): string | undefined => {
@@ -109,6 +116,7 @@ const sameList = (a: readonly string[], b: readonly string[]): boolean => a.leng
 export function replay(rec: Recording): ReplayResult {
   const { scenario, passes } = rec;
   let state = rec.initial;
+  let pressureState = initialMemoryPressureState();
   const result: ReplayResult = { passes: passes.length, admissions: rec.admissions.length, recorded: [], replayed: [], differences: [] };
   // Each replayed pass's conditions, when it was at and when it had decided: what admission had
   // (before any pass: the part's starting ones).
@@ -123,8 +131,9 @@ export function replay(rec: Recording): ReplayResult {
     const pass = passes[i]!;
     const n = i + 1;
     const at = formatDuration(step.at);
-    const r = decidePass(scenario.config, state, step, pass, pass.layout, rec.header.standingOrders);
+    const r = decidePass(scenario.config, state, step, pass, pass.layout, rec.header.standingOrders, pressureState);
     state = r.state;
+    pressureState = r.pressureState;
     const decidedNs = step.at + pass.ms.decide * 1e6;
     held.push({ pass: n, atNs: step.at, decidedNs, conditions: r.decided.conditions });
     const fallback = signalOf(pass.decided.met) ?? '-';

@@ -10,7 +10,7 @@ import { compileConfig, configFromFlags, configFromKubeletConfiguration } from '
 import { decideMemoryPressure, initialMemoryPressureState, relaxOutcome, RATE_WINDOW_NS } from '../../src/policy/memory-pressure';
 import { readScenario } from '../../src/sim/scenario';
 import { simulate } from '../../src/sim/run';
-import { settingsFromFlags } from '../../src/cli/run-settings';
+import { checkMemoryPressure, settingsFromFlags } from '../../src/cli/run-settings';
 
 const on = { featureGates: { MemoryHighEviction: true } };
 const run = (doc: unknown) => [...simulate(readScenario(doc))];
@@ -76,9 +76,8 @@ test('stage 1 at the end of the grace period: memory.high relaxed, the condition
       ['1s', [], [], 0],
       ['10s', [], [], 0],
       ['21s', ['default/web/app'], ['default/web'], 0],
-      // the window still holds events from before the relax: under pressure, the grace period started again at 21s
-      ['30s', [], ['default/web'], 0],
-      // no event in the last 10 s: the pressure is over, the condition cleared, nobody evicted
+      // no event since the relax (the rate counts from it): the pressure is over, the condition cleared
+      ['30s', [], [], 0],
       ['41s', [], [], 0],
     ],
   );
@@ -244,10 +243,48 @@ test('scenario fields: memoryEvents counters and memoryPressure someAvg10, check
   assert.throws(bad({ memoryPressure: { someAvg10: '5' } }), /memoryPressure\.someAvg10: "5"/);
 });
 
-test('evictd run refuses the feature it cannot act on yet, in one line naming the gate', () => {
-  // through the settings reader, as `evictd run` builds them
+test('evictd run refuses it for now, and on a cgroup v1 memory controller for good, in one line naming the gate', () => {
+  const flags = { 'feature-gates': 'MemoryHighEviction=true', 'memory-psi-eviction-threshold': '20' };
   assert.throws(
-    () => settingsFromFlags({ 'feature-gates': 'MemoryHighEviction=true', 'memory-psi-eviction-threshold': '20' }),
+    () => settingsFromFlags(flags),
     /^UsageError: --feature-gates: "MemoryHighEviction=true": per-container memory pressure eviction \(KEP-5986\) is decided by `evictd simulate` only/,
   );
+  const policy = compileConfig(configFromFlags({ featureGates: 'MemoryHighEviction=true', memoryPSIEvictionThreshold: '20' }));
+  const v1 = { mode: 'hybrid', memoryMount: '/sys/fs/cgroup/memory', memoryVersion: 1, unifiedMount: '/sys/fs/cgroup/unified', pidsMount: null } as const;
+  assert.throws(
+    () => checkMemoryPressure(policy, v1),
+    /^UsageError: --feature-gates: "MemoryHighEviction=true": per-container memory pressure eviction \(KEP-5986\) needs cgroup v2/,
+  );
+  assert.doesNotThrow(() =>
+    checkMemoryPressure(policy, { ...v1, mode: 'v2', memoryMount: '/sys/fs/cgroup', memoryVersion: 2, unifiedMount: '/sys/fs/cgroup' }),
+  );
+});
+
+test("a relax done: the container's rates and the pod's grace period count from the counters read once it was", () => {
+  const cfg = { highThreshold: 5, maxThreshold: 0, psiThreshold: 0, gracePeriodNs: 1e9 };
+  const spec = {
+    namespace: 'default',
+    name: 'web',
+    uid: 'web',
+    priority: 0,
+    annotations: {},
+    volumes: [],
+    containers: [{ name: 'app', requests: {}, limits: {} }],
+  };
+  const at = (n: number) => [{ spec, usage: { containers: [{ name: 'app', memoryEvents: { high: n, max: 0 } }], volumes: [] } }];
+  let d = decideMemoryPressure(cfg, 0, initialMemoryPressureState(), 0, at(0));
+  d = decideMemoryPressure(cfg, 0, d.state, 1e9, at(1000));
+  d = decideMemoryPressure(cfg, 0, d.state, 2e9, at(2000));
+  assert.equal(d.relax.length, 1);
+  // the runtime took 400 ms, during which the still-throttled container counted 300 more events
+  const after = { atNs: 2.4e9, high: 2300, max: 0 };
+  const relaxed = relaxOutcome(d.state, 'web', 'app', true, after);
+  // a grace period after the relax, no event since: no pressure (the 300 do not count)
+  d = decideMemoryPressure(cfg, 0, relaxed, 3.5e9, at(2300));
+  assert.deepEqual([d.relax, d.eviction, d.pressured], [[], null, []]);
+  // without the read after it, those 300 events would have made 30/s and stage 2
+  d = decideMemoryPressure(cfg, 0, decideMemoryPressure(cfg, 0, initialMemoryPressureState(), 0, at(0)).state, 1e9, at(1000));
+  d = decideMemoryPressure(cfg, 0, d.state, 2e9, at(2000));
+  d = decideMemoryPressure(cfg, 0, d.state, 3.5e9, at(2300));
+  assert.equal(d.eviction?.pod.name, 'web');
 });

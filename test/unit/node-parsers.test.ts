@@ -93,8 +93,8 @@ test('container cgroups under a pod cgroup: each driver and runtime naming; memo
   fs.writeFileSync(path.join(pod, 'memory.events'), 'high 1\n');
   const readings = readContainerPressure(pod).sort((a, b) => a.containerId.localeCompare(b.containerId));
   assert.deepEqual(readings, [
-    { containerId: id, high: 1234, max: 5, psiSomeAvg10: 12.5 },
-    { containerId: other, high: 0, max: 0 },
+    { containerId: id, dir: path.join(pod, `cri-containerd-${id}.scope`), high: 1234, max: 5, psiSomeAvg10: 12.5 },
+    { containerId: other, dir: path.join(pod, other), high: 0, max: 0 },
   ]);
   assert.deepEqual(readContainerPressure(path.join(pod, 'gone')), []);
 });

@@ -128,6 +128,21 @@ function variedPods(): ActivePod[] {
     { spec: oddNames, usage: { containers: [{ name: 'c"1', memoryBytes: 1.5 }], volumes: [] } },
     { spec: base('not-a-number'), usage: { containers: [{ name: 'app', memoryBytes: NaN, rootfsBytes: Infinity }], volumes: [], processes: 3 } },
     { spec: base('no-containers', { containers: [] }), usage: { containers: [], volumes: [] } },
+    // pod-level resources and overhead (KEP-2837), and KEP-5986's per-container signals beside the pod's memory
+    {
+      spec: base('pod-level', {
+        resources: { requests: { memory: Quantity.parse('1Gi') }, limits: { memory: Quantity.parse('2Gi'), cpu: Quantity.parse('1') } },
+        overhead: { memory: Quantity.parse('64Mi') },
+      }),
+      usage: {
+        containers: [
+          { name: 'app', memoryBytes: 5 },
+          { name: 'app', memoryEvents: { high: 12, max: 0 }, memoryPressureSomeAvg10: 3.25 },
+        ],
+        volumes: [],
+      },
+    },
+    { spec: base('signals-only'), usage: { containers: [{ name: 'app', memoryEvents: { high: 0, max: 7 } }], volumes: [] } },
   ];
 }
 

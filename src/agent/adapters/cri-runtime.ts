@@ -3,12 +3,13 @@
  * stop the containers with the grace period, then the sandbox; the sandbox is not removed
  * (the kubelet leaves that to its garbage collection, and so do we).
  */
-import { CriClient, evictPod, reclaimContainers, reclaimImages } from '../../cri';
+import { CriClient, evictPod, reclaimContainers, reclaimImages, relaxMemoryHigh } from '../../cri';
+import type { MemoryHighReader, RelaxResult } from '../../cri/relax';
 import type { PodSandbox } from '../../cri';
 import fs from 'node:fs';
 import type { ContainerUsage, NodeReclaimFunction } from '../../policy/types';
 import { killPodBoundMs } from '../../policy/kill-bound';
-import type { ImageFsInfo, RuntimePod, RuntimePort, StopTimings } from '../ports';
+import type { ImageFsInfo, RuntimeContainer, RuntimePod, RuntimePort, StopTimings } from '../ports';
 
 export function sandboxToPod(s: PodSandbox): RuntimePod {
   const l = s.labels ?? {};
@@ -48,6 +49,15 @@ export class CriRuntime implements RuntimePort {
     });
     const t = r.timings;
     return { totalMs: t.totalMs, listMs: t.listMs, stopContainersMs: t.stopContainersMs, stopSandboxMs: t.stopSandboxMs };
+  }
+
+  async listContainers(): Promise<RuntimeContainer[]> {
+    const list = await this.client.listContainers({ state: 'CONTAINER_RUNNING' });
+    return list.map((c) => ({ id: c.id, sandboxId: c.podSandboxId, name: c.metadata?.name || c.labels['io.kubernetes.container.name'] || c.id }));
+  }
+
+  relaxMemoryHigh(containerId: string, readMemoryHigh: MemoryHighReader): Promise<RelaxResult> {
+    return relaxMemoryHigh(this.client, containerId, readMemoryHigh);
   }
 
   async reclaim(fn: NodeReclaimFunction): Promise<{ freedBytes?: number }> {

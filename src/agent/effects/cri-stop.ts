@@ -8,6 +8,7 @@
  * is done or the kubelet's bound for it has passed (killPodNow's max(10 s, 1.5 x grace)),
  * and passes leave it out; the outcome is recorded and reported when the stop ends.
  */
+import { MEMORY_PRESSURE_SIGNAL } from '../../policy/memory-pressure';
 import { isMemorySignal } from '../../policy/signals';
 import type { Signal } from '../../policy/types';
 import { msBetween, msSince } from '../clock';
@@ -131,7 +132,8 @@ export class CriStop extends EvictionEffect {
   private async stoppedAnyway(input: EvictInput): Promise<boolean> {
     const c = input.pod.cgroup;
     const before = c?.usage.memoryWorkingSetBytes ?? 0;
-    if (!c || !isMemorySignal(input.eviction.signal as Signal) || before < MIN_TELLING_BYTES) return false;
+    const memory = isMemorySignal(input.eviction.signal as Signal) || input.eviction.signal === MEMORY_PRESSURE_SIGNAL;
+    if (!c || !memory || before < MIN_TELLING_BYTES) return false;
     const { d } = this;
     return (await waitMemoryReleased(d.cgroups, d.clock, d.cgroups.memoryDir(c.path), before, STOPPED_ANYWAY_CHECK_MS)).released;
   }

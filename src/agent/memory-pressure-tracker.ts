@@ -1,0 +1,270 @@
+/**
+ * KEP-5986 on a live node (its rules: src/policy/memory-pressure.ts). Each pass it reads every
+ * container cgroup's memory.events and memory.pressure (node/container-pressure.ts), names them
+ * through the runtime's container list, puts them on the pods' usage and decides; it keeps the
+ * policy's state between passes, carries out stage 1 (the runtime's UpdateContainerResources,
+ * memory.high read back) and watches each container so that a pass comes when one could find
+ * something new:
+ * - memory.events (kernfs notifies every change): the counters are read in the callback and a
+ *   pass is woken only when a rate is above its threshold on the history the last pass kept (a
+ *   throttled container changes the file thousands of times a second);
+ * - a PSI trigger per container, `some` stall of the threshold's share of a 10 s window (the
+ *   window of avg10): it fires when the stall gets there, and the pass reads avg10.
+ * The grace periods' ends wake the loop through the deadline timer (nextDueNs).
+ *
+ * Runs on the main JS thread, inside a pass, except the watch callbacks (on the loop too).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { readContainerPressure } from '../node/container-pressure';
+import { cgroupDir, type CgroupLayout } from '../node/cgroups';
+import { parseKeyValues } from '../node/cgroups';
+import type { MemoryPressureConfig, PolicyConfig } from '../policy/config';
+import {
+  decideMemoryPressure,
+  initialMemoryPressureState,
+  rateAboveThreshold,
+  relaxOutcome,
+  type MemoryPressureDecision,
+  type MemoryPressureState,
+  type Relax,
+  type Sample,
+} from '../policy/memory-pressure';
+import type { JoinedPod } from './active-pods';
+import type { Effect } from './effects/effect';
+import type { AgentMetrics } from './metrics';
+import type { Clock, NotificationPort, RuntimeContainer, RuntimePort, WatchHandle, Wakeup } from './ports';
+
+/** avg10's window: a PSI trigger over it fires near where avg10 reaches the threshold. */
+const PSI_WINDOW_US = 10_000_000;
+
+export interface MemoryPressureTrackerOptions {
+  config: MemoryPressureConfig;
+  maxPodGracePeriodSeconds: number;
+  runtime: RuntimePort;
+  /** a pod cgroup path's directory in the cgroup v2 hierarchy */
+  podDir(podPath: string): string;
+  /** null: no kernel notifications (the housekeeping tick and the deadlines drive the passes) */
+  notifications: NotificationPort | null;
+  wake(w: Wakeup): void;
+  clock: Clock;
+  logger: Logger;
+  metrics: AgentMetrics;
+}
+
+interface Known {
+  uid: string;
+  name: string;
+  id: string;
+  dir: string;
+}
+
+export class MemoryPressureTracker {
+  private state: MemoryPressureState = initialMemoryPressureState();
+  /** the containers of the last pass, by `${uid}/${name}` */
+  private known = new Map<string, Known>();
+  private names = new Map<string, RuntimeContainer>();
+  private readonly watches = new Map<string, WatchHandle[]>();
+  private pressuredUids = new Set<string>();
+  last: MemoryPressureDecision | null = null;
+
+  /** Stage 1 as an action: each container relaxed through the runtime, the outcome kept. */
+  readonly relaxing: Effect<readonly Relax[], void> = {
+    run: (relax) => this.relax(relax),
+    rehearse: (relax) => ({
+      message: 'would relax memory.high to memory.max (KEP-5986 stage 1; dry run)',
+      fields: { containers: relax.map((r) => `${r.pod.namespace}/${r.pod.name}/${r.container}`) },
+      outcome: undefined,
+    }),
+  };
+
+  constructor(private readonly o: MemoryPressureTrackerOptions) {}
+
+  /** Reads the containers' signals onto the pods and decides this pass. */
+  async decide(joined: readonly JoinedPod[], nowNs: number): Promise<MemoryPressureDecision> {
+    await this.refreshNames();
+    const known = new Map<string, Known>();
+    for (const j of joined) {
+      if (!j.cgroup) continue;
+      for (const r of readContainerPressure(this.o.podDir(j.cgroup.path))) {
+        const c = this.names.get(r.containerId);
+        if (!c || c.sandboxId !== j.runtime.sandboxId) continue; // the pause container, or one not listed yet
+        const usage = (j.active.usage ??= { containers: [], volumes: [] });
+        usage.containers.push({
+          name: c.name,
+          memoryEvents: { high: r.high, max: r.max },
+          ...(r.psiSomeAvg10 !== undefined ? { memoryPressureSomeAvg10: r.psiSomeAvg10 } : {}),
+        });
+        known.set(`${j.runtime.uid}/${c.name}`, { uid: j.runtime.uid, name: c.name, id: c.id, dir: r.dir });
+      }
+    }
+    this.known = known;
+    const d = decideMemoryPressure(
+      this.o.config,
+      this.o.maxPodGracePeriodSeconds,
+      this.state,
+      nowNs,
+      joined.map((j) => j.active),
+    );
+    this.state = d.state;
+    this.last = d;
+    this.logPressure(d);
+    this.rewatch();
+    return d;
+  }
+
+  /** The earliest grace period's end still ahead (monotonic ns), or null. */
+  nextDueNs(nowNs: number): number | null {
+    const due = (this.last?.pressured ?? []).map((p) => p.dueNs).filter((t) => t > nowNs);
+    return due.length > 0 ? Math.min(...due) : null;
+  }
+
+  close(): void {
+    for (const hs of this.watches.values()) for (const h of hs) void h.close();
+    this.watches.clear();
+  }
+
+  /** The runtime's containers by id; a failed listing keeps the last one (ids do not change). */
+  private async refreshNames(): Promise<void> {
+    if (!this.o.runtime.listContainers) return;
+    try {
+      this.names = new Map((await this.o.runtime.listContainers()).map((c) => [c.id, c]));
+    } catch (err) {
+      this.o.metrics.runtimeErrors.inc({ call: 'listContainers' });
+      this.o.logger.warn({ err }, 'container list unavailable: KEP-5986 decides on the last one');
+    }
+  }
+
+  private async relax(list: readonly Relax[]): Promise<void> {
+    for (const r of list) {
+      const k = this.known.get(`${r.pod.uid}/${r.container}`);
+      const pod = `${r.pod.namespace}/${r.pod.name}`;
+      if (!k || !this.o.runtime.relaxMemoryHigh) {
+        this.state = relaxOutcome(this.state, r.pod.uid, r.container, false);
+        this.o.metrics.memoryHighRelaxed.inc({ outcome: 'refused' });
+        this.o.logger.warn({ pod, container: r.container }, 'memory.high relax: no container id or no runtime support; stage 2 next');
+        continue;
+      }
+      const t0 = this.o.clock.now();
+      const res = await this.o.runtime.relaxMemoryHigh(k.id, () => Promise.resolve(fs.readFileSync(path.join(k.dir, 'memory.high'), 'utf8').trim()));
+      if (res.outcome !== 'applied') this.state = relaxOutcome(this.state, r.pod.uid, r.container, false);
+      else {
+        const after = this.readEvents(k);
+        if (after) this.state = relaxOutcome(this.state, r.pod.uid, r.container, true, after);
+      }
+      this.o.metrics.memoryHighRelaxed.inc({ outcome: res.outcome });
+      const fields = {
+        pod,
+        uid: r.pod.uid,
+        container: r.container,
+        containerId: k.id,
+        outcome: res.outcome,
+        runtimeMs: res.runtimeMs,
+        relaxMs: Number(this.o.clock.now() - t0) / 1e6,
+        signals: r.pressure.active,
+        highRate: r.pressure.highRate,
+        maxRate: r.pressure.maxRate,
+        psiSomeAvg10: r.pressure.psiSomeAvg10,
+        detail: res.detail,
+      };
+      if (res.outcome === 'applied') this.o.logger.warn(fields, 'memory.high relaxed to memory.max (KEP-5986 stage 1)');
+      else this.o.logger.error(fields, 'memory.high relax not applied by the runtime: the pod goes to stage 2 if its pressure stays');
+    }
+  }
+
+  private logPressure(d: MemoryPressureDecision): void {
+    const now = new Set(d.pressured.map((p) => p.pod.uid));
+    for (const p of d.pressured) {
+      if (this.pressuredUids.has(p.pod.uid)) continue;
+      this.o.logger.info(
+        { pod: `${p.pod.namespace}/${p.pod.name}`, uid: p.pod.uid, containers: p.containers, dueNs: p.dueNs },
+        'containers under memory pressure (KEP-5986): grace period started',
+      );
+    }
+    for (const uid of this.pressuredUids) if (!now.has(uid)) this.o.logger.info({ uid }, 'containers no longer under memory pressure (KEP-5986)');
+    this.pressuredUids = now;
+  }
+
+  /** One memory.events watch and, with a PSI threshold, one trigger per container; the gone ones closed. */
+  private rewatch(): void {
+    const n = this.o.notifications;
+    if (!n) return;
+    for (const [key, hs] of this.watches) {
+      if (this.known.has(key)) continue;
+      for (const h of hs) void h.close();
+      this.watches.delete(key);
+    }
+    for (const [key, k] of this.known) {
+      if (this.watches.has(key)) continue;
+      const handles: WatchHandle[] = [];
+      const onError = (err: Error) => this.o.logger.debug({ err, container: key }, 'container watch ended');
+      try {
+        if (this.o.config.highThreshold > 0 || this.o.config.maxThreshold > 0)
+          handles.push(n.watchFile(path.join(k.dir, 'memory.events'), { onWakeup: (w) => this.onEvents(k, w), onError }));
+        if (this.o.config.psiThreshold > 0) {
+          const stallUs = Math.max(1, Math.round((this.o.config.psiThreshold / 100) * PSI_WINDOW_US));
+          handles.push(
+            n.watchPsi(
+              path.join(k.dir, 'memory.pressure'),
+              { kind: 'some', stallUs, windowUs: PSI_WINDOW_US },
+              { onWakeup: (w) => this.o.wake({ ...w, source: 'container-psi' }), onError },
+            ),
+          );
+        }
+      } catch (err) {
+        this.o.logger.debug({ err, container: key }, 'container watch not armed (the passes still read it)');
+      }
+      this.watches.set(key, handles);
+    }
+  }
+
+  /** A container's memory.events changed: a pass only if a rate is now above its threshold and no grace period runs for its pod. */
+  private onEvents(k: Known, w: Wakeup): void {
+    if (this.pressuredUids.has(k.uid)) return; // its grace period's end is the deadline timer's
+    const sample = this.readEvents(k);
+    if (sample && rateAboveThreshold(this.o.config, this.state, k.uid, k.name, sample)) this.o.wake({ ...w, source: 'container-memory-events' });
+  }
+
+  /** The container's memory.events counters now, or null when its cgroup is gone. */
+  private readEvents(k: Known): Sample | null {
+    let text: string;
+    try {
+      text = fs.readFileSync(path.join(k.dir, 'memory.events'), 'utf8');
+    } catch {
+      return null;
+    }
+    const ev = parseKeyValues(text);
+    return { atNs: Number(this.o.clock.now()), high: ev.high ?? 0, max: ev.max ?? 0 };
+  }
+}
+
+/** The tracker an agent with these options needs, or null when KEP-5986 is off; refused on cgroup v1. */
+export function memoryPressureTracker(
+  o: {
+    policy: PolicyConfig;
+    layout: Pick<CgroupLayout, 'memoryMount' | 'memoryVersion'>;
+    runtime: RuntimePort;
+    notifications: NotificationPort | null;
+    logger: Logger;
+    metrics: AgentMetrics;
+  },
+  wake: (w: Wakeup) => void,
+  clock: Clock,
+): MemoryPressureTracker | null {
+  const config = o.policy.memoryPressure;
+  if (!config) return null;
+  if (o.layout.memoryVersion !== 2)
+    throw new Error('KEP-5986 memory pressure eviction needs cgroup v2 (memory.events, memory.high); the memory controller here is on cgroup v1');
+  return new MemoryPressureTracker({
+    config,
+    maxPodGracePeriodSeconds: o.policy.maxPodGracePeriodSeconds,
+    runtime: o.runtime,
+    podDir: (podPath) => cgroupDir(o.layout.memoryMount, podPath),
+    notifications: o.notifications,
+    wake,
+    clock,
+    logger: o.logger,
+    metrics: o.metrics,
+  });
+}
