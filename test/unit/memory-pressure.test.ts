@@ -23,6 +23,18 @@ const pod = (name: string, usage: Record<string, unknown>, extra: Record<string,
 });
 const high = (n: number) => ({ memoryEvents: { high: n, max: 0 } });
 
+/** One BestEffort pod `web` whose container `app` has counted `high` memory.high events (the decision function's input). */
+const webSpec = {
+  namespace: 'default',
+  name: 'web',
+  uid: 'web',
+  priority: 0,
+  annotations: {},
+  volumes: [],
+  containers: [{ name: 'app', requests: {}, limits: {} }],
+};
+const webAt = (high: number) => [{ spec: webSpec, usage: { containers: [{ name: 'app', memoryEvents: { high, max: 0 } }], volumes: [] } }];
+
 test('config: the KEP fields in the file and as flags, checked as its validation says; off without the gate', () => {
   const file = {
     ...on,
@@ -185,16 +197,7 @@ test('a per-container eviction takes the pass: no node-pressure eviction in the 
 
 test('a counter that goes down is a restarted container: its history and its relax start over', () => {
   const cfg = { highThreshold: 50, maxThreshold: 0, psiThreshold: 0, gracePeriodNs: 0 };
-  const spec = {
-    namespace: 'default',
-    name: 'web',
-    uid: 'web',
-    priority: 0,
-    annotations: {},
-    volumes: [],
-    containers: [{ name: 'app', requests: {}, limits: {} }],
-  };
-  const at = (n: number) => [{ spec, usage: { containers: [{ name: 'app', memoryEvents: { high: n, max: 0 } }], volumes: [] } }];
+  const at = webAt;
   let d = decideMemoryPressure(cfg, 0, initialMemoryPressureState(), 0, at(0));
   d = decideMemoryPressure(cfg, 0, d.state, 1e9, at(1000));
   assert.deepEqual(
@@ -214,16 +217,7 @@ test('a counter that goes down is a restarted container: its history and its rel
 
 test('a relax the runtime refused (CRI-O before 1.35.3 by the KEP): that container goes to stage 2 at its next due pass', () => {
   const cfg = { highThreshold: 50, maxThreshold: 0, psiThreshold: 0, gracePeriodNs: 0 };
-  const spec = {
-    namespace: 'default',
-    name: 'web',
-    uid: 'web',
-    priority: 0,
-    annotations: {},
-    volumes: [],
-    containers: [{ name: 'app', requests: {}, limits: {} }],
-  };
-  const at = (n: number) => [{ spec, usage: { containers: [{ name: 'app', memoryEvents: { high: n, max: 0 } }], volumes: [] } }];
+  const at = webAt;
   let d = decideMemoryPressure(cfg, 0, initialMemoryPressureState(), 0, at(0));
   d = decideMemoryPressure(cfg, 0, d.state, 1e9, at(1000));
   assert.equal(d.relax.length, 1);
@@ -262,16 +256,7 @@ test('evictd run refuses it for now, and on a cgroup v1 memory controller for go
 
 test("a relax done: the container's rates and the pod's grace period count from the counters read once it was", () => {
   const cfg = { highThreshold: 5, maxThreshold: 0, psiThreshold: 0, gracePeriodNs: 1e9 };
-  const spec = {
-    namespace: 'default',
-    name: 'web',
-    uid: 'web',
-    priority: 0,
-    annotations: {},
-    volumes: [],
-    containers: [{ name: 'app', requests: {}, limits: {} }],
-  };
-  const at = (n: number) => [{ spec, usage: { containers: [{ name: 'app', memoryEvents: { high: n, max: 0 } }], volumes: [] } }];
+  const at = webAt;
   let d = decideMemoryPressure(cfg, 0, initialMemoryPressureState(), 0, at(0));
   d = decideMemoryPressure(cfg, 0, d.state, 1e9, at(1000));
   d = decideMemoryPressure(cfg, 0, d.state, 2e9, at(2000));
