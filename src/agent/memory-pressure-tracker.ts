@@ -10,7 +10,9 @@
  *   throttled container changes the file thousands of times a second);
  * - a PSI trigger per container, `some` stall of the threshold's share of a 10 s window (the
  *   window of avg10): it fires when the stall gets there, and the pass reads avg10.
- * The grace periods' ends wake the loop through the deadline timer (nextDueNs).
+ * The grace periods' ends wake the loop through the deadline timer (nextDueNs). The pods'
+ * ContainerMemoryPressure condition goes to the reporter (the API server) as it changes: set
+ * when a relax is applied (not merely decided), cleared when the policy no longer holds it.
  *
  * Runs on the main JS thread, inside a pass, except the watch callbacks (on the loop too).
  */
@@ -22,6 +24,8 @@ import { cgroupDir, type CgroupLayout } from '../node/cgroups';
 import { parseKeyValues } from '../node/cgroups';
 import type { MemoryPressureConfig, PolicyConfig } from '../policy/config';
 import {
+  CONTAINER_MEMORY_PRESSURE,
+  MEMORY_HIGH_RELAXED,
   decideMemoryPressure,
   initialMemoryPressureState,
   rateAboveThreshold,
@@ -34,7 +38,11 @@ import {
 import type { JoinedPod } from './active-pods';
 import type { Effect } from './effects/effect';
 import type { AgentMetrics } from './metrics';
-import type { Clock, NotificationPort, RuntimeContainer, RuntimePort, WatchHandle, Wakeup } from './ports';
+import type { PodRef } from '../policy/types';
+import type { Clock, EvictionReporter, NotificationPort, RuntimeContainer, RuntimePort, WatchHandle, Wakeup } from './ports';
+
+/** The reason evictd gives a cleared ContainerMemoryPressure (the KEP names none: "cleared when pressure subsides"). */
+export const MEMORY_PRESSURE_SUBSIDED = 'MemoryPressureSubsided';
 
 /** avg10's window: a PSI trigger over it fires near where avg10 reaches the threshold. */
 const PSI_WINDOW_US = 10_000_000;
@@ -51,6 +59,8 @@ export interface MemoryPressureTrackerOptions {
   clock: Clock;
   logger: Logger;
   metrics: AgentMetrics;
+  /** where the ContainerMemoryPressure condition is written, if anywhere */
+  reporter?: EvictionReporter;
 }
 
 interface Known {
@@ -67,6 +77,8 @@ export class MemoryPressureTracker {
   private names = new Map<string, RuntimeContainer>();
   private readonly watches = new Map<string, WatchHandle[]>();
   private pressuredUids = new Set<string>();
+  /** pods whose ContainerMemoryPressure condition was set True, by uid */
+  private readonly conditioned = new Map<string, PodRef>();
   last: MemoryPressureDecision | null = null;
 
   /** Stage 1 as an action: each container relaxed through the runtime, the outcome kept. */
@@ -110,6 +122,7 @@ export class MemoryPressureTracker {
     this.state = d.state;
     this.last = d;
     this.logPressure(d);
+    this.clearConditions(d, new Set(joined.map((j) => j.runtime.uid)));
     this.rewatch();
     return d;
   }
@@ -168,8 +181,43 @@ export class MemoryPressureTracker {
         psiSomeAvg10: r.pressure.psiSomeAvg10,
         detail: res.detail,
       };
-      if (res.outcome === 'applied') this.o.logger.warn(fields, 'memory.high relaxed to memory.max (KEP-5986 stage 1)');
-      else this.o.logger.error(fields, 'memory.high relax not applied by the runtime: the pod goes to stage 2 if its pressure stays');
+      if (res.outcome === 'applied') {
+        this.o.logger.warn(fields, 'memory.high relaxed to memory.max (KEP-5986 stage 1)');
+        this.setCondition(r.pod, r.container);
+      } else this.o.logger.error(fields, 'memory.high relax not applied by the runtime: the pod goes to stage 2 if its pressure stays');
+    }
+  }
+
+  /** Stage 1 applied: the condition set, with a Warning event (the KEP's), unless it already is. */
+  private setCondition(pod: PodRef, container: string): void {
+    if (this.conditioned.has(pod.uid)) return;
+    this.conditioned.set(pod.uid, pod);
+    const message = `memory.high of container ${container} was raised to memory.max after sustained memory pressure`;
+    void this.o.reporter?.podCondition?.({
+      pod,
+      type: CONTAINER_MEMORY_PRESSURE,
+      status: 'True',
+      reason: MEMORY_HIGH_RELAXED,
+      message,
+      event: { reason: MEMORY_HIGH_RELAXED, message },
+    });
+  }
+
+  /** The pods the policy no longer holds the condition for are cleared; a pod gone is only forgotten. */
+  private clearConditions(d: MemoryPressureDecision, present: ReadonlySet<string>): void {
+    const held = new Set(d.conditions.map((p) => p.uid));
+    for (const [uid, pod] of this.conditioned) {
+      if (held.has(uid)) continue;
+      this.conditioned.delete(uid);
+      if (!present.has(uid)) continue;
+      this.o.logger.info({ pod: `${pod.namespace}/${pod.name}`, uid }, 'ContainerMemoryPressure cleared: the pressure subsided');
+      void this.o.reporter?.podCondition?.({
+        pod,
+        type: CONTAINER_MEMORY_PRESSURE,
+        status: 'False',
+        reason: MEMORY_PRESSURE_SUBSIDED,
+        message: 'memory pressure subsided after memory.high was relaxed',
+      });
     }
   }
 
@@ -248,6 +296,7 @@ export function memoryPressureTracker(
     notifications: NotificationPort | null;
     logger: Logger;
     metrics: AgentMetrics;
+    reporter?: EvictionReporter;
   },
   wake: (w: Wakeup) => void,
   clock: Clock,
@@ -266,5 +315,6 @@ export function memoryPressureTracker(
     clock,
     logger: o.logger,
     metrics: o.metrics,
+    ...(o.reporter ? { reporter: o.reporter } : {}),
   });
 }

@@ -4,7 +4,7 @@
  * agent's own logic can be unit tested with one fake at a time.
  */
 import type { MemoryHighReader, RelaxResult } from '../cri/relax';
-import type { ContainerUsage, NodeReclaimFunction, PodSpec } from '../policy/types';
+import type { ContainerUsage, NodeReclaimFunction, PodConditionReport, PodSpec } from '../policy/types';
 
 // ---------------------------------------------------------------------------------------------
 // Kernel notifications: they only wake the loop, they never carry a decision.
@@ -197,6 +197,11 @@ export interface EvictionReporter {
     recovered?: boolean;
     /** 'interrupted': the agent stopped before the report was written (the journal keeps it for the next start) */
   }): Promise<void | 'done' | 'skipped' | 'failed' | 'interrupted'>;
+  /**
+   * Sets a pod condition the agent owns (KEP-5986's ContainerMemoryPressure), with a Warning
+   * event when `event` is given; calls for one pod land in order. Never rejects.
+   */
+  podCondition?(c: PodConditionReport): Promise<void | 'done' | 'skipped' | 'failed' | 'interrupted'>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -203,15 +203,6 @@ export function settingsFromFlags(f: ParsedFlags): RunSettings {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
   }
-  // KEP-5986's agent side is built (memory-pressure-tracker.ts) but not yet proven: in the lab a
-  // pass stopped for good while a container's memory.max events stormed (2 runs in 9). Until that
-  // is found, `evictd run` does not take it; `evictd simulate` decides it.
-  if (policy.memoryPressure)
-    throw badValue(
-      eviction.origins?.featureGates ?? 'featureGates',
-      'MemoryHighEviction=true',
-      'per-container memory pressure eviction (KEP-5986) is decided by `evictd simulate` only in this release; `evictd run` does not take it yet',
-    );
   const cgroupRoot = normalizeCgroupPath('--cgroup-root', str('cgroup-root') ?? '/');
   const podCgroupRoot = normalizeCgroupPath('--pod-cgroup-root', str('pod-cgroup-root') ?? path.posix.join(cgroupRoot, 'kubepods'));
   const rootDir = str('root-dir');
@@ -305,10 +296,6 @@ function recordSettings(file: string | undefined, maxText: string | undefined): 
   return { path: file, maxBytes };
 }
 
-/**
- * The memory brake is memory.high, which only cgroup v2 has: with the memory controller on v1
- * (a v1 or hybrid node), the brake is refused at start rather than silently doing nothing.
- */
 /** KEP-5986 reads memory.events and memory.pressure and relaxes memory.high: cgroup v2 only. */
 export function checkMemoryPressure(policy: PolicyConfig, layout: CgroupLayout, field = '--feature-gates'): void {
   if (!policy.memoryPressure || layout.memoryVersion === 2) return;
@@ -319,6 +306,10 @@ export function checkMemoryPressure(policy: PolicyConfig, layout: CgroupLayout, 
   );
 }
 
+/**
+ * The memory brake is memory.high, which only cgroup v2 has: with the memory controller on v1
+ * (a v1 or hybrid node), the brake is refused at start rather than silently doing nothing.
+ */
 export function checkMemoryBrake(policy: PolicyConfig, layout: CgroupLayout): void {
   if (!policy.memoryBrake || layout.memoryVersion === 2) return;
   throw badValue(

@@ -7,6 +7,7 @@
  *   - a Warning event `Evicted` on the pod, carrying the policy's annotations
  *     (offending_containers, offending_containers_usage, starved_resource);
  *   - a Warning event `EvictionThresholdMet` "Attempting to reclaim <resource>" on the node.
+ * And the pod conditions the agent owns (KEP-5986's ContainerMemoryPressure, see podCondition).
  * Once the API shows phase Failed, the kubelet will not restart the pod (generateAPIPodStatus
  * refuses to leave a terminal phase) and its controller replaces it.
  *
@@ -23,6 +24,7 @@ import { backoffMs } from '../policy/backoff';
 import { silentLog, type Log } from '../log';
 import { sleep } from './pod-source';
 import type { Eviction as PolicyEviction } from '../policy/evaluate';
+import type { PodConditionReport } from '../policy/types';
 import { SIGNAL_TABLE, isSignal } from '../policy/signals';
 import { eventNameAt } from '../policy/messages';
 
@@ -97,6 +99,8 @@ export class EvictionReporter {
   private readonly seen = new Map<string, Promise<ReportEnd>>();
   private readonly lastNodeEvent = new Map<string, number>();
   private readonly inflight = new Set<Promise<unknown>>();
+  /** pod uid -> its last condition write: the next one for the pod waits for it (a clear never lands before its set) */
+  private readonly conditionWrites = new Map<string, Promise<ReportEnd>>();
   private readonly now: () => Date;
   private lastNanos = 0n;
 
@@ -123,6 +127,25 @@ export class EvictionReporter {
     this.seen.set(uid, task);
     // bound memory on a long-lived agent: uids are unique, old ones are never reported again
     if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value as string);
+    return task;
+  }
+
+  /**
+   * Sets one pod condition (a strategic merge on pods/status, conditions merging by type, with
+   * the pod's uid as a precondition) and, when the report has one, a Warning event on the pod.
+   * Writes for one pod land in the order they were asked for. Never rejects.
+   */
+  podCondition(c: PodConditionReport): Promise<ReportEnd> {
+    const uid = c.pod.uid;
+    const at = this.now();
+    const eventName = c.event ? this.eventName(c.pod.name, at) : undefined;
+    const task: Promise<ReportEnd> = (this.conditionWrites.get(uid) ?? Promise.resolve('done'))
+      .then(() => this.writeCondition(c, at, eventName))
+      .finally(() => {
+        if (this.conditionWrites.get(uid) === task) this.conditionWrites.delete(uid);
+      });
+    this.conditionWrites.set(uid, task);
+    this.track(task);
     return task;
   }
 
@@ -194,6 +217,41 @@ export class EvictionReporter {
     }
   }
 
+  private async writeCondition(c: PodConditionReport, at: Date, eventName: string | undefined): Promise<Outcome> {
+    const pod = `${c.pod.namespace}/${c.pod.name}`;
+    try {
+      const status = await this.write(`${c.type} condition of ${pod}`, () => this.patchCondition(c, at));
+      if (status === 'done') this.log.info({ pod, uid: c.pod.uid, condition: c.type, status: c.status, reason: c.reason }, 'kube: pod condition set');
+      if (status === 'done' && c.event && eventName) {
+        const event = c.event;
+        await this.write(`${event.reason} event on ${pod}`, () =>
+          this.postEvent(c.pod.namespace, {
+            metadata: { name: eventName, namespace: c.pod.namespace },
+            involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: c.pod.namespace, name: c.pod.name, uid: c.pod.uid },
+            reason: event.reason,
+            message: event.message,
+            ...this.eventCommon(at),
+          }),
+        );
+      }
+      return status;
+    } catch (err) {
+      // as run(): write() handles API errors, and a bug must still not reach the caller
+      this.stats.failures++;
+      this.log.error({ pod, err: String(err) }, 'kube: pod condition write failed');
+      return 'failed';
+    }
+  }
+
+  /** The same patch again after an ambiguous failure sets the same condition: no read-back needed. */
+  private async patchCondition(c: PodConditionReport, at: Date): Promise<Outcome> {
+    const patch = {
+      metadata: { uid: c.pod.uid },
+      status: { conditions: [{ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: rfc3339(at) }] },
+    };
+    return this.patchPodStatus(c.pod, patch);
+  }
+
   /**
    * Runs one write until it lands: transient errors (no answer, 429, 5xx) and 401/403 (RBAC
    * or a token being rotated may be fixed meanwhile) are retried with backoff; 404 and 409
@@ -230,7 +288,7 @@ export class EvictionReporter {
     }
   }
 
-  private podPath(e: EvictionReport): string {
+  private podPath(e: Pick<EvictionReport, 'pod'>): string {
     return `/api/v1/namespaces/${encodeURIComponent(e.pod.namespace)}/pods/${encodeURIComponent(e.pod.name)}`;
   }
 
@@ -256,14 +314,19 @@ export class EvictionReporter {
         conditions: [{ type: DISRUPTION_TARGET, status: 'True', reason: TERMINATION_BY_KUBELET, message: e.message, lastTransitionTime: time }],
       },
     };
+    return this.patchPodStatus(e.pod, patch);
+  }
+
+  /** A strategic merge patch on the pod's status, its uid as a precondition (a pod re-created under the name is never touched). */
+  private async patchPodStatus(pod: EvictionReport['pod'], patch: object): Promise<Outcome> {
     try {
-      await this.opts.client.request('PATCH', `${this.podPath(e)}/status`, { body: patch, contentType: 'application/strategic-merge-patch+json' });
+      await this.opts.client.request('PATCH', `${this.podPath({ pod })}/status`, { body: patch, contentType: 'application/strategic-merge-patch+json' });
       this.stats.statusWrites++;
       return 'done';
     } catch (err) {
       if (err instanceof ApiError && (err.status === 404 || err.status === 409)) {
         // 404: the pod is gone; 409: the uid precondition failed, a new pod holds the name
-        this.log.info({ pod: `${e.pod.namespace}/${e.pod.name}`, status: err.status }, 'kube: pod gone or replaced; status not written');
+        this.log.info({ pod: `${pod.namespace}/${pod.name}`, status: err.status }, 'kube: pod gone or replaced; status not written');
         return 'skipped';
       }
       throw err;

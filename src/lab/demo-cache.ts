@@ -12,15 +12,13 @@
  * the kubelet's numbers fresh and refuses. Both pods must still be running at the end.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import http from 'node:http';
 import { readCgroupMemory } from '../node/memory';
 import { nearMarginBytes } from '../policy/standing-order';
 import type { AgentProcess } from './ramp-lab';
 import type { NodeLab } from './node-lab';
 import { IMAGES } from './harness';
-import { onRamFilesystem } from './workload';
+import { diskDir } from './workload';
 
 const MiB = 1024 * 1024;
 const CHUNK_MiB = 16;
@@ -83,11 +81,6 @@ async function until(cond: () => boolean | Promise<boolean>, ms: number): Promis
 }
 
 /** A directory on a disk filesystem for the pod's files (tmpfs pages are shmem, which the kubelet counts). */
-function diskDir(): string {
-  const base = onRamFilesystem(os.tmpdir()) ? '/var/tmp' : os.tmpdir();
-  return fs.mkdtempSync(path.join(base, 'evictd-demo-cache-'));
-}
-
 export async function cacheRamp(lab: NodeLab, agent: AgentProcess, o: { nodeMiB: number; thresholdMiB: number; namespace: string }): Promise<CacheRampResult> {
   const node = () => readCgroupMemory(lab.memoryDir(), lab.layout.memoryVersion);
   const lineMiB = o.thresholdMiB;
@@ -107,7 +100,7 @@ export async function cacheRamp(lab: NodeLab, agent: AgentProcess, o: { nodeMiB:
   await until(placed, 10_000);
   const refusals0 = await metric(agent.metricsAddress, 'evictd_standing_order_refusals_total');
 
-  const dir = diskDir();
+  const dir = diskDir('evictd-demo-cache-');
   const writtenMiB = Math.ceil(o.nodeMiB / CHUNK_MiB) * CHUNK_MiB;
   const script = `i=0; while [ $i -lt ${writtenMiB / CHUNK_MiB} ]; do dd if=/dev/zero of=/cache/f$i bs=1M count=${CHUNK_MiB} conv=fsync 2>/dev/null || exit 1; i=$((i+1)); done; echo written; exec sleep 100000`;
   const writer = await lab.runPod({

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { packageRoot } from '../kernel/addon';
 
@@ -223,6 +224,16 @@ export function thrashFile(dir: string, bytes: number): string {
     fs.closeSync(fd);
   }
   return file;
+}
+
+/**
+ * A new directory on a disk-backed filesystem (the temporary directory unless that is in RAM,
+ * then /var/tmp): files written there are page cache the kernel can reclaim, where a file on
+ * tmpfs (a container's own root in the lab VM, whose root is an initramfs) is shmem it cannot.
+ */
+export function diskDir(prefix: string): string {
+  const base = onRamFilesystem(os.tmpdir()) ? '/var/tmp' : os.tmpdir();
+  return fs.mkdtempSync(path.join(base, prefix));
 }
 
 /** Whether `dir` is on tmpfs or ramfs (no use for page-cache thrash). */

@@ -61,6 +61,8 @@ interface ContainerTrack {
   /** oldest first; the first is at or before now - RATE_WINDOW_NS once the container is that old */
   samples: readonly Sample[];
   relax?: 'done' | 'failed';
+  /** when a relax was done (ns) */
+  relaxedNs?: number;
 }
 
 export interface MemoryPressureState {
@@ -96,7 +98,10 @@ export interface MemoryPressureDecision {
   relax: Relax[];
   /** stage 2: the ranking's first pod, evicted this pass; null: none due */
   eviction: Eviction | null;
-  /** pods with a relaxed container still under pressure: their ContainerMemoryPressure condition */
+  /**
+   * pods whose ContainerMemoryPressure condition is set: a container relaxed, and the pod still
+   * under pressure or relaxed less than a kubelet cycle ago (see conditionHeld)
+   */
   conditions: PodRef[];
   /** pods under pressure now, with the grace period's end (ns): for the logs and the next wake-up */
   pressured: { pod: PodRef; dueNs: number; containers: ContainerPressure[] }[];
@@ -182,17 +187,18 @@ export function decideMemoryPressure(
         }
       }
       const track: ContainerTrack = { samples: keep(history, sample) };
-      if (before?.relax && !restarted) track.relax = before.relax;
-      containers.set(key, track);
+      if (before?.relax && !restarted) containers.set(key, { ...track, relax: before.relax, relaxedNs: before.relaxedNs });
+      else containers.set(key, track);
       readings.push(r);
     }
     const active = readings.filter((r) => r.active.length > 0);
+    const relaxedNs = readings.map((r) => containers.get(`${uid}/${r.container}`)).flatMap((t) => (t?.relax === 'done' ? [t.relaxedNs ?? nowNs] : []));
+    if (relaxedNs.length > 0 && conditionHeld(active.length > 0, Math.max(...relaxedNs), nowNs)) conditions.push(ref(pod));
     if (active.length === 0) continue; // the grace period resets only when no signal is active
     const since = state.graceSince.get(uid) ?? nowNs;
     graceSince.set(uid, since);
     const dueNs = since + cfg.gracePeriodNs;
     pressured.push({ pod: ref(pod), dueNs, containers: active });
-    if (readings.some((r) => containers.get(`${uid}/${r.container}`)?.relax === 'done')) conditions.push(ref(pod));
     if (nowNs < dueNs) continue;
     const toRelax = active.filter((r) => r.active.includes('high') && containers.get(`${uid}/${r.container}`)?.relax === undefined);
     if (toRelax.length > 0) {
@@ -201,7 +207,7 @@ export function decideMemoryPressure(
         // Its rates count from here: the events before were memory.high's doing, and the question
         // now is whether the pressure goes on without it.
         const track = containers.get(`${uid}/${r.container}`)!;
-        containers.set(`${uid}/${r.container}`, { samples: track.samples.slice(-1), relax: 'done' });
+        containers.set(`${uid}/${r.container}`, { samples: track.samples.slice(-1), relax: 'done', relaxedNs: nowNs });
       }
       graceSince.set(uid, nowNs); // a whole grace period again, memory.high out of the way
       if (!conditions.some((c) => c.uid === uid)) conditions.push(ref(pod));
@@ -217,6 +223,16 @@ export function decideMemoryPressure(
     conditions,
     pressured,
   };
+}
+
+/**
+ * The ContainerMemoryPressure condition stays while the pod is under pressure. The KEP clears it
+ * when the pressure is no longer detected, at the kubelet's next look, ten seconds on; a pass here
+ * can come a millisecond after the relax, when the rates (counted from it) cannot show pressure
+ * yet, and would clear what it just set. So it stays a kubelet cycle (the rate window) at least.
+ */
+function conditionHeld(underPressure: boolean, relaxedNs: number, nowNs: number): boolean {
+  return underPressure || nowNs - relaxedNs < RATE_WINDOW_NS;
 }
 
 /** Stage 2's order: BestEffort before Burstable, then lowest priority, then the highest ratio. */
@@ -240,7 +256,7 @@ export function relaxOutcome(state: MemoryPressureState, uid: string, container:
     containers.set(key, { ...track, relax: 'failed' });
     return { ...state, containers };
   }
-  containers.set(key, { samples: [after!], relax: 'done' });
+  containers.set(key, { samples: [after!], relax: 'done', relaxedNs: after!.atNs });
   const graceSince = new Map(state.graceSince);
   if (graceSince.has(uid)) graceSince.set(uid, after!.atNs);
   return { containers, graceSince };

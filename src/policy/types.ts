@@ -154,3 +154,14 @@ export interface PodRef {
   name: string;
   uid: string;
 }
+
+/** A pod condition the agent owns and writes to the pod's status (KEP-5986's ContainerMemoryPressure). */
+export interface PodConditionReport {
+  pod: PodRef;
+  type: string;
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+  /** a Warning event on the pod, written with it */
+  event?: { reason: string; message: string };
+}

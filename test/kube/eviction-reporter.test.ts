@@ -252,6 +252,55 @@ describe('EvictionReporter against the in-repo fake API server (real HTTP)', () 
     assert.equal(reporter.stats.failures, 0);
   });
 
+  test('KEP-5986 ContainerMemoryPressure: set with a Warning event, then cleared, in order under faults; other conditions kept; a replaced pod untouched', async () => {
+    api.addPod(makePod('web'));
+    await reporter.report(eviction('web')); // a DisruptionTarget already there stays
+    const pod = { namespace: 'default', name: 'web', uid: 'uid-web' };
+    const message = 'memory.high of container app was raised to memory.max after sustained memory pressure';
+    // the set's patch fails twice: the clear, asked for at once, must still land after it
+    api.faults.push({ match: (r) => r.method === 'PATCH', status: 503, times: 2 });
+    const set = reporter.podCondition({
+      pod,
+      type: 'ContainerMemoryPressure',
+      status: 'True',
+      reason: 'MemoryHighRelaxed',
+      message,
+      event: { reason: 'MemoryHighRelaxed', message },
+    });
+    const clear = reporter.podCondition({ pod, type: 'ContainerMemoryPressure', status: 'False', reason: 'MemoryPressureSubsided', message: 'subsided' });
+    assert.deepEqual(await Promise.all([set, clear]), ['done', 'done']);
+    const conditions = api.pod('default', 'web')!.status?.conditions ?? [];
+    assert.deepEqual(
+      conditions.map((c) => [c.type, c.status, c.reason]),
+      [
+        ['DisruptionTarget', 'True', 'TerminationByKubelet'],
+        ['ContainerMemoryPressure', 'False', 'MemoryPressureSubsided'],
+      ],
+    );
+    const relaxed = podEvents('web').filter((e) => e.reason === 'MemoryHighRelaxed');
+    assert.deepEqual(
+      relaxed.map((e) => [e.type, e.message]),
+      [['Warning', message]],
+    );
+    const patches = api.requests
+      .filter((r) => r.method === 'PATCH')
+      .map((r) => (r.body as { status: { conditions: { status: string }[] } }).status.conditions[0]!.status);
+    assert.deepEqual(patches.slice(-2), ['True', 'False'], 'the clear after the set');
+    // a pod re-created under the name: the uid precondition keeps its status untouched
+    api.addPod(makePod('reborn', { uid: 'uid-new-incarnation' }));
+    assert.equal(
+      await reporter.podCondition({
+        pod: { namespace: 'default', name: 'reborn', uid: 'uid-reborn' },
+        type: 'ContainerMemoryPressure',
+        status: 'True',
+        reason: 'MemoryHighRelaxed',
+        message,
+      }),
+      'skipped',
+    );
+    assert.equal(api.pod('default', 'reborn')!.status?.conditions?.length ?? 0, 0);
+  });
+
   test('the same eviction reported twice is written once', async () => {
     api.addPod(makePod('victim'));
     await Promise.all([reporter.report(eviction('victim')), reporter.report(eviction('victim'))]);
