@@ -95,21 +95,21 @@ export class MemoryPressureTracker {
 
   /** Reads the containers' signals onto the pods and decides this pass. */
   async decide(joined: readonly JoinedPod[], nowNs: number): Promise<MemoryPressureDecision> {
-    await this.refreshNames();
+    const read = joined.flatMap((j) => (j.cgroup ? readContainerPressure(this.o.podDir(j.cgroup.path)).map((r) => ({ j, r })) : []));
+    // A container's id never changes: the runtime is asked again only when a cgroup shows one it
+    // has not named yet (a new container), not on every pass. The pause container is the sandbox's.
+    if (read.some(({ j, r }) => r.containerId !== j.runtime.sandboxId && !this.names.has(r.containerId))) await this.refreshNames();
     const known = new Map<string, Known>();
-    for (const j of joined) {
-      if (!j.cgroup) continue;
-      for (const r of readContainerPressure(this.o.podDir(j.cgroup.path))) {
-        const c = this.names.get(r.containerId);
-        if (!c || c.sandboxId !== j.runtime.sandboxId) continue; // the pause container, or one not listed yet
-        const usage = (j.active.usage ??= { containers: [], volumes: [] });
-        usage.containers.push({
-          name: c.name,
-          memoryEvents: { high: r.high, max: r.max },
-          ...(r.psiSomeAvg10 !== undefined ? { memoryPressureSomeAvg10: r.psiSomeAvg10 } : {}),
-        });
-        known.set(`${j.runtime.uid}/${c.name}`, { uid: j.runtime.uid, name: c.name, id: c.id, dir: r.dir });
-      }
+    for (const { j, r } of read) {
+      const c = this.names.get(r.containerId);
+      if (!c || c.sandboxId !== j.runtime.sandboxId) continue; // the pause container, or one not listed yet
+      const usage = (j.active.usage ??= { containers: [], volumes: [] });
+      usage.containers.push({
+        name: c.name,
+        memoryEvents: { high: r.high, max: r.max },
+        ...(r.psiSomeAvg10 !== undefined ? { memoryPressureSomeAvg10: r.psiSomeAvg10 } : {}),
+      });
+      known.set(`${j.runtime.uid}/${c.name}`, { uid: j.runtime.uid, name: c.name, id: c.id, dir: r.dir });
     }
     this.known = known;
     const d = decideMemoryPressure(
@@ -170,6 +170,8 @@ export class MemoryPressureTracker {
       const fields = {
         pod,
         uid: r.pod.uid,
+        // CLOCK_MONOTONIC ns once the runtime answered and memory.high was read back (bench memory-pressure)
+        at: String(this.o.clock.now()),
         container: r.container,
         containerId: k.id,
         outcome: res.outcome,

@@ -13,7 +13,7 @@ const commands: Record<string, { summary: string; load: () => Command }> = {
     summary: 'run the eviction policy on a scenario or a recording (FILE or -); what if, with threshold flags',
     load: () => require('./simulate').simulate,
   },
-  bench: { summary: 'benchmarks: policy | notify | cri | protect', load: () => needsSourceCheckout('evictd bench', () => lab().bench) },
+  bench: { summary: 'benchmarks: policy | notify | cri | protect | memory-pressure', load: () => needsSourceCheckout('evictd bench', () => lab().bench) },
   demo: {
     summary: 'real containerd, real cgroups, real eviction, end to end',
     load: () => needsSourceCheckout('evictd demo', () => lab().demo),

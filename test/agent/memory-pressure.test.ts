@@ -17,6 +17,7 @@ import { IMAGES } from '../../src/lab/harness';
 import { diskDir } from '../../src/lab/workload';
 import type { LabPod, NodeLab } from '../../src/lab/node-lab';
 import type { EvictionReporter } from '../../src/agent/ports';
+import type { EvictionFlags } from '../../src/policy/config';
 import type { PodConditionReport } from '../../src/policy/types';
 import { needsPureV2, skipped } from '../support/environment';
 import { waitFor } from '../support/wait';
@@ -31,6 +32,17 @@ function containerFile(lab: NodeLab, pod: LabPod, container: string, file: strin
   const dir = fs.readdirSync(podDir).find((d) => d.includes(id));
   assert.ok(dir, `container ${container} (${id}) has a cgroup under ${podDir}`);
   return path.join(podDir, dir, file);
+}
+
+/** An agent with KEP-5986 on (and no node-pressure threshold that could act), after its first pass. */
+async function kepAgent(lab: NodeLab, flags: EvictionFlags, reporter?: EvictionReporter): Promise<TestAgent> {
+  const a = await startAgent(lab, {
+    ...(reporter ? { reporter } : {}),
+    flags: { evictionHard: 'memory.available<0%', featureGates: 'MemoryHighEviction=true', ...flags },
+  });
+  agents.push(a);
+  await waitFor('the first pass', () => a.agent.controller.stats.passes > 0, 5000);
+  return a;
 }
 
 const relaxed = (a: TestAgent) =>
@@ -54,17 +66,7 @@ test('stage 1: a container throttled at its memory.high is relaxed through CRI w
       return Promise.resolve('done');
     },
   };
-  const a = await startAgent(lab, {
-    reporter,
-    flags: {
-      evictionHard: 'memory.available<0%',
-      featureGates: 'MemoryHighEviction=true',
-      memoryHighEvictionThreshold: '1',
-      memoryPressureEvictionGracePeriod: '1s',
-    },
-  });
-  agents.push(a);
-  await waitFor('the first pass', () => a.agent.controller.stats.passes > 0, 5000);
+  const a = await kepAgent(lab, { memoryHighEvictionThreshold: '1', memoryPressureEvictionGracePeriod: '1s' }, reporter);
   // 160 MiB at 40 MiB/s through a 48 MiB memory.high (limit 256 MiB): throttled from about 1.2 s in
   const pod = await lab.runPod({
     name: 'throttled',
@@ -111,17 +113,7 @@ test('stage 2: a container writing through its memory.max is evicted when its gr
   if (needsPureV2(t) || skipped(t, missingE2e())) return;
   const lab = await newLab('kep5986-evict', { memoryLimitBytes: 768 * MiB });
   labs.push(lab);
-  const a = await startAgent(lab, {
-    flags: {
-      evictionHard: 'memory.available<0%',
-      featureGates: 'MemoryHighEviction=true',
-      memoryMaxEvictionThreshold: '1',
-      memoryPressureEvictionGracePeriod: '2s',
-      evictionMaxPodGracePeriod: '1',
-    },
-  });
-  agents.push(a);
-  await waitFor('the first pass', () => a.agent.controller.stats.passes > 0, 5000);
+  const a = await kepAgent(lab, { memoryMaxEvictionThreshold: '1', memoryPressureEvictionGracePeriod: '2s', evictionMaxPodGracePeriod: '1' });
   const kept = await lab.runPod({
     name: 'quiet',
     qos: 'Burstable',

@@ -201,6 +201,10 @@ test('bench protect --pods: a count out of range, an empty list and an unknown f
   refused(evictd('bench', 'protect', '--pods=1.5'), /^evictd: --pods: "1.5": must be whole numbers from 0 to 300/);
   refused(evictd('bench', 'protect', '--pods', '10', '--trials', '0'), /^evictd: --trials: "0": must be a whole number from 1 to 100$/);
   refused(evictd('bench', 'protect', '--pods', '10', '--bogus'), /^evictd: bench protect --pods: unknown flag "--bogus"$/);
+  refused(evictd('bench', 'memory-pressure', '--grace', 'soon'), /^evictd: --grace: "soon": must be a duration from 0s to 60s$/);
+  refused(evictd('bench', 'memory-pressure', '--grace=-1s'), /^evictd: --grace: "-1s": must be a duration from 0s to 60s$/);
+  refused(evictd('bench', 'memory-pressure', '--trials', '0'), /^evictd: --trials: "0": must be a whole number from 1 to 200$/);
+  refused(evictd('bench', 'memory-pressure', '--bogus'), /^evictd: bench memory-pressure: unknown flag "--bogus"$/);
 });
 
 /** `evictd run` on the runtime's pods with no notifications, to its exit (killed after 15 s: status null). */

@@ -29,7 +29,7 @@ test("a lab command's bad input, thrown from the lab's own bundle, is still one 
   assert.ok(fs.existsSync(bundle), 'npm run build made the bundle');
   const r = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(bundle)}).main(['bench', 'nope'])`], { encoding: 'utf8' });
   assert.equal(r.status, 2, r.stderr);
-  assert.equal(r.stderr, 'evictd: bench: unknown benchmark "nope" (one of policy, notify, cri, protect)\n');
+  assert.equal(r.stderr, 'evictd: bench: unknown benchmark "nope" (one of policy, notify, cri, protect, memory-pressure)\n');
 });
 
 test('failure(): a usage error of another copy of errors.ts is a usage error; a TypeError is a bug', () => {
