@@ -35,6 +35,7 @@ const SECONDS = {
   'e2e/containerd.test.js': 71,
   'e2e/cri-client.test.js': 18,
   'e2e/relax-memory-high.test.js': 30,
+  'agent/bench-interrupt.test.js': 60,
   'agent/bench-peers.test.js': 286,
   'agent/brake-memory-qos.test.js': 2,
   'agent/brake.test.js': 65,

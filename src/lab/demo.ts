@@ -79,7 +79,7 @@ export async function demo(argv: string[]): Promise<number> {
   };
   const t0 = Date.now();
   out({ event: 'harness' }, 'demo: bringing up the containerd harness (scripts/harness.sh up)...');
-  const session = await openLabSession({ name: 'evictd-demo', memoryLimitBytes: o.nodeMiB * MiB, logDir: 'demo', clientTimeoutMs: 5000 });
+  const session = await openLabSession({ name: 'evictd-demo', memoryLimitBytes: o.nodeMiB * MiB, logDir: 'demo', clientTimeoutMs: 5000, closeOnSignal: false });
   const { harness, lab } = session;
   let agent: AgentProcess | null = null;
   let interrupted = false;

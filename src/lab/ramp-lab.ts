@@ -20,6 +20,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { walkCgroups } from '../node/cgroups';
 import { Quantity } from '../policy/quantity';
+import { adoptChild } from './interrupt';
 import { hogSteps, type LabPod, type NodeLab } from './node-lab';
 import { SHIPPED_NODE_ARGS } from './shipped';
 
@@ -102,6 +103,7 @@ export class AgentProcess {
       ...(o.extraArgs ?? []),
     ];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(o.env ? { env: { ...process.env, ...o.env } } : {}) });
+    adoptChild(child);
     const p = new AgentProcess(child);
     child.stderr!.on('data', (d: Buffer) => (p.stderrTail = (p.stderrTail + d.toString()).slice(-16 * 1024)));
     const started = await Promise.race([

@@ -18,12 +18,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { UsageError } from '../../errors';
 import { eachFlag, parseRates, parseWhole } from '../flags';
-import { harnessMissing } from '../harness';
 import { openLabSession } from '../lab-session';
 import { NodeLab, hogSteps, type LabPod } from '../node-lab';
 import { AgentProcess } from '../ramp-lab';
 import { percentile, round } from '../stats';
 import { pipeTable } from '../text-table';
+import { benchStart } from './start';
 
 const MiB = 1024 * 1024;
 const NODE_MIB = 512;
@@ -173,14 +173,9 @@ async function ramp(
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const o = parse(argv);
-  if (!o) {
-    process.stdout.write(USAGE + '\n');
-    return 0;
-  }
-  const missing = harnessMissing();
-  if (missing) throw new UsageError(`bench protect --brake: ${missing}`);
-  const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
+  const start = benchStart(argv, 'bench protect --brake', parse, USAGE);
+  if (!start) return 0;
+  const { o, log } = start;
   const t0 = Date.now();
   // The lab's own calls (run, stop, status) are not what is measured: on emulated CPUs on a
   // busy host a RunPodSandbox took more than 5 s, so give them room.

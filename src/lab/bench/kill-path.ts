@@ -14,13 +14,14 @@
  */
 import http from 'node:http';
 import { AgentProcess, runRamp, type LogLine, type RampResult } from '../ramp-lab';
-import { IMAGES, harnessMissing } from '../harness';
+import { IMAGES } from '../harness';
 import { openLabSession } from '../lab-session';
 import type { LabPod } from '../node-lab';
 import { percentile, round } from '../stats';
 import { pipeTable } from '../text-table';
 import { badValue, UsageError } from '../../errors';
 import { eachFlag, parseRates, parseWhole } from '../flags';
+import { benchStart } from './start';
 
 const MiB = 1024 * 1024;
 /** The node's room for the hog; each bystander adds its own (a pause and a sleep: under 1 MiB charged). */
@@ -111,14 +112,9 @@ function orderLine(agent: AgentProcess, pod: string): LogLine | undefined {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const o = parse(argv);
-  if (!o) {
-    process.stdout.write(USAGE + '\n');
-    return 0;
-  }
-  const missing = harnessMissing();
-  if (missing) throw new UsageError(`bench protect --pods: ${missing}`);
-  const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
+  const start = benchStart(argv, 'bench protect --pods', parse, USAGE);
+  if (!start) return 0;
+  const { o, log } = start;
   const t0 = Date.now();
   const maxPods = o.pods[o.pods.length - 1]!;
   const nodeMiB = NODE_MiB + maxPods * PER_POD_MiB;

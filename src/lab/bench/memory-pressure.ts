@@ -27,7 +27,7 @@ import { UsageError } from '../../errors';
 import { watchCgroupEvents } from '../../kernel';
 import { parseDuration } from '../../policy/duration';
 import { eachFlag, parseWhole } from '../flags';
-import { IMAGES, harnessMissing } from '../harness';
+import { IMAGES } from '../harness';
 import { openLabSession } from '../lab-session';
 import { NodeLab, type LabPod } from '../node-lab';
 import { AgentProcess, type LogLine } from '../ramp-lab';
@@ -37,6 +37,8 @@ import { diskDir, onRamFilesystem } from '../workload';
 import { bootstrapRatio } from './peers/bootstrap';
 import { summarize, type MedianSummary } from './peers/median-interval';
 import { formatSummary } from './peers/report';
+import { benchStart } from './start';
+import { onInterrupt } from '../interrupt';
 
 const MiB = 1024 * 1024;
 const NODE_MIB = 768;
@@ -239,14 +241,9 @@ function cells(trials: readonly Trial[]): Cell[] {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const o = parse(argv);
-  if (!o) {
-    process.stdout.write(USAGE + '\n');
-    return 0;
-  }
-  const missing = harnessMissing();
-  if (missing) throw new UsageError(`bench memory-pressure: ${missing}`);
-  const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
+  const start = benchStart(argv, 'bench memory-pressure', parse, USAGE);
+  if (!start) return 0;
+  const { o, log } = start;
   const t0 = Date.now();
   const session = await openLabSession({ name: 'evictd-bench-kep5986-a', memoryLimitBytes: NODE_MIB * MiB, logDir: 'bench-kep5986', clientTimeoutMs: 30_000 });
   const { harness, client } = session;
@@ -260,6 +257,15 @@ export async function run(argv: string[]): Promise<number> {
   };
   const agents: Partial<Record<Mode, AgentProcess>> = {};
   const trials: Trial[] = [];
+  // At the end, or on SIGINT/SIGTERM mid-run: the agents stopped, both nodes removed (once).
+  let ending: Promise<void> | null = null;
+  const end = (): Promise<void> =>
+    (ending ??= (async () => {
+      for (const a of Object.values(agents)) await a.stop().catch(() => undefined);
+      await labs.cycle.destroy().catch(() => undefined);
+      await session.close();
+    })());
+  const forget = onInterrupt(end);
   try {
     if (session.lab.layout.memoryVersion !== 2)
       throw new UsageError(
@@ -301,9 +307,8 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
   } finally {
-    for (const a of Object.values(agents)) await a.stop().catch(() => undefined);
-    await labs.cycle.destroy().catch(() => undefined);
-    await session.close();
+    forget();
+    await end();
   }
   const table = cells(trials);
   const ratios = (['relax', 'evict'] as const).map((stage) => {

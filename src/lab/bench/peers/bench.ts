@@ -27,6 +27,7 @@ import { detectCgroups } from '../../../node/cgroups';
 import { badValue, UsageError } from '../../../errors';
 import { describeEnvironment } from '../../environment';
 import { harnessMissing } from '../../harness';
+import { onInterrupt } from '../../interrupt';
 import { openLabSession } from '../../lab-session';
 import { round } from '../../stats';
 import type { Contender, ContenderContext, RunningContender } from './contender';
@@ -131,6 +132,24 @@ export async function run(argv: string[]): Promise<number> {
   /** the cell's readings of the kubelet's number at the common line */
   let tracker: LineTracker | null = null;
   const onKubeletSignal = (c: Contender) => c.ownLine(ctx).signal === 'memory.available';
+  // At the end, or on SIGINT/SIGTERM mid-run: the contenders thawed and stopped, their groups
+  // and the lab's pods removed (once, whichever comes first).
+  let ending: Promise<void> | null = null;
+  const cleanUp = (): Promise<void> =>
+    (ending ??= (async () => {
+      for (const name of [...live.keys()]) {
+        await groups.freeze(name, false).catch(() => undefined);
+        await live
+          .get(name)!
+          .stop()
+          .catch(() => undefined);
+      }
+      groups.close();
+      trace.close();
+      await session.close();
+      fs.rmSync(workDir, { recursive: true, force: true });
+    })());
+  const forget = onInterrupt(cleanUp);
   try {
     const m = meminfo();
     const bigMiB = Math.max(64, Math.floor((m.available / MiB) * 0.4));
@@ -377,17 +396,8 @@ export async function run(argv: string[]): Promise<number> {
         }),
       );
   } finally {
-    for (const name of [...live.keys()]) {
-      await groups.freeze(name, false).catch(() => undefined);
-      await live
-        .get(name)!
-        .stop()
-        .catch(() => undefined);
-    }
-    groups.close();
-    trace.close();
-    await session.close();
-    fs.rmSync(workDir, { recursive: true, force: true });
+    forget();
+    await cleanUp();
   }
   return 0;
 }

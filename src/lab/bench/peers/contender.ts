@@ -9,6 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { adoptChild } from '../../interrupt';
 import type { NodeLab } from '../../node-lab';
 import type { Line } from './reaction';
 
@@ -126,6 +127,7 @@ export async function startDaemon(
   const logFile = logFileOf(ctx, name);
   const log = fs.openSync(logFile, 'a');
   const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  adoptChild(child);
   if (child.pid) setOomScoreAdj(child.pid, -999);
   let seen = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
