@@ -28,6 +28,7 @@ import { OrderJournal } from './order-journal';
 import { EvictionJournal } from './eviction-journal';
 import { FastKill } from './effects/fast-kill';
 import { MemoryBrakes } from './effects/memory-brake';
+import { ConditionRecord } from './condition-record';
 import { memoryPressureTracker, type MemoryPressureTracker } from './memory-pressure-tracker';
 import { NodeReclaim } from './effects/node-reclaim';
 import { ConfirmOrder } from './effects/order-confirm';
@@ -180,7 +181,9 @@ export class Agent extends EventEmitter {
           if (error !== null) this.orderTimers?.retry();
         })
       : null;
-    this.pressure = memoryPressureTracker(o, (w) => this.wake(w), clock);
+    // The pods it set ContainerMemoryPressure on outlive a restart, to be cleared after it.
+    const conditions = stateDir !== undefined && !o.dryRun && o.reporter ? new ConditionRecord(stateDir, o.logger) : undefined;
+    this.pressure = memoryPressureTracker(o, (w) => this.wake(w), clock, conditions);
     this.actuator = new Actuator({
       effects: {
         fastKill: new FastKill(deps, (rec) => this.emit('stopped', rec)),
@@ -383,9 +386,10 @@ export class Agent extends EventEmitter {
     this.deadline.set(d.evaluation);
     this.passHealth.passed();
     // Last: the pass's kills and stops are issued; a recording that fails never fails the pass.
+    const relaxed = this.pressure?.takeRelaxed() ?? [];
     if (this.o.recorder) {
       try {
-        this.o.recorder.pass(trigger, d);
+        this.o.recorder.pass(trigger, d, relaxed);
       } catch (err) {
         this.o.logger.warn({ err }, 'recording: a pass could not be recorded');
       }

@@ -33,9 +33,11 @@ import {
   type MemoryPressureDecision,
   type MemoryPressureState,
   type Relax,
+  type RelaxResult,
   type Sample,
 } from '../policy/memory-pressure';
 import type { JoinedPod } from './active-pods';
+import type { ConditionRecord } from './condition-record';
 import type { Effect } from './effects/effect';
 import type { AgentMetrics } from './metrics';
 import type { PodRef } from '../policy/types';
@@ -61,6 +63,8 @@ export interface MemoryPressureTrackerOptions {
   metrics: AgentMetrics;
   /** where the ContainerMemoryPressure condition is written, if anywhere */
   reporter?: EvictionReporter;
+  /** the pods it was set True on, kept across restarts (the state dir), if anywhere */
+  record?: ConditionRecord;
 }
 
 interface Known {
@@ -80,6 +84,8 @@ export class MemoryPressureTracker {
   /** pods whose ContainerMemoryPressure condition was set True, by uid */
   private readonly conditioned = new Map<string, PodRef>();
   last: MemoryPressureDecision | null = null;
+  /** the relaxes of the pass under way, for its recording line */
+  private relaxed: RelaxResult[] = [];
 
   /** Stage 1 as an action: each container relaxed through the runtime, the outcome kept. */
   readonly relaxing: Effect<readonly Relax[], void> = {
@@ -91,10 +97,21 @@ export class MemoryPressureTracker {
     }),
   };
 
-  constructor(private readonly o: MemoryPressureTrackerOptions) {}
+  constructor(private readonly o: MemoryPressureTrackerOptions) {
+    // Set by a run before this one: cleared at the first pass (its state starts fresh), unless a pod is gone.
+    for (const [uid, pod] of o.record?.load() ?? []) this.conditioned.set(uid, pod);
+    if (this.conditioned.size > 0)
+      o.logger.info(
+        { pods: [...this.conditioned.values()].map((p) => `${p.namespace}/${p.name}`) },
+        'ContainerMemoryPressure set by the last run: cleared at the first pass',
+      );
+  }
 
-  /** Reads the containers' signals onto the pods and decides this pass. */
-  async decide(joined: readonly JoinedPod[], nowNs: number): Promise<MemoryPressureDecision> {
+  /**
+   * Reads the containers' signals onto the pods and decides this pass. `listed`: the runtime's
+   * pod list is current (a failed listing says nothing about which pods are gone).
+   */
+  async decide(joined: readonly JoinedPod[], nowNs: number, listed = true): Promise<MemoryPressureDecision> {
     const read = joined.flatMap((j) => (j.cgroup ? readContainerPressure(this.o.podDir(j.cgroup.path)).map((r) => ({ j, r })) : []));
     // A container's id never changes: the runtime is asked again only when a cgroup shows one it
     // has not named yet (a new container), not on every pass. The pause container is the sandbox's.
@@ -122,7 +139,7 @@ export class MemoryPressureTracker {
     this.state = d.state;
     this.last = d;
     this.logPressure(d);
-    this.clearConditions(d, new Set(joined.map((j) => j.runtime.uid)));
+    this.clearConditions(d, new Set(joined.map((j) => j.runtime.uid)), listed);
     this.rewatch();
     return d;
   }
@@ -154,18 +171,15 @@ export class MemoryPressureTracker {
       const k = this.known.get(`${r.pod.uid}/${r.container}`);
       const pod = `${r.pod.namespace}/${r.pod.name}`;
       if (!k || !this.o.runtime.relaxMemoryHigh) {
-        this.state = relaxOutcome(this.state, r.pod.uid, r.container, false);
+        this.outcome({ uid: r.pod.uid, container: r.container, ok: false });
         this.o.metrics.memoryHighRelaxed.inc({ outcome: 'refused' });
         this.o.logger.warn({ pod, container: r.container }, 'memory.high relax: no container id or no runtime support; stage 2 next');
         continue;
       }
       const t0 = this.o.clock.now();
       const res = await this.o.runtime.relaxMemoryHigh(k.id, () => Promise.resolve(fs.readFileSync(path.join(k.dir, 'memory.high'), 'utf8').trim()));
-      if (res.outcome !== 'applied') this.state = relaxOutcome(this.state, r.pod.uid, r.container, false);
-      else {
-        const after = this.readEvents(k);
-        if (after) this.state = relaxOutcome(this.state, r.pod.uid, r.container, true, after);
-      }
+      const after = res.outcome === 'applied' ? this.readEvents(k) : null;
+      this.outcome({ uid: r.pod.uid, container: r.container, ok: res.outcome === 'applied', ...(after ? { after } : {}) });
       this.o.metrics.memoryHighRelaxed.inc({ outcome: res.outcome });
       const fields = {
         pod,
@@ -190,10 +204,24 @@ export class MemoryPressureTracker {
     }
   }
 
+  /** A relax's result, on the state and kept for the pass's recording line (which the replay applies the same way). */
+  private outcome(r: RelaxResult): void {
+    this.state = relaxOutcome(this.state, r.uid, r.container, r.ok, r.after);
+    this.relaxed.push(r);
+  }
+
+  /** The relaxes carried out since the last call (the pass's, once it has acted). */
+  takeRelaxed(): RelaxResult[] {
+    const out = this.relaxed;
+    this.relaxed = [];
+    return out;
+  }
+
   /** Stage 1 applied: the condition set, with a Warning event (the KEP's), unless it already is. */
   private setCondition(pod: PodRef, container: string): void {
     if (this.conditioned.has(pod.uid)) return;
     this.conditioned.set(pod.uid, pod);
+    this.o.record?.save(this.conditioned);
     const message = `memory.high of container ${container} was raised to memory.max after sustained memory pressure`;
     void this.o.reporter?.podCondition?.({
       pod,
@@ -206,10 +234,13 @@ export class MemoryPressureTracker {
   }
 
   /** The pods the policy no longer holds the condition for are cleared; a pod gone is only forgotten. */
-  private clearConditions(d: MemoryPressureDecision, present: ReadonlySet<string>): void {
+  private clearConditions(d: MemoryPressureDecision, present: ReadonlySet<string>, listed: boolean): void {
     const held = new Set(d.conditions.map((p) => p.uid));
+    const before = this.conditioned.size;
     for (const [uid, pod] of this.conditioned) {
       if (held.has(uid)) continue;
+      // Absent from a list that failed: not known to be gone, so kept for a pass that can tell.
+      if (!present.has(uid) && !listed) continue;
       this.conditioned.delete(uid);
       if (!present.has(uid)) continue;
       this.o.logger.info({ pod: `${pod.namespace}/${pod.name}`, uid }, 'ContainerMemoryPressure cleared: the pressure subsided');
@@ -221,6 +252,7 @@ export class MemoryPressureTracker {
         message: 'memory pressure subsided after memory.high was relaxed',
       });
     }
+    if (this.conditioned.size !== before) this.o.record?.save(this.conditioned);
   }
 
   private logPressure(d: MemoryPressureDecision): void {
@@ -302,6 +334,7 @@ export function memoryPressureTracker(
   },
   wake: (w: Wakeup) => void,
   clock: Clock,
+  record?: ConditionRecord,
 ): MemoryPressureTracker | null {
   const config = o.policy.memoryPressure;
   if (!config) return null;
@@ -318,5 +351,6 @@ export function memoryPressureTracker(
     logger: o.logger,
     metrics: o.metrics,
     ...(o.reporter ? { reporter: o.reporter } : {}),
+    ...(record ? { record } : {}),
   });
 }

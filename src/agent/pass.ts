@@ -143,7 +143,7 @@ export class PassRunner {
     const routine = trigger.sources.housekeeping !== undefined || trigger.sources.start !== undefined;
     if (diskMet || (routine && joined.some((j) => hasLocalStorageLimit(j)))) await this.addDiskUsage(joined);
     // After the disk usage (which rewrites the containers' entries): each container's signals.
-    const pressure = o.pressure ? await o.pressure.decide(joined, input.now) : undefined;
+    const pressure = o.pressure ? await o.pressure.decide(joined, input.now, listed) : undefined;
     const active = joined.map((j) => j.active);
     const ev = planEvictions(o.policy, assessed, active, obs.layout);
     const brakes = o.brakes

@@ -24,6 +24,7 @@ import type { PolicyState } from '../policy/evaluate';
 import type { ActivePod, FilesystemLayout, NodeCondition, PodSpec } from '../policy/types';
 import { badValue, fileProblem } from '../errors';
 import { admissionLine, recordedState, recordingHeader, type RecordedState } from '../sim/recording';
+import type { RelaxResult } from '../policy/memory-pressure';
 import { lineEnds, podText, SpecTexts, type LineEnds } from '../sim/recording-text';
 import type { PassTrigger } from './controller';
 import { msBetween, systemClock } from './clock';
@@ -135,7 +136,7 @@ export class Recorder {
   }
 
   /** One pass, after its actions: what it took in and decided is put in words now, its pods after it. */
-  pass(trigger: PassTrigger, d: Decision): void {
+  pass(trigger: PassTrigger, d: Decision, relaxed: readonly RelaxResult[] = []): void {
     const t0 = performance.now();
     const o = this.o;
     const layout = d.observation.layout;
@@ -157,6 +158,7 @@ export class Recorder {
       conditions: d.evaluation.conditions,
       actions: d.actions,
       orders: d.orders,
+      relaxed,
       ...(trigger.firstEventNs !== null ? { wakeMs: msBetween(trigger.firstEventNs, d.startedNs) } : {}),
       decideMs: msBetween(d.startedNs, d.stamps.decisionNs),
     });

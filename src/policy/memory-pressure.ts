@@ -241,6 +241,14 @@ function rankPressured<T extends { pod: ActivePod; ratio: number }>(due: readonl
   return [...due].sort((a, b) => qos(a.pod) - qos(b.pod) || a.pod.spec.priority - b.pod.spec.priority || b.ratio - a.ratio);
 }
 
+/** What became of one relax, for relaxOutcome (and the recording, which replays it). */
+export interface RelaxResult {
+  uid: string;
+  container: string;
+  ok: boolean;
+  after?: Sample;
+}
+
 /**
  * The runtime answered a relax. A refusal sends that container to stage 2 at its next due pass.
  * A relax done, with the counters read once it was (`after`): the container's rates and the pod's

@@ -10,6 +10,7 @@ import type { ActiveBrake } from '../policy/brake';
 import type { Threshold } from '../policy/config';
 import { isHard, LINE_SIGNALS } from '../policy/standing-order';
 import { parseDuration } from '../policy/duration';
+import type { RelaxResult } from '../policy/memory-pressure';
 import { initialState, type PolicyState } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
 import { SIGNALS, type FilesystemLayout, type NodeCondition, type PodSpec, type Signal, type Toleration } from '../policy/types';
@@ -30,6 +31,8 @@ export interface RecordedPass {
   noCgroup: Set<string>;
   decided: Decisions;
   ms: { wake?: number; decide: number };
+  /** KEP-5986 relaxes carried out, with their outcomes (times in ns since the recording's start) */
+  relaxed: RelaxResult[];
 }
 
 /** An admission answer the live agent gave, between passes. */
@@ -195,6 +198,25 @@ function confirmation(field: string, v: unknown, thresholds: readonly Threshold[
   return out;
 }
 
+/** A stage-1 relax the pass carried out (recording.ts RecordedRelax). */
+function relaxResult(field: string, v: unknown): RelaxResult {
+  const r = map(field, v);
+  if (typeof r.uid !== 'string' || r.uid === '') throw badValue(`${field}.uid`, r.uid, 'must be a pod uid');
+  if (typeof r.container !== 'string' || r.container === '') throw badValue(`${field}.container`, r.container, 'must be a container name');
+  if (typeof r.ok !== 'boolean') throw badValue(`${field}.ok`, r.ok, 'must be true or false');
+  const out: RelaxResult = { uid: r.uid, container: r.container, ok: r.ok };
+  if (r.after !== undefined) {
+    const a = map(`${field}.after`, r.after);
+    out.after = { atNs: since(`${field}.after.at`, a.at), high: count(`${field}.after.high`, a.high), max: count(`${field}.after.max`, a.max) };
+  }
+  return out;
+}
+
+function count(field: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw badValue(field, v, 'must be a count (a whole number, 0 or more)');
+  return v;
+}
+
 export function readRecording(text: string): Recording {
   const lines = text.split('\n');
   let cut = false;
@@ -280,6 +302,7 @@ export function readRecording(text: string): Recording {
       noCgroup: new Set(strings(`${f}.noCgroup`, l.noCgroup)),
       decided: decisions(`${f}.decided`, l.decided),
       ms: { decide: num(`${f}.ms.decide`, ms.decide), ...(ms.wake !== undefined ? { wake: num(`${f}.ms.wake`, ms.wake) } : {}) },
+      relaxed: list(`${f}.relaxed`, l.relaxed).map((x, j) => relaxResult(`${f}.relaxed[${j}]`, x)),
     };
   });
   let initial = initialState();

@@ -12,6 +12,7 @@
  * admitted pod's tolerations, what admission reads of them.
  */
 import type { Action } from '../policy/actions';
+import type { RelaxResult } from '../policy/memory-pressure';
 import type { ActiveBrake } from '../policy/brake';
 import type { EvictionConfig, PolicyConfig, Threshold } from '../policy/config';
 import { formatDuration } from '../policy/duration';
@@ -166,6 +167,19 @@ export interface RecordedConfirmation {
   reported?: boolean;
 }
 
+/**
+ * A KEP-5986 stage-1 relax the pass carried out, as the runtime answered it: `ok` when memory.high
+ * was read back raised, with the container's memory.events counters read once it was (`after`,
+ * time since the recording's start). The replay applies it to its state as the agent did
+ * (relaxOutcome): the rates count from `after`, and a refused relax sends the container to stage 2.
+ */
+export interface RecordedRelax {
+  uid: string;
+  container: string;
+  ok: boolean;
+  after?: { at: string; high: number; max: number };
+}
+
 /** Everything one live pass saw and did, before it is turned into a line. */
 export interface PassInput {
   /** ns since the recording's start (the pass's `now`) */
@@ -189,6 +203,8 @@ export interface PassInput {
   conditions: readonly NodeCondition[];
   actions: readonly Action[];
   orders: readonly OrderDecision[];
+  /** the KEP-5986 relaxes it carried out, with the runtime's answers (absent: none) */
+  relaxed?: readonly RelaxResult[];
   /** the pass's own timings: kernel event to pass start, and pass start to decision, ms */
   wakeMs?: number;
   decideMs: number;
@@ -231,6 +247,13 @@ export function passLineParts(p: Omit<PassInput, 'pods'>): { head: Record<string
     tail.brakes = p.brakes.map((b) => ({ uid: b.uid, since: rel(b.since, p.startNs), ...(b.signal ? { signal: b.signal } : {}) }));
     if (p.otherUids.length) tail.otherUids = p.otherUids;
   }
+  if (p.relaxed?.length)
+    tail.relaxed = p.relaxed.map((r): RecordedRelax => ({
+      uid: r.uid,
+      container: r.container,
+      ok: r.ok,
+      ...(r.after ? { after: { at: rel(r.after.atNs, p.startNs), high: r.after.high, max: r.after.max } } : {}),
+    }));
   tail.ms = { ...(p.wakeMs !== undefined ? { wake: round3(p.wakeMs) } : {}), decide: round3(p.decideMs) };
   tail.decided = decisionsOf(p.met, p.conditions, p.actions, p.orders);
   return { head, tail };

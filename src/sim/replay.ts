@@ -6,7 +6,7 @@
  * Admission answers are decided again too, by the policy's admit() on the conditions the replay
  * had when each was given.
  */
-import { decideMemoryPressure, initialMemoryPressureState, type MemoryPressureState } from '../policy/memory-pressure';
+import { decideMemoryPressure, initialMemoryPressureState, relaxOutcome, type MemoryPressureState } from '../policy/memory-pressure';
 import { decideActions } from '../policy/actions';
 import type { PolicyConfig } from '../policy/config';
 import { formatDuration, parseDuration } from '../policy/duration';
@@ -79,8 +79,8 @@ export function decidePass(
   pressureState: MemoryPressureState = initialMemoryPressureState(),
 ): { decided: Decisions; state: PolicyState; pressureState: MemoryPressureState } {
   const assessed = assess(config, state, { now: step.at, node: step.node, layout, crossed: pass.crossed });
-  // KEP-5986 on the recorded per-container signals (a relax the runtime refused decides as a done
-  // one: either way no second stage 1, so the decisions are the same)
+  // KEP-5986 on the recorded per-container signals; the pass's relaxes, as the runtime answered
+  // them, are applied after it (replay)
   const pressure = config.memoryPressure
     ? decideMemoryPressure(config.memoryPressure, config.maxPodGracePeriodSeconds, pressureState, step.at, step.pods)
     : undefined;
@@ -133,7 +133,9 @@ export function replay(rec: Recording): ReplayResult {
     const at = formatDuration(step.at);
     const r = decidePass(scenario.config, state, step, pass, pass.layout, rec.header.standingOrders, pressureState);
     state = r.state;
-    pressureState = r.pressureState;
+    // What the runtime made of the pass's relaxes, as the agent applied it: a refused one sends
+    // its container to stage 2, a done one starts its rates at the counters read after it.
+    pressureState = pass.relaxed.reduce((st, x) => relaxOutcome(st, x.uid, x.container, x.ok, x.after), r.pressureState);
     const decidedNs = step.at + pass.ms.decide * 1e6;
     held.push({ pass: n, atNs: step.at, decidedNs, conditions: r.decided.conditions });
     const fallback = signalOf(pass.decided.met) ?? '-';

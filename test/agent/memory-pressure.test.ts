@@ -5,6 +5,7 @@
  *   through CRI UpdateContainerResources at the end of its grace period, memory.high reads max,
  *   its pod gets the ContainerMemoryPressure condition (and its event), cleared once the
  *   pressure is gone, and with nothing else wrong nobody is evicted;
+ * - restart: a condition set before the agent restarted is cleared by the next one's first pass;
  * - stage 2: a container writing files through its memory.max (its max events climb) is evicted
  *   at the end of its grace period, with the KEP's message, signal and metric;
  * and each agent's recording replays with no difference (startAgent's stop checks it).
@@ -12,6 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { IMAGES } from '../../src/lab/harness';
 import { diskDir } from '../../src/lab/workload';
@@ -35,9 +37,10 @@ function containerFile(lab: NodeLab, pod: LabPod, container: string, file: strin
 }
 
 /** An agent with KEP-5986 on (and no node-pressure threshold that could act), after its first pass. */
-async function kepAgent(lab: NodeLab, flags: EvictionFlags, reporter?: EvictionReporter): Promise<TestAgent> {
+async function kepAgent(lab: NodeLab, flags: EvictionFlags, reporter?: EvictionReporter, stateDir?: string): Promise<TestAgent> {
   const a = await startAgent(lab, {
     ...(reporter ? { reporter } : {}),
+    ...(stateDir ? { stateDir } : {}),
     flags: { evictionHard: 'memory.available<0%', featureGates: 'MemoryHighEviction=true', ...flags },
   });
   agents.push(a);
@@ -52,12 +55,11 @@ const relaxed = (a: TestAgent) =>
     .map((l) => JSON.parse(l) as { msg?: string; relaxMs?: number; runtimeMs?: number; outcome?: string; time?: number })
     .find((l) => l.msg === 'memory.high relaxed to memory.max (KEP-5986 stage 1)');
 
-test('stage 1: a container throttled at its memory.high is relaxed through CRI when its grace period ends; nobody evicted', async (t) => {
-  if (needsPureV2(t) || skipped(t, missingE2e())) return;
-  const lab = await newLab('kep5986-relax', { memoryLimitBytes: 768 * MiB });
-  labs.push(lab);
-  // what the agent asks the API server to write (no API server in the lab; the kube suite
-  // checks the writes themselves)
+/**
+ * What the agent asks the API server to write, kept (no API server in the lab; the kube suite
+ * checks the writes themselves).
+ */
+function conditionsReporter(): { conditions: PodConditionReport[]; reporter: EvictionReporter } {
   const conditions: PodConditionReport[] = [];
   const reporter: EvictionReporter = {
     report: () => Promise.resolve('done'),
@@ -66,13 +68,26 @@ test('stage 1: a container throttled at its memory.high is relaxed through CRI w
       return Promise.resolve('done');
     },
   };
-  const a = await kepAgent(lab, { memoryHighEvictionThreshold: '1', memoryPressureEvictionGracePeriod: '1s' }, reporter);
-  // 160 MiB at 40 MiB/s through a 48 MiB memory.high (limit 256 MiB): throttled from about 1.2 s in
-  const pod = await lab.runPod({
+  return { conditions, reporter };
+}
+
+const STAGE1: EvictionFlags = { memoryHighEvictionThreshold: '1', memoryPressureEvictionGracePeriod: '1s' };
+
+/** 160 MiB at 40 MiB/s through a 48 MiB memory.high (limit 256 MiB): throttled from about 1.2 s in. */
+const throttledPod = (lab: NodeLab): Promise<LabPod> =>
+  lab.runPod({
     name: 'throttled',
     qos: 'Burstable',
     containers: [{ name: 'hog', image: IMAGES.hog, args: ['40', '160'], memoryLimitBytes: 256 * MiB, memoryHighBytes: 48 * MiB }],
   });
+
+test('stage 1: a container throttled at its memory.high is relaxed through CRI when its grace period ends; nobody evicted', async (t) => {
+  if (needsPureV2(t) || skipped(t, missingE2e())) return;
+  const lab = await newLab('kep5986-relax', { memoryLimitBytes: 768 * MiB });
+  labs.push(lab);
+  const { conditions, reporter } = conditionsReporter();
+  const a = await kepAgent(lab, STAGE1, reporter);
+  const pod = await throttledPod(lab);
   const fail = (err: Error) => {
     throw new Error(`${err.message}\n${logTail(a.logFile, 40)}`);
   };
@@ -107,6 +122,39 @@ test('stage 1: a container throttled at its memory.high is relaxed through CRI w
     [],
   );
   assert.ok(lab.containerAlive(pod, 'hog'));
+});
+
+test('restart: a ContainerMemoryPressure condition set before the agent restarted is cleared by the next agent at its first pass', async (t) => {
+  if (needsPureV2(t) || skipped(t, missingE2e())) return;
+  const lab = await newLab('kep5986-restart', { memoryLimitBytes: 768 * MiB });
+  labs.push(lab);
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'evictd-kep5986-state-'));
+  t.after(() => fs.rmSync(stateDir, { recursive: true, force: true }));
+  const first = conditionsReporter();
+  const a = await kepAgent(lab, STAGE1, first.reporter, stateDir);
+  const pod = await throttledPod(lab);
+  const fail = (err: Error) => {
+    throw new Error(`${err.message}\n${logTail(a.logFile, 40)}`);
+  };
+  await waitFor('the condition set', () => first.conditions.find((c) => c.status === 'True'), 30_000).catch(fail);
+  // Stopped before its own clear (a kubelet cycle after the relax): the next agent inherits a True.
+  agents.splice(agents.indexOf(a), 1);
+  await a.stop();
+  assert.deepEqual(
+    first.conditions.map((c) => c.status),
+    ['True'],
+  );
+  const second = conditionsReporter();
+  const b = await kepAgent(lab, STAGE1, second.reporter, stateDir);
+  // The pass count when the clear was asked for: the first pass (the start's) is pass 1.
+  const atPass = await waitFor('the clear', () => (second.conditions.length > 0 ? b.agent.controller.stats.passes : null), 5000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${logTail(b.logFile, 20)}`);
+  });
+  assert.equal(atPass, 1, 'cleared at the first pass of the next agent');
+  assert.deepEqual(
+    second.conditions.map((c) => [c.pod.uid, c.type, c.status, c.reason]),
+    [[pod.uid, 'ContainerMemoryPressure', 'False', 'MemoryPressureSubsided']],
+  );
 });
 
 test('stage 2: a container writing through its memory.max is evicted when its grace period ends, with the KEP message', async (t) => {

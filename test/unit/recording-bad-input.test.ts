@@ -50,6 +50,28 @@ test('each field of the wrong kind is one UsageError naming the line and the fie
     [tampered(1, set('brakes', [null])), 'a null brake', /^line 2\.brakes\[0\]: null: must be a map$/],
     [tampered(1, set('brakes', [{ uid: 'u', since: '-1s' }])), 'a brake from before the start', /^line 2\.brakes\[0\]\.since: "-1s": must not be negative$/],
     [tampered(1, set('confirmed', {})), 'confirmed not a list', /^line 2\.confirmed: \{\}: must be a list$/],
+    [tampered(1, set('relaxed', {})), 'relaxed not a list', /^line 2\.relaxed: \{\}: must be a list$/],
+    [tampered(1, set('relaxed', [{ uid: '', container: 'c', ok: true }])), 'a relax without a uid', /^line 2\.relaxed\[0\]\.uid: "": must be a pod uid$/],
+    [
+      tampered(1, set('relaxed', [{ uid: 'u', ok: true }])),
+      'a relax without a container',
+      /^line 2\.relaxed\[0\]\.container: undefined: must be a container name$/,
+    ],
+    [
+      tampered(1, set('relaxed', [{ uid: 'u', container: 'c', ok: 'yes' }])),
+      'a relax outcome not a boolean',
+      /^line 2\.relaxed\[0\]\.ok: "yes": must be true or false$/,
+    ],
+    [
+      tampered(1, set('relaxed', [{ uid: 'u', container: 'c', ok: true, after: { at: '1s', high: -1, max: 0 } }])),
+      'a negative counter',
+      /^line 2\.relaxed\[0\]\.after\.high: -1: must be a count/,
+    ],
+    [
+      tampered(1, set('relaxed', [{ uid: 'u', container: 'c', ok: true, after: { at: 'soon', high: 1, max: 0 } }])),
+      'a relax read at no time',
+      /^line 2\.relaxed\[0\]\.after\.at: "soon": /,
+    ],
   ];
   const confirmedAs = (c: Record<string, unknown>) =>
     tampered(confirming, (l) => ({ ...l, confirmed: [{ ...(l.confirmed as Record<string, unknown>[])[0], ...c }] }));
