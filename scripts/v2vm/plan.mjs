@@ -49,7 +49,7 @@ const SECONDS = {
   'agent/evict-memory.test.js': 39,
   'agent/kube-faults.test.js': 36,
   'agent/kube-pods.test.js': 11,
-  'agent/memory-pressure.test.js': 30,
+  'agent/memory-pressure.test.js': 60,
   'agent/node-observer.test.js': 4,
   'agent/record-process.test.js': 13,
   'agent/run-process.test.js': 18,
