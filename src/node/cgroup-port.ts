@@ -12,6 +12,7 @@ import path from 'node:path';
 import { cgroupDir, cgroupPids, readCgroupFile, type CgroupLayout } from './cgroups';
 import { readCgroupMemory, readMeminfo, type MachineMemory, type MemoryReading } from './memory';
 import { reapCgroup } from '../kernel/reap';
+import { SIGTERM_NUMBER, signalPending } from './signal-pending';
 
 export interface KillResult {
   method: 'cgroup.kill' | 'signal' | 'none';
@@ -30,6 +31,11 @@ export interface CgroupPort {
   exists(dir: string): boolean;
   /** the pids of the cgroup and its descendants */
   pids(dir: string): number[];
+  /**
+   * Whether a process of the cgroup or its descendants has SIGTERM queued, not yet delivered
+   * (a graceful stop's signal, sent by the runtime). Optional: a node that cannot tell.
+   */
+  sigtermPending?(dir: string): boolean;
   /** usage, inactive_file and working set of a memory cgroup; null when it is gone */
   memory(dir: string): MemoryReading | null;
   /** SIGKILL every process of the pod */
@@ -58,6 +64,7 @@ export function hostCgroups(layout: Pick<CgroupLayout, 'memoryMount' | 'memoryVe
     write: (dir, file, text) => fs.writeFileSync(path.join(dir, file), text),
     exists: (dir) => fs.existsSync(dir),
     pids: (dir) => cgroupPids(dir),
+    sigtermPending: (dir) => signalPending(cgroupPids(dir), SIGTERM_NUMBER),
     memory: (dir) => {
       try {
         return readCgroupMemory(dir, layout.memoryVersion, { machine: (machine ??= readMeminfo()) });

@@ -104,6 +104,8 @@ export class FakeNode {
   readonly pods = new Map<string, FakePod>();
   /** every StopPodSandbox: [pod name, grace period] */
   readonly stops: [string, number][] = [];
+  /** how many cgroup writes there were at each StopPodSandbox (what came before it) */
+  readonly writesAtStop: number[] = [];
   /** every cgroup.kill: pod name */
   readonly kills: string[] = [];
   /** every cgroup file write: [pod name, file, text] */
@@ -199,6 +201,11 @@ export class FakeNode {
     },
     exists: (dir) => this.byDir(dir)?.cgroup ?? false,
     pids: (dir) => (this.byDir(dir)?.processes ? [4242] : []),
+    // The runtime's SIGTERM is queued from the pod's stop on (this fake delivers nothing).
+    sigtermPending: (dir) => {
+      const p = this.byDir(dir);
+      return p !== undefined && this.stops.some(([name]) => name === p.spec.name);
+    },
     memory: (dir): MemoryReading | null => {
       const p = this.byDir(dir);
       if (!p?.cgroup) return null;
@@ -228,6 +235,7 @@ export class FakeNode {
     stopPod: (pod: RuntimePod, grace: number): Promise<StopTimings> => {
       const p = this.pods.get(pod.uid)!;
       this.stops.push([p.spec.name, grace]);
+      this.writesAtStop.push(this.writes.length);
       if (p.stop === 'fail') return Promise.reject(new Error('rpc error: code = DeadlineExceeded'));
       if (p.stop === 'held') {
         return new Promise<StopTimings>((resolve) =>

@@ -12,8 +12,9 @@ import pino from 'pino';
 import { systemClock } from '../../src/agent/clock';
 import { dryRun } from '../../src/agent/effects/effect';
 import { BRAKE_RECORD_FILE, stateDirProblem } from '../../src/agent/effects/brake-record';
-import { MemoryBrakes } from '../../src/agent/effects/memory-brake';
-import { hostCgroups } from '../../src/node/cgroup-port';
+import { EASE_SIGNAL_WAIT_MS, MemoryBrakes } from '../../src/agent/effects/memory-brake';
+import { hostCgroups, type CgroupPort } from '../../src/node/cgroup-port';
+import { SIGTERM_NUMBER, signalPendingIn } from '../../src/node/signal-pending';
 import { AgentMetrics } from '../../src/agent/metrics';
 import { stopEaseRoom, type BrakeApply } from '../../src/policy/brake';
 import { STOP_EASE_NODE_MARGIN_BYTES } from '../../src/policy/config';
@@ -392,4 +393,49 @@ test('EVICTD_CRASH_AT alone arms nothing: without the test hook loaded the run g
   });
   assert.equal(r.signal, null, r.stderr);
   assert.match(r.stdout, /no crash/);
+});
+
+test("a graceful stop's ease waits for the stop's SIGTERM to be queued (the brake holds the pod until then), or for the stop to end", async () => {
+  const e = setup();
+  let looks = 0;
+  let queued = false;
+  const cgroups: CgroupPort = {
+    ...hostCgroups({ memoryMount: e.mount, memoryVersion: 2, unifiedMount: null }),
+    sigtermPending: () => (looks++, queued),
+  };
+  const b = new MemoryBrakes({ stateDir: e.stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger: e.logger, metrics: e.metrics });
+  b.apply(apply, e.podPath, 1n);
+  fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(308)}\n`);
+  fs.writeFileSync(path.join(e.dir, 'memory.current'), `${mi(310)}\n`);
+  const stopping = new Promise<void>(() => undefined); // under way
+  const eased = b.easing.run({ uid: 'abc', headroomBytes: mi(64), stopping });
+  await new Promise((r) => setTimeout(r, 30));
+  assert.ok(looks > 1, 'it looks again and again');
+  assert.equal(e.high(), `${mi(308)}\n`, 'no ease before the signal is queued');
+  queued = true;
+  await eased;
+  assert.equal(e.high(), String(mi(374)), 'eased once it is');
+  // A stop that ended (a pod that exited on SIGTERM at once) ends the wait too.
+  const f = setup();
+  const fb = new MemoryBrakes({
+    stateDir: f.stateDir,
+    cgroups: { ...hostCgroups({ memoryMount: f.mount, memoryVersion: 2, unifiedMount: null }), sigtermPending: () => false },
+    clock: systemClock,
+    marginBytes: mi(8),
+    logger: f.logger,
+    metrics: f.metrics,
+  });
+  fb.apply(apply, f.podPath, 1n);
+  fs.writeFileSync(path.join(f.dir, 'memory.high'), `${mi(308)}\n`);
+  const t0 = Date.now();
+  await fb.easing.run({ uid: 'abc', headroomBytes: mi(64), stopping: Promise.resolve() });
+  assert.ok(Date.now() - t0 < EASE_SIGNAL_WAIT_MS / 2, 'not the whole wait');
+});
+
+test('SIGTERM pending is read from /proc/PID/status: the thread queue (SigPnd) or the process queue (ShdPnd), bit 15', () => {
+  const status = (sig: string, shd: string) => `Name:\thog\nSigQ:\t1/7823\nSigPnd:\t${sig}\nShdPnd:\t${shd}\nSigBlk:\t0000000000000000\n`;
+  assert.equal(signalPendingIn(status('0000000000000000', '0000000000004000'), SIGTERM_NUMBER), true, 'SIGTERM on the process');
+  assert.equal(signalPendingIn(status('0000000000004000', '0000000000000000'), SIGTERM_NUMBER), true, 'SIGTERM on the thread');
+  assert.equal(signalPendingIn(status('0000000000000100', '0000000000000002'), SIGTERM_NUMBER), false, 'SIGKILL and SIGINT are not');
+  assert.equal(signalPendingIn('Name:\thog\n', SIGTERM_NUMBER), false, 'no such lines');
 });

@@ -263,23 +263,29 @@ test('pass: the memory brake: on at the soft line (memory.high = usage + 8Mi), t
   assert.ok(!fs.readdirSync(a.stateDir).includes(BRAKE_RECORD_FILE), 'no brake left on record');
 });
 
-test("pass: a braked pod's soft eviction eases the brake to usage + 128Mi for its SIGTERM handler, then stops it with its grace period", async () => {
+test("pass: a braked pod's soft eviction stops it with its grace period and, once its SIGTERM is queued, eases the brake to usage + 128Mi for the handler", async () => {
   const node = new FakeNode(1000, pods);
   node.otherBytes = 60 * MiB;
   const a = start(node, { ...SOFT_BRAKE, evictionSoftGracePeriod: { 'memory.available': '1s' }, memoryBrakeMaxDuration: '2m' });
   await a.agent.controller.idle();
   assert.deepEqual(node.writes, [['grower', 'memory.high', String(258 * MiB)]]);
+  node.pod('grower').stop = 'held'; // its handler runs until finishStop
   node.clock.advance(1000);
-  await a.pass();
+  a.agent.wake({ source: 'test' });
+  // The ease looks for the signal every 2 ms (the fake's SIGTERM is queued from the stop on);
+  // the pass waits a moment (cri-stop.ts QUICK_MS) for a stop that might end at once.
+  await stepUntil(node.clock, 'the ease', () => node.writes.length >= 2 && !a.agent.controller.busy, 5000, 2);
+  assert.deepEqual(node.stops, [['grower', 30]]);
+  assert.deepEqual(node.writesAtStop, [1], 'the brake held as it was when the stop was asked for');
   assert.deepEqual(
     node.writes.slice(0, 2),
     [
       ['grower', 'memory.high', String(258 * MiB)],
       ['grower', 'memory.high', String(378 * MiB)],
     ],
-    'eased to usage (250Mi) + 128Mi before the stop',
+    'eased to usage (250Mi) + 128Mi once the SIGTERM was queued',
   );
-  assert.deepEqual(node.stops, [['grower', 30]]);
+  node.finishStop('grower');
   await a.agent.controller.idle();
   await a.agent.stop();
 });

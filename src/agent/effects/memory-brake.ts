@@ -73,7 +73,20 @@ export interface BrakeEase {
   uid: string;
   /** memory.high becomes usage + this (never above what the brake replaced) */
   headroomBytes: number;
+  /**
+   * The graceful stop under way: the ease waits for its SIGTERM to be queued (at most
+   * EASE_SIGNAL_WAIT_MS), or for it to end. Absent: eased at once.
+   */
+  stopping?: Promise<unknown>;
 }
+
+/**
+ * How long an ease waits for the runtime's SIGTERM to show pending, and how often it looks. The
+ * runtime takes a few ms to send it on a node (0.3-1 s in the emulated lab); past the wait the
+ * brake is eased anyway (the signal was delivered at once, or not sent at all).
+ */
+export const EASE_SIGNAL_WAIT_MS = 3000;
+const EASE_SIGNAL_POLL_MS = 2;
 
 /** What a brake would be, read now: the entry to set, or why there is none. */
 type Plan = { entry: BrakeEntry; details: Record<string, unknown> } | { skip: string | null; details: Record<string, unknown> };
@@ -100,7 +113,10 @@ export class MemoryBrakes {
 
   /** The easing as an action: at a graceful stop, room for the SIGTERM handler. */
   readonly easing: Effect<BrakeEase, void> = {
-    run: (input) => Promise.resolve(this.ease(input.uid, input.headroomBytes)),
+    run: async (input) => {
+      if (input.stopping) await this.untilSignalled(input.uid, input.stopping);
+      this.ease(input.uid, input.headroomBytes);
+    },
     rehearse: (input) => {
       const e = this.brakes.get(input.uid);
       return {
@@ -237,6 +253,31 @@ export class MemoryBrakes {
     if (this.o.podRootDir === undefined) return true;
     const rel = path.relative(this.o.podRootDir, dir);
     return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+  }
+
+  /**
+   * Until the graceful stop's SIGTERM is queued for a process of the braked pod (the runtime has
+   * sent it), the stop has ended, the brake is gone, or EASE_SIGNAL_WAIT_MS passed. Eased before
+   * the signal, the room would go to whatever the pod does until then (a ramp at 200 MiB/s eats
+   * 128 MiB in 0.64 s), and the handler would find none: throttled, or OOM-killed by a limit
+   * above the pod (seen in the lab). Held at the brake until the signal is queued, the pod has
+   * grown by no more than the brake lets it, and the signal is delivered before it allocates
+   * again (a throttled task takes it on its way back to user space).
+   */
+  private async untilSignalled(uid: string, stopping: Promise<unknown>): Promise<void> {
+    const pending = this.o.cgroups.sigtermPending?.bind(this.o.cgroups);
+    if (!pending) return;
+    let ended = false;
+    void stopping.then(
+      () => (ended = true),
+      () => (ended = true),
+    );
+    const start = this.o.clock.now();
+    for (;;) {
+      const e = this.brakes.get(uid);
+      if (!e || ended || pending(e.dir) || msSince(this.o.clock, start) >= EASE_SIGNAL_WAIT_MS) return;
+      await new Promise<void>((resolve) => this.o.clock.after(EASE_SIGNAL_POLL_MS, resolve));
+    }
   }
 
   /**
