@@ -219,12 +219,12 @@ export class Actuator {
     // A fast kill needs the pod's cgroup; without one the runtime's stop is the only way.
     const effect = fast && pod.cgroup ? this.fx.fastKill : this.fx.stop;
     const running = effect.run({ pod, eviction, threshold, stamps });
-    // A braked pod stopped gracefully gets room for its SIGTERM handler (its checkpoint), once
-    // the runtime has sent the signal (memory-brake.ts untilSignalled): in the background, so
-    // that the pass (which a graceful stop leaves running) is not held up by the wait.
+    // A braked pod stopped gracefully gets room for its SIGTERM handler (its checkpoint), held
+    // still until the runtime has sent the signal (memory-brake.ts easeForStop): in the
+    // background, so that the pass (which a graceful stop leaves running) is not held up.
     if (eviction.gracePeriodSeconds > 0)
       void this.fx.easeBrake
-        .run({ uid: pod.runtime.uid, headroomBytes: MEMORY_BRAKE_STOP_HEADROOM_BYTES, stopping: running })
+        .run({ uid: pod.runtime.uid, headroomBytes: MEMORY_BRAKE_STOP_HEADROOM_BYTES, stopAsked: true })
         .catch((err: unknown) => this.o.logger.warn({ err, uid: pod.runtime.uid }, 'memory brake could not be eased for the graceful stop'));
     const rec = await running;
     // A pending stop's record comes when it ends (the effect's onFinished).

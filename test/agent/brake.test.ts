@@ -109,22 +109,36 @@ for (const rate of [200, 2000]) {
     // the checkpoint: how long that took is the price of the brake for the pod's own stop.
     const ckpt = /^checkpoint (\d+) (\d+) 64 (\d+)\n$/.exec(fs.readFileSync(checkpoint, 'utf8'));
     assert.ok(ckpt, 'the checkpoint was written after the 64 MiB were allocated');
-    const eased = logTail(a.logFile, 100_000)
+    const logged = logTail(a.logFile, 100_000)
       .split('\n')
       .flatMap((l) =>
         l.startsWith('{')
-          ? [JSON.parse(l) as { msg?: string; memoryHigh?: string; was?: string; headroomBytes?: number; limitDir?: string; limitLeftBytes?: number }]
+          ? [
+              JSON.parse(l) as {
+                msg?: string;
+                memoryHigh?: string;
+                was?: string;
+                headroomBytes?: number;
+                limitDir?: string;
+                limitLeftBytes?: number;
+                waited?: string;
+                waitedMs?: number;
+              },
+            ]
           : [],
-      )
-      .find((l) => l.msg === 'memory brake eased for the graceful stop');
+      );
+    const eased = logged.find((l) => l.msg === 'memory brake eased for the graceful stop');
+    const held = logged.find((l) => l.msg === 'memory brake: the pod held still until its SIGTERM was sent, then thawed for its handler');
     t.diagnostic(
       `SIGTERM handler: 64 MiB allocated and the checkpoint written in ${((Number(ckpt[3]) - Number(ckpt[1])) / 1e6).toFixed(1)} ms, holding ${ckpt[2]} MiB; ` +
         (eased
           ? `memory.high eased ${(Number(eased.was) / MiB).toFixed(0)} -> ${(Number(eased.memoryHigh) / MiB).toFixed(0)} MiB for the stop ` +
-            `(the lab node's cgroup had ${((eased.limitLeftBytes ?? NaN) / MiB).toFixed(0)} MiB left under its limit)`
+            `(the lab node's cgroup had ${((eased.limitLeftBytes ?? NaN) / MiB).toFixed(0)} MiB left under its limit), ` +
+            `held still ${held?.waitedMs?.toFixed(0)} ms until: ${held?.waited}`
           : 'memory.high not eased'),
     );
     assert.ok(eased, 'the brake was eased for the graceful stop');
+    assert.equal(held?.waited, 'sigterm-queued', "held still until the runtime's SIGTERM was queued for the pod");
     // The lab's node is a cgroup with a 512 MiB limit above the pod: the ease stays inside it.
     assert.equal(typeof eased.limitLeftBytes, 'number', `the lab node's limit was read: ${JSON.stringify(eased)}`);
     assert.ok(eased.headroomBytes! <= eased.limitLeftBytes! - STOP_EASE_LIMIT_MARGIN_BYTES, JSON.stringify(eased));

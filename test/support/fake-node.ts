@@ -104,8 +104,6 @@ export class FakeNode {
   readonly pods = new Map<string, FakePod>();
   /** every StopPodSandbox: [pod name, grace period] */
   readonly stops: [string, number][] = [];
-  /** how many cgroup writes there were at each StopPodSandbox (what came before it) */
-  readonly writesAtStop: number[] = [];
   /** every cgroup.kill: pod name */
   readonly kills: string[] = [];
   /** every cgroup file write: [pod name, file, text] */
@@ -235,7 +233,6 @@ export class FakeNode {
     stopPod: (pod: RuntimePod, grace: number): Promise<StopTimings> => {
       const p = this.pods.get(pod.uid)!;
       this.stops.push([p.spec.name, grace]);
-      this.writesAtStop.push(this.writes.length);
       if (p.stop === 'fail') return Promise.reject(new Error('rpc error: code = DeadlineExceeded'));
       if (p.stop === 'held') {
         return new Promise<StopTimings>((resolve) =>

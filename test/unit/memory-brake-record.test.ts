@@ -395,27 +395,36 @@ test('EVICTD_CRASH_AT alone arms nothing: without the test hook loaded the run g
   assert.match(r.stdout, /no crash/);
 });
 
-test("a graceful stop's ease waits for the stop's SIGTERM to be queued (the brake holds the pod until then), or for the stop to end", async () => {
+test("a graceful stop's ease holds the pod still (cgroup.freeze), eases it, and thaws it once the stop's SIGTERM is queued; a restart thaws a pod left frozen", async () => {
   const e = setup();
   let looks = 0;
   let queued = false;
   const cgroups: CgroupPort = {
     ...hostCgroups({ memoryMount: e.mount, memoryVersion: 2, unifiedMount: null }),
+    pids: () => [4242],
     sigtermPending: () => (looks++, queued),
   };
   const b = new MemoryBrakes({ stateDir: e.stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger: e.logger, metrics: e.metrics });
   b.apply(apply, e.podPath, 1n);
   fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(308)}\n`);
   fs.writeFileSync(path.join(e.dir, 'memory.current'), `${mi(310)}\n`);
-  const stopping = new Promise<void>(() => undefined); // under way
-  const eased = b.easing.run({ uid: 'abc', headroomBytes: mi(64), stopping });
+  const freeze = () => fs.readFileSync(path.join(e.dir, 'cgroup.freeze'), 'utf8');
+  const eased = b.easing.run({ uid: 'abc', headroomBytes: mi(64), stopAsked: true });
+  assert.equal(freeze(), '1', 'frozen at once, in the same turn as the stop was asked for');
+  assert.equal(e.high(), String(mi(374)), 'eased while frozen');
   await new Promise((r) => setTimeout(r, 30));
   assert.ok(looks > 1, 'it looks again and again');
-  assert.equal(e.high(), `${mi(308)}\n`, 'no ease before the signal is queued');
+  assert.equal(freeze(), '1', 'still frozen: no SIGTERM queued yet');
   queued = true;
   await eased;
-  assert.equal(e.high(), String(mi(374)), 'eased once it is');
-  // A stop that ended (a pod that exited on SIGTERM at once) ends the wait too.
+  assert.equal(freeze(), '0', 'thawed once it is');
+  assert.equal(e.lines.find((l) => /held still until its SIGTERM/.test(String(l.msg)))?.waited, 'sigterm-queued');
+  // A run that died while the pod was frozen: the next start thaws it.
+  fs.writeFileSync(path.join(e.dir, 'cgroup.freeze'), '1');
+  const next = new MemoryBrakes({ stateDir: e.stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger: e.logger, metrics: e.metrics });
+  next.restoreRecord(next.readRecord());
+  assert.equal(freeze(), '0');
+  // No process left (the pod exited at once): the wait ends.
   const f = setup();
   const fb = new MemoryBrakes({
     stateDir: f.stateDir,
@@ -426,10 +435,10 @@ test("a graceful stop's ease waits for the stop's SIGTERM to be queued (the brak
     metrics: f.metrics,
   });
   fb.apply(apply, f.podPath, 1n);
-  fs.writeFileSync(path.join(f.dir, 'memory.high'), `${mi(308)}\n`);
   const t0 = Date.now();
-  await fb.easing.run({ uid: 'abc', headroomBytes: mi(64), stopping: Promise.resolve() });
+  await fb.easing.run({ uid: 'abc', headroomBytes: mi(64), stopAsked: true });
   assert.ok(Date.now() - t0 < EASE_SIGNAL_WAIT_MS / 2, 'not the whole wait');
+  assert.equal(f.lines.find((l) => /held still until its SIGTERM/.test(String(l.msg)))?.waited, 'no-process-left');
 });
 
 test('SIGTERM pending is read from /proc/PID/status: the thread queue (SigPnd) or the process queue (ShdPnd), bit 15', () => {

@@ -263,7 +263,7 @@ test('pass: the memory brake: on at the soft line (memory.high = usage + 8Mi), t
   assert.ok(!fs.readdirSync(a.stateDir).includes(BRAKE_RECORD_FILE), 'no brake left on record');
 });
 
-test("pass: a braked pod's soft eviction stops it with its grace period and, once its SIGTERM is queued, eases the brake to usage + 128Mi for the handler", async () => {
+test("pass: a braked pod's soft eviction stops it with its grace period, eases the brake to usage + 128Mi for the handler and holds the pod still until its SIGTERM is queued", async () => {
   const node = new FakeNode(1000, pods);
   node.otherBytes = 60 * MiB;
   const a = start(node, { ...SOFT_BRAKE, evictionSoftGracePeriod: { 'memory.available': '1s' }, memoryBrakeMaxDuration: '2m' });
@@ -274,16 +274,17 @@ test("pass: a braked pod's soft eviction stops it with its grace period and, onc
   a.agent.wake({ source: 'test' });
   // The ease looks for the signal every 2 ms (the fake's SIGTERM is queued from the stop on);
   // the pass waits a moment (cri-stop.ts QUICK_MS) for a stop that might end at once.
-  await stepUntil(node.clock, 'the ease', () => node.writes.length >= 2 && !a.agent.controller.busy, 5000, 2);
+  await stepUntil(node.clock, 'the thaw', () => node.writes.length >= 4 && !a.agent.controller.busy, 5000, 2);
   assert.deepEqual(node.stops, [['grower', 30]]);
-  assert.deepEqual(node.writesAtStop, [1], 'the brake held as it was when the stop was asked for');
   assert.deepEqual(
-    node.writes.slice(0, 2),
+    node.writes.slice(0, 4),
     [
       ['grower', 'memory.high', String(258 * MiB)],
+      ['grower', 'cgroup.freeze', '1'],
       ['grower', 'memory.high', String(378 * MiB)],
+      ['grower', 'cgroup.freeze', '0'],
     ],
-    'eased to usage (250Mi) + 128Mi once the SIGTERM was queued',
+    'held still, eased to usage (250Mi) + 128Mi, thawed once the SIGTERM was queued',
   );
   node.finishStop('grower');
   await a.agent.controller.idle();

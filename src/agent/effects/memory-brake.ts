@@ -73,19 +73,23 @@ export interface BrakeEase {
   uid: string;
   /** memory.high becomes usage + this (never above what the brake replaced) */
   headroomBytes: number;
-  /**
-   * The graceful stop under way: the ease waits for its SIGTERM to be queued (at most
-   * EASE_SIGNAL_WAIT_MS), or for it to end. Absent: eased at once.
-   */
-  stopping?: Promise<unknown>;
+  /** the pod's graceful stop has just been asked for: the pod is held still until its SIGTERM is queued (see easeForStop) */
+  stopAsked?: boolean;
 }
 
 /**
- * How long an ease waits for the runtime's SIGTERM to show pending, and how often it looks. The
- * runtime takes a few ms to send it on a node (0.3-1 s in the emulated lab); past the wait the
- * brake is eased anyway (the signal was delivered at once, or not sent at all).
+ * How long a pod is held frozen for its graceful stop's SIGTERM to be queued, and how often that
+ * is looked at. The runtime takes a few ms to send it on a node (0.3-1 s in the emulated lab);
+ * past the wait the pod is thawed anyway (a runtime that did not send it, or a process that
+ * ignores it).
  */
 export const EASE_SIGNAL_WAIT_MS = 3000;
+
+/** What an ease waited for, and how long. */
+interface EaseWait {
+  until: 'sigterm-queued' | 'no-process-left' | 'brake-gone' | 'wait-over';
+  waitedMs: number;
+}
 const EASE_SIGNAL_POLL_MS = 2;
 
 /** What a brake would be, read now: the entry to set, or why there is none. */
@@ -113,10 +117,7 @@ export class MemoryBrakes {
 
   /** The easing as an action: at a graceful stop, room for the SIGTERM handler. */
   readonly easing: Effect<BrakeEase, void> = {
-    run: async (input) => {
-      if (input.stopping) await this.untilSignalled(input.uid, input.stopping);
-      this.ease(input.uid, input.headroomBytes);
-    },
+    run: (input) => (input.stopAsked ? this.easeForStop(input.uid, input.headroomBytes) : Promise.resolve(this.ease(input.uid, input.headroomBytes))),
     rehearse: (input) => {
       const e = this.brakes.get(input.uid);
       return {
@@ -175,6 +176,8 @@ export class MemoryBrakes {
         );
         continue;
       }
+      // A run that died while it held the pod still for its stop (easeForStop) left it frozen.
+      if (!opts.dryRun && this.o.cgroups.read(e.dir, 'cgroup.freeze')?.trim() === '1') this.setFrozen(e.dir, false);
       let outcome: string;
       try {
         outcome = opts.dryRun ? 'dry run: left as is' : this.restore(e);
@@ -256,27 +259,62 @@ export class MemoryBrakes {
   }
 
   /**
-   * Until the graceful stop's SIGTERM is queued for a process of the braked pod (the runtime has
-   * sent it), the stop has ended, the brake is gone, or EASE_SIGNAL_WAIT_MS passed. Eased before
-   * the signal, the room would go to whatever the pod does until then (a ramp at 200 MiB/s eats
-   * 128 MiB in 0.64 s), and the handler would find none: throttled, or OOM-killed by a limit
-   * above the pod (seen in the lab). Held at the brake until the signal is queued, the pod has
-   * grown by no more than the brake lets it, and the signal is delivered before it allocates
-   * again (a throttled task takes it on its way back to user space).
+   * A braked pod's graceful stop has just been asked for: the pod is frozen (cgroup.freeze), its
+   * brake eased (usage + headroom, read while nothing in it runs), and thawed once the runtime's
+   * SIGTERM is queued for one of its processes (a frozen task cannot take it, so it shows), or no
+   * process is left, or the brake is gone, or EASE_SIGNAL_WAIT_MS passed. Eased with the pod
+   * running, the room went to whatever the pod did until the signal came (a ramp at 200 MiB/s
+   * eats 128 MiB in 0.64 s, and the runtime took 0.3-1 s to send it in the emulated lab), and
+   * the handler found none: throttled, or OOM-killed by a limit above the pod (seen in the
+   * lab). Thawed with the signal queued, each task takes it on its way back to user space,
+   * before it allocates again. A crash while frozen: the next start thaws every pod it finds
+   * braked in the record (recover).
    */
-  private async untilSignalled(uid: string, stopping: Promise<unknown>): Promise<void> {
+  private async easeForStop(uid: string, headroomBytes: number): Promise<void> {
+    const e = this.brakes.get(uid);
     const pending = this.o.cgroups.sigtermPending?.bind(this.o.cgroups);
-    if (!pending) return;
-    let ended = false;
-    void stopping.then(
-      () => (ended = true),
-      () => (ended = true),
-    );
+    if (!e || !pending) return this.ease(uid, headroomBytes);
+    const frozen = this.setFrozen(e.dir, true);
     const start = this.o.clock.now();
-    for (;;) {
-      const e = this.brakes.get(uid);
-      if (!e || ended || pending(e.dir) || msSince(this.o.clock, start) >= EASE_SIGNAL_WAIT_MS) return;
-      await new Promise<void>((resolve) => this.o.clock.after(EASE_SIGNAL_POLL_MS, resolve));
+    let waited: EaseWait | undefined;
+    try {
+      this.ease(uid, headroomBytes);
+      if (!frozen) return;
+      for (;;) {
+        const now = this.brakes.get(uid);
+        const waitedMs = msSince(this.o.clock, start);
+        const until = !now
+          ? 'brake-gone'
+          : pending(e.dir)
+            ? 'sigterm-queued'
+            : this.o.cgroups.pids(e.dir).length === 0
+              ? 'no-process-left'
+              : waitedMs >= EASE_SIGNAL_WAIT_MS
+                ? 'wait-over'
+                : null;
+        if (until) {
+          waited = { until, waitedMs };
+          break;
+        }
+        await new Promise<void>((resolve) => this.o.clock.after(EASE_SIGNAL_POLL_MS, resolve));
+      }
+    } finally {
+      if (frozen) this.setFrozen(e.dir, false);
+    }
+    this.o.logger.info(
+      { pod: `${e.pod.namespace}/${e.pod.name}`, uid, waited: waited?.until, waitedMs: waited?.waitedMs },
+      'memory brake: the pod held still until its SIGTERM was sent, then thawed for its handler',
+    );
+  }
+
+  /** cgroup.freeze of a pod cgroup; false when it could not be written (the cgroup is gone, or no freezer). */
+  private setFrozen(dir: string, frozen: boolean): boolean {
+    try {
+      this.o.cgroups.write(dir, 'cgroup.freeze', frozen ? '1' : '0');
+      return true;
+    } catch (err) {
+      if (!frozen) this.o.logger.warn({ dir, err }, 'memory brake: the pod could not be thawed');
+      return false;
     }
   }
 
