@@ -419,6 +419,15 @@ test("a graceful stop's ease holds the pod still (cgroup.freeze), eases it, and 
   await eased;
   assert.equal(freeze(), '0', 'thawed once it is');
   assert.equal(e.lines.find((l) => /held still until its SIGTERM/.test(String(l.msg)))?.waited, 'sigterm-queued');
+  // A brake that ends while its pod is held still (the agent stopping) thaws it at once.
+  queued = false;
+  fs.writeFileSync(path.join(e.dir, 'memory.high'), `${mi(374)}\n`);
+  const again = b.easing.run({ uid: 'abc', headroomBytes: mi(64), stopAsked: true });
+  assert.equal(freeze(), '1');
+  b.release('abc', 'agent-stop');
+  assert.equal(freeze(), '0', 'thawed with the release, before the wait looks again');
+  await again;
+  b.apply(apply, e.podPath, 1n);
   // A run that died while the pod was frozen: the next start thaws it.
   fs.writeFileSync(path.join(e.dir, 'cgroup.freeze'), '1');
   const next = new MemoryBrakes({ stateDir: e.stateDir, cgroups, clock: systemClock, marginBytes: mi(8), logger: e.logger, metrics: e.metrics });

@@ -106,6 +106,8 @@ export class MemoryBrakes {
    */
   private readonly inherited = new Map<string, bigint>();
   private recoveredAt: bigint | null = null;
+  /** pod cgroups this run holds frozen for their graceful stop (easeForStop) */
+  private readonly frozenDirs = new Set<string>();
   private readonly bootId: string;
   readonly recordPath: string;
 
@@ -229,6 +231,9 @@ export class MemoryBrakes {
   release(uid: string, why: BrakeEnd): void {
     const e = this.brakes.get(uid);
     if (!e) return;
+    // Held still for its stop (easeForStop) when the brake ends (the agent stopping): thawed
+    // now, as the wait's own thaw may never run.
+    if (this.frozenDirs.has(e.dir)) this.setFrozen(e.dir, false);
     let outcome: string;
     try {
       outcome = this.restore(e);
@@ -311,6 +316,8 @@ export class MemoryBrakes {
   private setFrozen(dir: string, frozen: boolean): boolean {
     try {
       this.o.cgroups.write(dir, 'cgroup.freeze', frozen ? '1' : '0');
+      if (frozen) this.frozenDirs.add(dir);
+      else this.frozenDirs.delete(dir);
       return true;
     } catch (err) {
       if (!frozen) this.o.logger.warn({ dir, err }, 'memory brake: the pod could not be thawed');
