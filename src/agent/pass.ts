@@ -29,6 +29,7 @@ import type { Clock, PodSpecSource, RuntimePort } from './ports';
 import type { PendingConfirmation } from './order-book';
 import type { VolumeUsageCache } from './volume-usage';
 import type { MemoryPressureTracker } from './memory-pressure-tracker';
+import type { MemoryPressureState } from '../policy/memory-pressure';
 
 export interface PassOptions {
   policy: PolicyConfig;
@@ -83,6 +84,8 @@ export interface Decision {
     brakes: ActiveBrake[] | null;
     /** every pod uid listed, the ranked ones included (the brake's `present`) */
     present: string[];
+    /** KEP-5986's state after this pass's decision, before its relaxes (absent: it is off) */
+    pressure?: MemoryPressureState;
   };
 }
 
@@ -206,6 +209,7 @@ export class PassRunner {
         confirming: confirming.map((c) => ({ ...c.confirmation })),
         brakes: o.brakes ? [...o.brakes.active] : null,
         present: all.map((j) => j.runtime.uid),
+        ...(pressure ? { pressure: pressure.state } : {}),
       },
     };
   }

@@ -12,7 +12,7 @@
  * happened (a replay gives an answer the conditions of the passes before it).
  *
  * Bounded: past `maxBytes` the file becomes FILE.1 (one earlier part is kept) and FILE starts
- * again with a header that carries the policy's state, so each part replays exactly. A crash
+ * again with a header that carries the policy's state (KEP-5986's too), so each part replays exactly. A crash
  * loses the lines not yet made (the last pass's, or the last few) and leaves at most the last
  * line cut, which the reader leaves out.
  */
@@ -24,7 +24,7 @@ import type { PolicyState } from '../policy/evaluate';
 import type { ActivePod, FilesystemLayout, NodeCondition, PodSpec } from '../policy/types';
 import { badValue, fileProblem } from '../errors';
 import { admissionLine, recordedState, recordingHeader, type RecordedState } from '../sim/recording';
-import type { RelaxResult } from '../policy/memory-pressure';
+import { afterRelaxes, type MemoryPressureState, type RelaxResult } from '../policy/memory-pressure';
 import { lineEnds, podText, SpecTexts, type LineEnds } from '../sim/recording-text';
 import type { PassTrigger } from './controller';
 import { msBetween, systemClock } from './clock';
@@ -81,17 +81,23 @@ interface PendingLine {
   chunks: Buffer[];
   bytes: number;
   layout: FilesystemLayout;
-  /** the policy's state before this pass: the header of a part this line starts carries it */
-  stateBefore: PolicyState | null;
+  /** the states before this pass: the header of a part this line starts carries them */
+  stateBefore: StatesBetween | null;
   ms: number;
 }
 
 /** An admission answer's line, made when it was given, waiting behind the pass lines queued before it. */
 interface PendingAdmission {
   text: string;
-  /** the last pass's layout (null before the first) and the policy's state after it: a part this line starts has them in its header */
+  /** the last pass's layout (null before the first) and the states after it: a part this line starts has them in its header */
   layout: FilesystemLayout | null;
-  stateBefore: PolicyState | null;
+  stateBefore: StatesBetween | null;
+}
+
+/** What a part's header carries of the passes before it: the policy's state, and KEP-5986's when it is on. */
+interface StatesBetween {
+  policy: PolicyState;
+  pressure: MemoryPressureState | null;
 }
 
 type Pending = PendingLine | PendingAdmission;
@@ -111,7 +117,7 @@ export class Recorder {
   private layout: FilesystemLayout | null = null;
   /** the last pass's own layout (the header's may be an earlier one) */
   private lastLayout: FilesystemLayout | null = null;
-  private lastState: PolicyState | null = null;
+  private lastState: StatesBetween | null = null;
   private readonly queue: Pending[] = [];
   /** pass lines in the queue (answers are made already: only these are bounded) */
   private pendingPasses = 0;
@@ -173,7 +179,8 @@ export class Recorder {
       ms: performance.now() - t0,
     });
     this.pendingPasses++;
-    this.lastState = d.evaluation.state;
+    // KEP-5986's, as the agent holds it after the pass's relaxes (and the replay will)
+    this.lastState = { policy: d.evaluation.state, pressure: d.given.pressure ? afterRelaxes(d.given.pressure, relaxed) : null };
     this.lastLayout = layout;
     if (this.pendingPasses > MAX_PENDING) this.makeOldest();
     this.schedule();
@@ -312,7 +319,7 @@ export class Recorder {
   }
 
   /** FILE becomes FILE.1; FILE starts again, its header carrying the policy's state before the line that starts it. */
-  private rotate(layout: FilesystemLayout, stateBefore: PolicyState | null): void {
+  private rotate(layout: FilesystemLayout, stateBefore: StatesBetween | null): void {
     const o = this.o;
     this.stream.end();
     this.dropEarlierPart();
@@ -324,7 +331,8 @@ export class Recorder {
     this.stream = this.open();
     this.partBytes = 0;
     this.stats.parts++;
-    this.writeHeader(layout, { part: this.stats.parts, ...(stateBefore ? { state: recordedState(o.policy, layout, stateBefore, o.startNs) } : {}) });
+    const state = stateBefore ? recordedState(o.policy, layout, stateBefore.policy, o.startNs, stateBefore.pressure) : null;
+    this.writeHeader(layout, { part: this.stats.parts, ...(state ? { state } : {}) });
   }
 
   /** A part's header: the layout it says is the one its lines compare theirs with. */

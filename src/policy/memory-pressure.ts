@@ -57,7 +57,7 @@ export interface Sample {
   max: number;
 }
 
-interface ContainerTrack {
+export interface ContainerTrack {
   /** oldest first; the first is at or before now - RATE_WINDOW_NS once the container is that old */
   samples: readonly Sample[];
   relax?: 'done' | 'failed';
@@ -268,6 +268,11 @@ export function relaxOutcome(state: MemoryPressureState, uid: string, container:
   const graceSince = new Map(state.graceSince);
   if (graceSince.has(uid)) graceSince.set(uid, after!.atNs);
   return { containers, graceSince };
+}
+
+/** A pass's relaxes, as the runtime answered them, applied in their order (the agent's, and the replay's). */
+export function afterRelaxes(state: MemoryPressureState, relaxed: readonly RelaxResult[]): MemoryPressureState {
+  return relaxed.reduce((st, r) => relaxOutcome(st, r.uid, r.container, r.ok, r.after), state);
 }
 
 const SIGNAL_WORDS: Record<SignalName, string> = {

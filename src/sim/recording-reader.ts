@@ -9,11 +9,12 @@ import { UsageError, badValue } from '../errors';
 import type { ActiveBrake } from '../policy/brake';
 import type { Threshold } from '../policy/config';
 import { isHard, LINE_SIGNALS } from '../policy/standing-order';
-import { parseDuration } from '../policy/duration';
-import type { RelaxResult } from '../policy/memory-pressure';
+import { initialMemoryPressureState, type MemoryPressureState, type RelaxResult } from '../policy/memory-pressure';
 import { initialState, type PolicyState } from '../policy/evaluate';
 import { thresholdsForLayout } from '../policy/thresholds';
 import { SIGNALS, type FilesystemLayout, type NodeCondition, type PodSpec, type Signal, type Toleration } from '../policy/types';
+import { readRecordedPressure } from './recorded-pressure';
+import { count, list, map, num, ns, numbers, since, strings } from './recording-fields';
 import { RECORDING_VERSION, type Decisions, type RecordedConfirmation, type RecordingHeader } from './recording';
 import { LAYOUTS, readPodSpec, readScenario, type Scenario } from './scenario';
 
@@ -59,6 +60,8 @@ export interface Recording {
   admissions: RecordedAnswer[];
   /** the policy state the first pass starts from (a later part's header carries it) */
   initial: PolicyState;
+  /** KEP-5986's state the first pass starts from (likewise) */
+  initialPressure: MemoryPressureState;
   /** the last line was cut (no newline): left out */
   cut: boolean;
 }
@@ -66,51 +69,6 @@ export interface Recording {
 /** A recording's first line says so: `{"evictdRecording": 1, ...}`. */
 export function isRecording(text: string): boolean {
   return /^\s*\{\s*"evictdRecording"\s*:/.test(text);
-}
-
-const ns = (field: string, v: unknown): number => {
-  if (typeof v !== 'string') throw badValue(field, v, 'must be a duration string');
-  try {
-    return parseDuration(v);
-  } catch (e) {
-    throw badValue(field, v, (e as Error).message);
-  }
-};
-
-const strings = (field: string, v: unknown): string[] => {
-  if (v === undefined) return [];
-  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw badValue(field, v, 'must be a list of strings');
-  return v as string[];
-};
-
-const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-function map(field: string, v: unknown, what = 'a map'): Record<string, unknown> {
-  if (!isMap(v)) throw badValue(field, v, `must be ${what}`);
-  return v;
-}
-
-function list(field: string, v: unknown): unknown[] {
-  if (v === undefined) return [];
-  if (!Array.isArray(v)) throw badValue(field, v, 'must be a list');
-  return v;
-}
-
-function num(field: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw badValue(field, v, 'must be a number');
-  return v;
-}
-
-/** A time since the recording's start, or a period: never negative. */
-function since(field: string, v: unknown): number {
-  const n = ns(field, v);
-  if (n < 0) throw badValue(field, v, 'must not be negative');
-  return n;
-}
-
-function numbers(field: string, v: unknown): Record<string, number> {
-  if (v === undefined) return {};
-  return Object.fromEntries(Object.entries(map(field, v, 'a map of numbers')).map(([k, x]) => [k, num(`${field}.${k}`, x)]));
 }
 
 function decisions(field: string, v: unknown): Decisions {
@@ -212,11 +170,6 @@ function relaxResult(field: string, v: unknown): RelaxResult {
   return out;
 }
 
-function count(field: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw badValue(field, v, 'must be a count (a whole number, 0 or more)');
-  return v;
-}
-
 export function readRecording(text: string): Recording {
   const lines = text.split('\n');
   let cut = false;
@@ -306,6 +259,7 @@ export function readRecording(text: string): Recording {
     };
   });
   let initial = initialState();
+  let initialPressure = initialMemoryPressureState();
   if (h.state !== undefined) {
     const s = map('line 1.state', h.state);
     const pairs = (field: string) =>
@@ -329,6 +283,7 @@ export function readRecording(text: string): Recording {
       thresholdsMet: list('line 1.state.thresholdsMet', s.thresholdsMet).map((i, j) => threshold(`line 1.state.thresholdsMet[${j}]`, i)),
       conditions: list('line 1.state.conditions', s.conditions).map((c, j) => condition(`line 1.state.conditions[${j}]`, c)),
     };
+    if (s.memoryPressure !== undefined) initialPressure = readRecordedPressure('line 1.state.memoryPressure', s.memoryPressure);
   }
-  return { header: h, scenario, passes, admissions, initial, cut };
+  return { header: h, scenario, passes, admissions, initial, initialPressure, cut };
 }

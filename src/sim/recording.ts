@@ -12,7 +12,7 @@
  * admitted pod's tolerations, what admission reads of them.
  */
 import type { Action } from '../policy/actions';
-import type { RelaxResult } from '../policy/memory-pressure';
+import type { MemoryPressureState, RelaxResult } from '../policy/memory-pressure';
 import type { ActiveBrake } from '../policy/brake';
 import type { EvictionConfig, PolicyConfig, Threshold } from '../policy/config';
 import { formatDuration } from '../policy/duration';
@@ -22,6 +22,7 @@ import { thresholdsForLayout } from '../policy/thresholds';
 import type { OrderConfirmation, OrderDecision } from '../policy/standing-order';
 import type { ActivePod, FilesystemLayout, NodeCondition, NodeStats, PodSpec } from '../policy/types';
 import { admissionPod, recordedPod } from './recorded-pod';
+import { recordedPressure, type RecordedPressure } from './recorded-pressure';
 
 /** The header's marker and version: a reader that sees another version refuses the file. */
 export const RECORDING_VERSION = 1;
@@ -58,15 +59,25 @@ export interface RecordedState {
   conditionLastObservedAt: [NodeCondition, string][];
   thresholdsMet: number[];
   conditions: NodeCondition[];
+  /** KEP-5986's state, when it is on and has seen a container (recorded-pressure.ts) */
+  memoryPressure?: RecordedPressure;
 }
 
-export function recordedState(policy: PolicyConfig, layout: FilesystemLayout, s: PolicyState, startNs: number): RecordedState {
+export function recordedState(
+  policy: PolicyConfig,
+  layout: FilesystemLayout,
+  s: PolicyState,
+  startNs: number,
+  pressure: MemoryPressureState | null = null,
+): RecordedState {
   const all = thresholdsForLayout(policy.thresholds, layout);
+  const memoryPressure = pressure ? recordedPressure(pressure, startNs) : null;
   return {
     firstObservedAt: [...s.firstObservedAt].map(([t, at]) => [all.indexOf(t), formatDuration(at - startNs)]),
     conditionLastObservedAt: [...s.conditionLastObservedAt].map(([c, at]) => [c, formatDuration(at - startNs)]),
     thresholdsMet: s.thresholdsMet.map((t) => all.indexOf(t)),
     conditions: [...s.conditions],
+    ...(memoryPressure ? { memoryPressure } : {}),
   };
 }
 

@@ -6,7 +6,7 @@
  * Admission answers are decided again too, by the policy's admit() on the conditions the replay
  * had when each was given.
  */
-import { decideMemoryPressure, initialMemoryPressureState, relaxOutcome, type MemoryPressureState } from '../policy/memory-pressure';
+import { afterRelaxes, decideMemoryPressure, initialMemoryPressureState, type MemoryPressureState } from '../policy/memory-pressure';
 import { decideActions } from '../policy/actions';
 import type { PolicyConfig } from '../policy/config';
 import { formatDuration, parseDuration } from '../policy/duration';
@@ -116,7 +116,7 @@ const sameList = (a: readonly string[], b: readonly string[]): boolean => a.leng
 export function replay(rec: Recording): ReplayResult {
   const { scenario, passes } = rec;
   let state = rec.initial;
-  let pressureState = initialMemoryPressureState();
+  let pressureState = rec.initialPressure;
   const result: ReplayResult = { passes: passes.length, admissions: rec.admissions.length, recorded: [], replayed: [], differences: [] };
   // Each replayed pass's conditions, when it was at and when it had decided: what admission had
   // (before any pass: the part's starting ones).
@@ -135,7 +135,7 @@ export function replay(rec: Recording): ReplayResult {
     state = r.state;
     // What the runtime made of the pass's relaxes, as the agent applied it: a refused one sends
     // its container to stage 2, a done one starts its rates at the counters read after it.
-    pressureState = pass.relaxed.reduce((st, x) => relaxOutcome(st, x.uid, x.container, x.ok, x.after), r.pressureState);
+    pressureState = afterRelaxes(r.pressureState, pass.relaxed);
     const decidedNs = step.at + pass.ms.decide * 1e6;
     held.push({ pass: n, atNs: step.at, decidedNs, conditions: r.decided.conditions });
     const fallback = signalOf(pass.decided.met) ?? '-';
