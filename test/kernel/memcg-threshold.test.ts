@@ -147,12 +147,15 @@ test("a standing order on a memcg threshold kills its pod from the addon's threa
   assert.equal(w.setOrder!(victim.cg.dir, 30_000, wsMoved), true, 'the order is placed');
   await w.rearm(moved);
 
-  // The hog allocates in its own process; this loop is busy the whole time, as during a long pass.
+  // The hog allocates in its own process; this loop is busy until the victim is gone, as during a
+  // long pass. Not a fixed window: on a loaded machine (a compile beside the suite) the hog took
+  // more than 300 ms to reach the line, and the kill came after the loop had let go.
   const alloc = hog.alloc(96 * MiB);
-  const busyUntil = process.hrtime.bigint() + BigInt(slow(300)) * 1_000_000n;
+  const busyFrom = process.hrtime.bigint();
+  const busyUntil = busyFrom + BigInt(slow(10_000)) * 1_000_000n;
   let victimGoneAt: bigint | null = null;
-  while (process.hrtime.bigint() < busyUntil) {
-    if (victimGoneAt === null && victim.cg.pids().length === 0) victimGoneAt = process.hrtime.bigint();
+  while (victimGoneAt === null && process.hrtime.bigint() < busyUntil) {
+    if (victim.cg.pids().length === 0) victimGoneAt = process.hrtime.bigint();
   }
   await alloc;
   const until = Date.now() + 5000;
@@ -167,7 +170,7 @@ test("a standing order on a memcg threshold kills its pod from the addon's threa
   assert.ok(o.usageBytes >= wsMoved, `the working set at the kill ${o.usageBytes} is past the line ${wsMoved}`);
   assert.ok(o.killedNs >= o.firedNs && o.killedNs <= victimGoneAt!, 'woken <= killed, before the loop saw the victim gone');
   t.diagnostic(
-    `eventfd wake-up -> kill written: ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs, order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`,
+    `eventfd wake-up -> kill written: ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs, order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms, loop blocked ${(Number(victimGoneAt! - busyFrom) / 1e6).toFixed(0)} ms until the victim was gone`,
   );
   // Once used, the order is spent: the way down and up again kill nobody else.
   await hog.free();
