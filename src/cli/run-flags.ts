@@ -45,7 +45,7 @@ const FLAGS: FlagDef[] = [
   {
     name: 'feature-gates',
     arg: 'MAP',
-    help: "the kubelet's gates, e.g. HugepageAwareEviction=false (a kubelet before v1.37 with huge pages reserved); over the file's featureGates",
+    help: "the kubelet's gates, over the file's featureGates; an unset HugepageAwareEviction follows the kubelet release its Node names (off when unknown: set it for a v1.37+ kubelet without API access)",
   },
   { name: 'container-runtime-endpoint', arg: 'ENDPOINT', help: 'CRI endpoint', def: 'unix:///run/containerd/containerd.sock' },
   { name: 'cgroup-root', arg: 'PATH', help: 'the node cgroup; with a memory limit, that limit is the node memory capacity', def: '/' },

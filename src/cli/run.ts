@@ -9,6 +9,7 @@ import { createSecureContext } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { Agent } from '../agent/agent';
 import { systemClock } from '../agent/clock';
+import { HugepageGate } from '../agent/hugepage-gate';
 import { Recorder } from '../agent/recorder';
 import { stateDirProblem } from '../agent/effects/brake-record';
 import { CriRuntime } from '../agent/adapters/cri-runtime';
@@ -44,7 +45,7 @@ async function startKube(
   flags: ParsedFlags,
   metrics: AgentMetrics,
   logger: pino.Logger,
-): Promise<{ source: PodSpecSource; reporter?: EvictionReporter; close(): void }> {
+): Promise<{ source: PodSpecSource; reporter?: EvictionReporter; kubeletVersion(): Promise<string>; close(): void }> {
   const { createKubeParts } = require('../kube/setup') as typeof import('../kube/setup');
   const kubeFlags: Parameters<typeof createKubeParts>[0] = { podSource, dryRun, kubeletInsecureTLS: flags['kubelet-insecure-tls'] === true };
   for (const [k, flag] of [
@@ -57,10 +58,12 @@ async function startKube(
   const parts = createKubeParts(kubeFlags, logger);
   await parts.source.start();
   const { registerKubeMetrics } = require('../kube/metrics') as typeof import('../kube/metrics');
+  const { readKubeletVersion } = require('../kube/kubelet-version') as typeof import('../kube/kubelet-version');
   registerKubeMetrics(metrics.registry, { source: parts.source, ...(parts.reporter ? { reporter: parts.reporter } : {}) });
   return {
     source: parts.source,
     ...(parts.reporter ? { reporter: parts.reporter } : {}),
+    kubeletVersion: () => readKubeletVersion(parts.client, parts.nodeName),
     close() {
       parts.source.stop();
       parts.close();
@@ -78,14 +81,6 @@ export async function run(argv: string[]): Promise<number> {
   const logger = pino({ level: s.logLevel, base: { component: 'evictd' } });
   // Settings the kubelet would ignore (a repeated flag key, a containerfs threshold): one line each.
   for (const w of s.policy.warnings) logger.warn(w);
-  const hugePages = readHugePagesBytes();
-  if (hugePages > 0)
-    logger.info(
-      { hugePagesBytes: hugePages, hugepageAwareEviction: s.policy.hugepageAwareEviction },
-      s.policy.hugepageAwareEviction
-        ? 'huge pages reserved: out of memory.available, as the kubelet does from v1.37 (HugepageAwareEviction)'
-        : 'huge pages reserved: left in memory.available (HugepageAwareEviction off, as kubelets before v1.37)',
-    );
   // Opened first: a path that cannot be written is refused before anything starts.
   const recorder = s.record
     ? new Recorder({
@@ -157,10 +152,19 @@ export async function run(argv: string[]): Promise<number> {
     cgroupRoot: s.cgroupRoot,
     podCgroupRoot: s.podCgroupRoot,
     nodefsPath: s.nodefsPath,
-    ...(s.policy.hugepageAwareEviction ? { hugePagesBytes: () => readHugePagesBytes() } : {}),
+    hugePagesBytes: () => hugepageGate.hugePagesBytes(),
   });
   const runtime = CriRuntime.connect(s.endpoint);
   const kube = s.podSource === 'runtime' ? null : await startKube(s.podSource, s.dryRun, flags, metrics, logger);
+  // Set by the operator, or as the node's kubelet release has it (read from its Node): before the first pass.
+  const hugepageGate = new HugepageGate({
+    set: s.eviction.featureGates?.HugepageAwareEviction,
+    ...(kube ? { kubeletVersion: kube.kubeletVersion } : {}),
+    hugePagesBytes: () => readHugePagesBytes(),
+    clock: systemClock,
+    logger,
+  });
+  await hugepageGate.start();
   const agent = new Agent({
     policy: s.policy,
     layout,
@@ -290,6 +294,7 @@ export async function run(argv: string[]): Promise<number> {
   await agent.stop();
   await server.close();
   await closeAdmission();
+  hugepageGate.stop();
   kube?.close();
   runtime.close();
   if (recorder) {

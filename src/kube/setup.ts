@@ -35,7 +35,7 @@ export interface KubeParts {
   source: PodSource;
   /** undefined with --dry-run: nothing to write to */
   reporter?: EvictionReporter;
-  client?: KubeClient;
+  client: KubeClient;
   close(): void;
 }
 

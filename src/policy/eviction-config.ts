@@ -83,9 +83,9 @@ export interface PolicyConfig {
   memoryBrake?: MemoryBrakeConfig;
   /**
    * HugepageAwareEviction (kubernetes PR #138127; beta and on by default in v1.37, absent before):
-   * the node's huge pages come out of memory.available (policy/hugepages.ts). Default on, as the
-   * newest kubelet; a node whose kubelet is older (v1.36 or before) and reserves huge pages sets
-   * it to false.
+   * the node's huge pages come out of memory.available (policy/hugepages.ts). A scenario's: on
+   * unless set, as the newest kubelet. `evictd run` leaves an unset gate to the kubelet release
+   * its Node names (agent/hugepage-gate.ts), off when that is unknown.
    */
   hugepageAwareEviction: boolean;
   /** KEP-5986 per-container memory pressure eviction, when its gate is on and a threshold is set */

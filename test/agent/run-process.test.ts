@@ -56,6 +56,10 @@ test('evictd run as users run it: a ramp is evicted before the OOM killer; /metr
     extraArgs: ['--admission-address', '127.0.0.1:0', '--record', recording],
     startTimeoutMs: slow(15_000),
   });
+  // No API access (--pod-source runtime): the kubelet's release is unknown, so huge pages stay in
+  // memory.available (HugepageAwareEviction off), and the start says so.
+  const gate = agent.lines.find((l) => l.gate === 'HugepageAwareEviction');
+  assert.deepEqual([gate?.on, gate?.source], [false, 'release-unknown'], JSON.stringify(gate));
   procs.push(agent);
   const machineOom0 = NodeLab.oomKills();
   assert.ok(agent.metricsAddress, 'the starting line names the metrics address');

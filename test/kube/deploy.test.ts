@@ -13,6 +13,7 @@ import { describe, test } from 'node:test';
 import { parseFlags, settingsFromFlags } from '../../src/cli/run';
 import { ApiPodSource } from '../../src/kube/api-pod-source';
 import { EvictionReporter } from '../../src/kube/eviction-reporter';
+import { readKubeletVersion } from '../../src/kube/kubelet-version';
 import { skipped } from '../support/environment';
 import { FakeApiServer, makePod } from './fake-api-server';
 import { client } from './helpers';
@@ -168,6 +169,9 @@ describe('deploy/', () => {
         message: 'm',
         annotations: {},
       });
+      // At start and every 10 minutes: the kubelet's release (HugepageAwareEviction's default).
+      api.nodes.set('node-a', { kind: 'Node', metadata: { name: 'node-a' }, status: { nodeInfo: { kubeletVersion: 'v1.36.2' } } });
+      assert.equal(await readKubeletVersion(kc, 'node-a'), 'v1.36.2');
       await source.stopped();
     } finally {
       kc.close();
@@ -180,6 +184,7 @@ describe('deploy/', () => {
       else if (r.method === 'GET' && p[4] === 'pods' && p.length === 6) used.add('get pods');
       else if (r.method === 'PATCH' && p[6] === 'status') used.add('patch pods/status');
       else if (r.method === 'POST' && p[4] === 'events') used.add('create events');
+      else if (r.method === 'GET' && p[2] === 'nodes' && p.length === 4) used.add('get nodes');
       else assert.fail(`unexpected call ${r.method} ${r.path}`);
     }
     assert.deepEqual([...used].sort(), [...granted].sort());

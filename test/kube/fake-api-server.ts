@@ -67,6 +67,8 @@ export class FakeApiServer {
   token?: string;
   /** the node whose kubelet /pods this server also plays */
   kubeletNode = 'node-a';
+  /** Node objects by name: what GET /api/v1/nodes/NAME answers (404 for any other) */
+  readonly nodes = new Map<string, Record<string, unknown>>();
   private readonly pods = new Map<string, Pod>();
   private readonly history: HistoryEntry[] = [];
   private rv = 100;
@@ -224,6 +226,10 @@ export class FakeApiServer {
       if (info.query.get('watch') === 'true' || info.query.get('watch') === '1') return this.watch(info, req, res, node, fault);
       const items = [...this.pods.values()].filter((p) => p.spec.nodeName === node);
       return respond(200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: String(this.rv) }, items });
+    }
+    if (info.method === 'GET' && parts[0] === 'api' && parts[1] === 'v1' && parts[2] === 'nodes' && parts.length === 4) {
+      const n = this.nodes.get(decodeURIComponent(parts[3]));
+      return n ? respond(200, n) : status(res, 404, 'NotFound', `nodes "${parts[3]}" not found`);
     }
     if (parts[0] === 'api' && parts[1] === 'v1' && parts[2] === 'namespaces') {
       const ns = decodeURIComponent(parts[3]);
