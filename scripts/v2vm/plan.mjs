@@ -50,6 +50,7 @@ const SECONDS = {
   'agent/kube-faults.test.js': 36,
   'agent/kube-pods.test.js': 11,
   'agent/memory-pressure.test.js': 60,
+  'agent/node-lab-destroy.test.js': 3,
   'agent/node-observer.test.js': 4,
   'agent/record-process.test.js': 13,
   'agent/run-process.test.js': 18,

@@ -59,6 +59,9 @@ export class NodeLab {
   readonly root: string;
   readonly podRoot: string;
   readonly labId = randomUUID().slice(0, 8);
+  /** sandbox creations in flight: destroy() waits for them, so that none lands after its sweep */
+  private readonly creating = new Set<Promise<string>>();
+  private destroying = false;
   readonly pods: LabPod[] = [];
   private readonly made: string[] = [];
 
@@ -164,7 +167,13 @@ export class NodeLab {
       logDirectory,
       ...(p.attempt !== undefined ? { attempt: p.attempt } : {}),
     };
-    const sandboxId = await this.client.runPodSandbox(sandboxConfig(spec));
+    if (this.destroying) throw new Error(`lab ${this.opts.name}: being destroyed, no new pod`);
+    const creation = this.client.runPodSandbox(sandboxConfig(spec));
+    this.creating.add(creation);
+    const sandboxId = await creation.finally(() => this.creating.delete(creation));
+    // Created while destroy() waited for it (a bench stopped by a signal mid-trial): the sweep
+    // removes it too; the caller is told, not handed a pod that is going.
+    if (this.destroying) throw new Error(`lab ${this.opts.name}: destroyed while pod ${p.name} was created`);
     const pod: LabPod = { name: p.name, namespace, uid, qos: p.qos, sandboxId, containers: {}, cgroupPath, logDirectory };
     this.pods.push(pod);
     // The kubelet gives Guaranteed and Burstable pods whose containers all have a memory limit a
@@ -273,6 +282,9 @@ export class NodeLab {
 
   /** Removes pods, kills what is left in the node cgroup, removes every cgroup under it. */
   async destroy(): Promise<void> {
+    // A sandbox still being created would land after the list the sweep removes.
+    this.destroying = true;
+    await Promise.allSettled([...this.creating]);
     await this.removePods();
     for (let round = 0; round < 50; round++) {
       const pids = cgroupPids(this.memoryDir());
