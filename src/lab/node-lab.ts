@@ -59,8 +59,8 @@ export class NodeLab {
   readonly root: string;
   readonly podRoot: string;
   readonly labId = randomUUID().slice(0, 8);
-  /** sandbox creations in flight: destroy() waits for them, so that none lands after its sweep */
-  private readonly creating = new Set<Promise<string>>();
+  /** pod creations under way: destroy() waits for them, so that nothing lands after its sweep */
+  private readonly creating = new Set<Promise<LabPod>>();
   private destroying = false;
   readonly pods: LabPod[] = [];
   private readonly made: string[] = [];
@@ -151,7 +151,25 @@ export class NodeLab {
     return `${this.podRoot}${tier}/pod${uid}`;
   }
 
+  /**
+   * Creates a pod (its sandbox, then each container, started). While destroy() runs, none is
+   * begun, and one under way stops at its next step with an error: destroy() waits for those, so
+   * that no sandbox and no container lands after its sweep (a bench stopped by a signal mid-trial
+   * was creating a pod: a container started in a sandbox the sweep had stopped kept it from being
+   * removed).
+   */
   async runPod(p: LabPodOptions): Promise<LabPod> {
+    if (this.destroying) throw new Error(`lab ${this.opts.name}: being destroyed, no new pod`);
+    const run = this.createPod(p);
+    this.creating.add(run);
+    try {
+      return await run;
+    } finally {
+      this.creating.delete(run);
+    }
+  }
+
+  private async createPod(p: LabPodOptions): Promise<LabPod> {
     const uid = p.uid ?? `${this.labId}-${p.name}-${randomUUID().slice(0, 8)}`;
     const namespace = p.namespace ?? 'evictd-lab';
     const logDirectory = path.join(this.opts.logRoot, uid);
@@ -167,13 +185,11 @@ export class NodeLab {
       logDirectory,
       ...(p.attempt !== undefined ? { attempt: p.attempt } : {}),
     };
-    if (this.destroying) throw new Error(`lab ${this.opts.name}: being destroyed, no new pod`);
-    const creation = this.client.runPodSandbox(sandboxConfig(spec));
-    this.creating.add(creation);
-    const sandboxId = await creation.finally(() => this.creating.delete(creation));
-    // Created while destroy() waited for it (a bench stopped by a signal mid-trial): the sweep
-    // removes it too; the caller is told, not handed a pod that is going.
-    if (this.destroying) throw new Error(`lab ${this.opts.name}: destroyed while pod ${p.name} was created`);
+    const going = () => {
+      if (this.destroying) throw new Error(`lab ${this.opts.name}: destroyed while pod ${p.name} was created`);
+    };
+    const sandboxId = await this.client.runPodSandbox(sandboxConfig(spec));
+    going();
     const pod: LabPod = { name: p.name, namespace, uid, qos: p.qos, sandboxId, containers: {}, cgroupPath, logDirectory };
     this.pods.push(pod);
     // The kubelet gives Guaranteed and Burstable pods whose containers all have a memory limit a
@@ -186,7 +202,9 @@ export class NodeLab {
     }
     for (const c of p.containers) {
       const id = await this.client.createContainer(sandboxId, containerConfig(spec, { logPath: `${c.name}.log`, ...c }), sandboxConfig(spec));
+      going();
       await this.client.startContainer(id);
+      going();
       pod.containers[c.name] = id;
     }
     return pod;
@@ -269,20 +287,27 @@ export class NodeLab {
     if (i >= 0) this.pods.splice(i, 1);
   }
 
-  /** Stops and removes the lab's sandboxes (best effort, each step bounded by the client's deadlines). */
+  /**
+   * Stops and removes the lab's sandboxes (best effort, each step bounded by the client's
+   * deadlines), listing again after each round: a removal the runtime refused (a container of
+   * the pod still starting, or stopped by another caller meanwhile) is tried again, three rounds at most.
+   */
   async removePods(): Promise<void> {
-    const list = await this.client.listPodSandbox({ labelSelector: { [LAB_LABEL]: this.labId } }).catch(() => []);
-    await Promise.all(
-      list.map(async (s) => {
-        await this.client.stopPodSandbox(s.id).catch(() => undefined);
-        await this.client.removePodSandbox(s.id).catch(() => undefined);
-      }),
-    );
+    for (let round = 0; round < 3; round++) {
+      const list = await this.client.listPodSandbox({ labelSelector: { [LAB_LABEL]: this.labId } }).catch(() => []);
+      if (list.length === 0) return;
+      await Promise.all(
+        list.map(async (s) => {
+          await this.client.stopPodSandbox(s.id).catch(() => undefined);
+          await this.client.removePodSandbox(s.id).catch(() => undefined);
+        }),
+      );
+    }
   }
 
   /** Removes pods, kills what is left in the node cgroup, removes every cgroup under it. */
   async destroy(): Promise<void> {
-    // A sandbox still being created would land after the list the sweep removes.
+    // A pod still being created would land after the list the sweep removes.
     this.destroying = true;
     await Promise.allSettled([...this.creating]);
     await this.removePods();
