@@ -6,9 +6,8 @@
  * without it the part's replay would start every grace period and rate afresh.
  */
 import { badValue } from '../errors';
-import { formatDuration } from '../policy/duration';
 import type { ContainerTrack, MemoryPressureState, Sample } from '../policy/memory-pressure';
-import { count, list, map, since } from './recording-fields';
+import { count, list, map, since, sinceStart } from './recording-fields';
 
 export interface RecordedSample {
   at: string;
@@ -22,9 +21,7 @@ export interface RecordedPressure {
   graceSince: [string, string][];
 }
 
-// A time before the recording's start cannot be written (the reader refuses negative times); the
-// agent's state starts with the recording, so none is.
-const rel = (ns: number, startNs: number): string => formatDuration(Math.max(0, ns - startNs));
+// The agent's state starts with the recording: no time in it is before the start (sinceStart clamps).
 
 /** The state as a header carries it; null when it holds nothing (no container seen yet). */
 export function recordedPressure(s: MemoryPressureState, startNs: number): RecordedPressure | null {
@@ -35,12 +32,12 @@ export function recordedPressure(s: MemoryPressureState, startNs: number): Recor
       return {
         uid: key.slice(0, slash),
         container: key.slice(slash + 1),
-        samples: t.samples.map((x) => ({ at: rel(x.atNs, startNs), high: x.high, max: x.max })),
+        samples: t.samples.map((x) => ({ at: sinceStart(x.atNs, startNs), high: x.high, max: x.max })),
         ...(t.relax ? { relax: t.relax } : {}),
-        ...(t.relaxedNs !== undefined ? { relaxedAt: rel(t.relaxedNs, startNs) } : {}),
+        ...(t.relaxedNs !== undefined ? { relaxedAt: sinceStart(t.relaxedNs, startNs) } : {}),
       };
     }),
-    graceSince: [...s.graceSince].map(([uid, at]) => [uid, rel(at, startNs)]),
+    graceSince: [...s.graceSince].map(([uid, at]) => [uid, sinceStart(at, startNs)]),
   };
 }
 

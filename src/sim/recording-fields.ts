@@ -1,9 +1,13 @@
 /**
- * The recording reader's field checks: each takes the field's path (`line 3.relaxed[0].after.at`)
- * and its value, and gives the value or refuses it naming both (exit 2 at the CLI).
+ * A recording's times and fields: how a time is written (since the recording's start), and the
+ * reader's field checks, each taking the field's path (`line 3.relaxed[0].after.at`) and its
+ * value and giving the value or refusing it naming both (exit 2 at the CLI).
  */
 import { badValue } from '../errors';
-import { parseDuration } from '../policy/duration';
+import { formatDuration, parseDuration } from '../policy/duration';
+
+/** A monotonic time as the recording writes it: since its start, never negative (the reader refuses that). */
+export const sinceStart = (ns: number | bigint, startNs: number): string => formatDuration(Math.max(0, Number(ns) - startNs));
 
 export const ns = (field: string, v: unknown): number => {
   if (typeof v !== 'string') throw badValue(field, v, 'must be a duration string');

@@ -23,6 +23,7 @@ import type { OrderConfirmation, OrderDecision } from '../policy/standing-order'
 import type { ActivePod, FilesystemLayout, NodeCondition, NodeStats, PodSpec } from '../policy/types';
 import { admissionPod, recordedPod } from './recorded-pod';
 import { recordedPressure, type RecordedPressure } from './recorded-pressure';
+import { sinceStart } from './recording-fields';
 
 /** The header's marker and version: a reader that sees another version refuses the file. */
 export const RECORDING_VERSION = 1;
@@ -221,7 +222,6 @@ export interface PassInput {
   decideMs: number;
 }
 
-const rel = (ns: number | bigint, startNs: number): string => formatDuration(Math.max(0, Number(ns) - startNs));
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** One pass as its line (an object; JSON.stringify makes it the line). */
@@ -248,14 +248,14 @@ export function passLineParts(p: Omit<PassInput, 'pods'>): { head: Record<string
   if (p.confirmations.length) {
     tail.confirmed = p.confirmations.map((c): RecordedConfirmation => {
       const out: RecordedConfirmation = { line: `${c.order.signal}[${c.order.thresholdIndex}]`, pod: podKey(c.order.pod), availableBytes: c.availableBytes };
-      if (Number(c.crossedNs) >= p.startNs) out.crossedAt = rel(c.crossedNs, p.startNs);
-      if (Number(c.killedNs) >= p.startNs) out.killedAt = rel(c.killedNs, p.startNs);
+      if (Number(c.crossedNs) >= p.startNs) out.crossedAt = sinceStart(c.crossedNs, p.startNs);
+      if (Number(c.killedNs) >= p.startNs) out.killedAt = sinceStart(c.killedNs, p.startNs);
       if (c.reported) out.reported = true;
       return out;
     });
   }
   if (p.brakes) {
-    tail.brakes = p.brakes.map((b) => ({ uid: b.uid, since: rel(b.since, p.startNs), ...(b.signal ? { signal: b.signal } : {}) }));
+    tail.brakes = p.brakes.map((b) => ({ uid: b.uid, since: sinceStart(b.since, p.startNs), ...(b.signal ? { signal: b.signal } : {}) }));
     if (p.otherUids.length) tail.otherUids = p.otherUids;
   }
   if (p.relaxed?.length)
@@ -263,7 +263,7 @@ export function passLineParts(p: Omit<PassInput, 'pods'>): { head: Record<string
       uid: r.uid,
       container: r.container,
       ok: r.ok,
-      ...(r.after ? { after: { at: rel(r.after.atNs, p.startNs), high: r.after.high, max: r.after.max } } : {}),
+      ...(r.after ? { after: { at: sinceStart(r.after.atNs, p.startNs), high: r.after.high, max: r.after.max } } : {}),
     }));
   tail.ms = { ...(p.wakeMs !== undefined ? { wake: round3(p.wakeMs) } : {}), decide: round3(p.decideMs) };
   tail.decided = decisionsOf(p.met, p.conditions, p.actions, p.orders);
