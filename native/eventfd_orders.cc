@@ -17,6 +17,9 @@ namespace {
 
 // The id of the kick eventfd in the engine's epoll set (order ids count up from 1).
 constexpr uint64_t kKickId = ~0ull;
+// How soon an order refused for unfolded statistics reads again: each read asks the kernel to
+// fold, and one that folds ends the wait; 500 reads a second at most, for up to the kernel's 2 s.
+constexpr uint64_t kFoldRetryNs = 2'000'000;
 
 }  // namespace
 
@@ -142,6 +145,7 @@ int64_t EventfdOrders::Due() {
         entry.next_read_ns = now + UsagePace::kMaxReadNs;
       } else if (static_cast<uint64_t>(usage) < entry.line_bytes) {
         entry.below_seen = true;
+        entry.awaiting_fold = false;
         entry.next_read_ns =
             now + entry.pace.NextReadAfterNs(entry.line_bytes - static_cast<uint64_t>(usage), usage, now);
       } else if (entry.below_seen) {
@@ -180,7 +184,10 @@ bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
   use.fired_ns = woken_ns;
   int64_t working_set = -1;
   int64_t inactive = 0;
-  if (KillIfPast(id, 0, entry.kill, use, &working_set, &inactive)) {
+  int64_t unlisted = 0;
+  bool awaiting = entry.awaiting_fold;
+  entry.awaiting_fold = false;
+  if (KillIfPast(id, 0, entry.kill, use, &working_set, &inactive, &unlisted)) {
     // One use: the line keeps its eventfd, the order is spent.
     entry.fired = true;
     return true;
@@ -190,7 +197,16 @@ bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
     entry.next_read_ns = MonotonicNs() + UsagePace::kMaxReadNs;
     return false;
   }
-  CountRefused();
+  if (!awaiting) CountRefused();
+  if (working_set + unlisted >= static_cast<int64_t>(entry.kill.signal.line_bytes())) {
+    // Past the line only with the usage the statistics have not listed yet (fresh_signal.h):
+    // new page cache or new anonymous memory, which the next fold tells apart. The usage line
+    // stays; the thread reads again shortly, each read asking the kernel to fold, and the kernel
+    // folds on its own within 2 s.
+    entry.awaiting_fold = true;
+    entry.next_read_ns = MonotonicNs() + kFoldRetryNs;
+    return false;
+  }
   // Usage is below the moved line (working set < line means usage < line + inactive_file): the
   // next read past it is a new crossing.
   entry.line_bytes = entry.kill.signal.line_bytes() + static_cast<uint64_t>(inactive);

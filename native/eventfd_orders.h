@@ -77,9 +77,10 @@ class EventfdOrders : public OrderEngine {
     uint64_t line_bytes = 0;
     uint64_t expires_ns = 0;
     bool fired = false;
-    bool below_seen = false;    // a read saw the usage below the line: the next one past it is a crossing
-    uint64_t next_read_ns = 0;  // when the thread reads the usage again (0: at once)
-    UsagePace pace;             // when the thread reads the usage again, below the line
+    bool below_seen = false;     // a read saw the usage below the line: the next one past it is a crossing
+    bool awaiting_fold = false;  // refused for statistics not yet folded: read again, counted once
+    uint64_t next_read_ns = 0;   // when the thread reads the usage again (0: at once)
+    UsagePace pace;              // when the thread reads the usage again, below the line
   };
 
   explicit EventfdOrders(AddonData* data);

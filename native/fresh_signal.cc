@@ -36,9 +36,10 @@ FreshSignal& FreshSignal::operator=(FreshSignal&& other) noexcept {
     kind_ = other.kind_;
     usage_fd_ = other.usage_fd_;
     stat_fd_ = other.stat_fd_;
+    kmem_fd_ = other.kmem_fd_;
     line_bytes_ = other.line_bytes_;
     other.kind_ = Kind::kNone;
-    other.usage_fd_ = other.stat_fd_ = -1;
+    other.usage_fd_ = other.stat_fd_ = other.kmem_fd_ = -1;
   }
   return *this;
 }
@@ -58,6 +59,7 @@ int FreshSignal::Open(const std::string& memory_dir, uint64_t line_bytes) {
       kind = Kind::kV2Root;
     }
   }
+  if (kind == Kind::kV1) kmem_fd_ = OpenRead(memory_dir + "/memory.kmem.usage_in_bytes");
   kind_ = kind;
   usage_fd_ = usage.release();
   stat_fd_ = stat.release();
@@ -68,7 +70,8 @@ int FreshSignal::Open(const std::string& memory_dir, uint64_t line_bytes) {
 void FreshSignal::Close() {
   if (usage_fd_ >= 0) close(usage_fd_);
   if (stat_fd_ >= 0) close(stat_fd_);
-  usage_fd_ = stat_fd_ = -1;
+  if (kmem_fd_ >= 0) close(kmem_fd_);
+  usage_fd_ = stat_fd_ = kmem_fd_ = -1;
   kind_ = Kind::kNone;
 }
 
@@ -87,10 +90,28 @@ int64_t FreshSignal::StatValue(const char* text, const char* key) {
   return -1;
 }
 
-int64_t FreshSignal::Read(int64_t* inactive_bytes) {
+int64_t FreshSignal::FoldSlackBytes() {
+  static const int64_t slack = [] {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return static_cast<int64_t>(cpus > 0 ? cpus : 1) * 512 * 1024;
+  }();
+  return slack;
+}
+
+int64_t FreshSignal::StatSum(const char* text, const char* const* keys) {
+  int64_t sum = 0;
+  for (; *keys != nullptr; ++keys) {
+    int64_t v = StatValue(text, *keys);
+    if (v > 0) sum += v;
+  }
+  return sum;
+}
+
+int64_t FreshSignal::Read(int64_t* inactive_bytes, int64_t* unlisted_bytes) {
   if (kind_ == Kind::kNone) return -1;
   char stat[kStatBufferSize];
   int64_t usage = -1;
+  int64_t kernel = 0;
   if (kind_ == Kind::kV2Root) {
     if (ReadWhole(stat_fd_, stat, sizeof stat) <= 0) return -1;
     int64_t anon = StatValue(stat, "anon");
@@ -107,11 +128,37 @@ int64_t FreshSignal::Read(int64_t* inactive_bytes) {
     int64_t after = ReadUsage();
     if (after < 0) return -1;
     usage = before < after ? before : after;
+    // The kernel's share, read after the usage: what it charged in between counts as unlisted.
+    if (kind_ == Kind::kV1) {
+      kernel = kmem_fd_ >= 0 ? ReadFirstNumber(kmem_fd_) : 0;
+      if (kernel < 0) kernel = 0;
+    } else {
+      // "kernel" (6.1+) holds slab, stacks, page tables, percpu and vmalloc; before it, its parts.
+      static const char* const kParts[] = {"slab",   "kernel_stack", "pagetables", "sec_pagetables",
+                                           "percpu", "vmalloc",      nullptr};
+      int64_t total = StatValue(stat, "kernel");
+      kernel =
+          (total >= 0 ? total : StatSum(stat, kParts)) + (StatValue(stat, "sock") > 0 ? StatValue(stat, "sock") : 0);
+    }
   }
-  int64_t inactive = StatValue(stat, kind_ == Kind::kV1 ? "total_inactive_file" : "inactive_file");
+  bool v1 = kind_ == Kind::kV1;
+  int64_t inactive = StatValue(stat, v1 ? "total_inactive_file" : "inactive_file");
   if (inactive < 0) return -1;
+  int64_t unlisted = 0;
+  if (kind_ != Kind::kV2Root) {
+    static const char* const kListsV1[] = {"total_inactive_anon", "total_active_anon", "total_inactive_file",
+                                           "total_active_file",   "total_unevictable", nullptr};
+    static const char* const kListsV2[] = {"inactive_anon", "active_anon", "inactive_file",
+                                           "active_file",   "unevictable", nullptr};
+    int64_t listed = StatSum(stat, v1 ? kListsV1 : kListsV2) + kernel;
+    unlisted = usage > listed ? usage - listed : 0;
+  }
   if (inactive_bytes != nullptr) *inactive_bytes = inactive;
-  return inactive < usage ? usage - inactive : 0;
+  if (unlisted_bytes != nullptr) *unlisted_bytes = unlisted;
+  int64_t working_set = inactive < usage ? usage - inactive : 0;
+  // Within the kernel's own slack the statistics count as folded: the kubelet's number as it is.
+  int64_t beyond = unlisted > FoldSlackBytes() ? unlisted - FoldSlackBytes() : 0;
+  return beyond < working_set ? working_set - beyond : 0;
 }
 
 int64_t ReadFirstNumber(int fd) {

@@ -9,8 +9,22 @@
 //   the v2 root (no memory.current): memory.stat anon + file - inactive_file (runc /
 //               opencontainers-cgroups rootStatsFromMeminfo since runc PR #3933, which cAdvisor
 //               and so the kubelet use for the node; kubernetes #118916)
-// Reading memory.stat also makes the kernel fold its pending per-CPU statistics (v2, and v1 on
-// kernels that keep them in rstat), which is what the kubelet's own read gets too.
+// Reading memory.stat asks the kernel to fold its pending per-CPU statistics, but it may not:
+// the fold is skipped while another is under way (6.1) or while the cgroup's own count of pending
+// updates is under its threshold, which a busy descendant can leave it (seen on 6.18, cgroup v1:
+// a node's memory.stat 58-110 MiB behind its usage for up to a second while page cache was
+// written, until the kernel's 2 s periodic fold). The usage file is always exact, so page cache
+// charged since the last fold is in the usage and not yet in inactive_file: the working set reads
+// high, at the very moment a line wakes the thread. So the read also measures what the
+// statistics cannot account for, `unlisted`: the usage less every LRU list and the kernel's own
+// memory (v1: memory.kmem.usage_in_bytes, a counter as exact as the usage; v2: memory.stat
+// kernel and sock), and the working set it returns counts what goes beyond the kernel's own slack
+// as inactive page cache, the pod's side. The slack, 512 KiB per online CPU, is what the kernel
+// lets its statistics lag by design (a charge batch of 64 pages per CPU in the per-CPU stock, as
+// many unfolded updates before a read folds): folded, unlisted is that stock and the LRU batches
+// (0.5-2 MiB measured on 2 CPUs); behind, it is what came since the fold. A kill on page cache
+// the kernel has not listed yet can then not happen; an anonymous ramp the statistics lag waits
+// for the fold (the thread reads again).
 //
 // Owned by one order thread at a time; no locking of its own.
 #pragma once
@@ -43,12 +57,17 @@ class FreshSignal {
   Kind kind() const { return kind_; }
   uint64_t line_bytes() const { return line_bytes_; }
 
-  // The working set now, bytes (-1 when a file cannot be read: the cgroup is gone), and the
-  // inactive_file it subtracted through `inactive_bytes` when given.
-  int64_t Read(int64_t* inactive_bytes = nullptr);
+  // The working set now with the unlisted bytes beyond the slack taken out (never below 0), bytes; -1 when a file
+  // cannot be read (the cgroup is gone). Through the pointers when given: the inactive_file it
+  // subtracted, and the unlisted bytes (0 on the v2 root, whose usage is memory.stat's own).
+  int64_t Read(int64_t* inactive_bytes = nullptr, int64_t* unlisted_bytes = nullptr);
 
   // The value of `key` in a memory.stat text ("key value" lines), or -1. For tests and Read.
   static int64_t StatValue(const char* text, const char* key);
+  // How far the statistics may lag the usage and still count as folded: 512 KiB per online CPU.
+  static int64_t FoldSlackBytes();
+  // The sum of the values of `keys` (a null-terminated list) in `text`, absent ones 0.
+  static int64_t StatSum(const char* text, const char* const* keys);
 
  private:
   int64_t ReadUsage();
@@ -56,6 +75,7 @@ class FreshSignal {
   Kind kind_ = Kind::kNone;
   int usage_fd_ = -1;
   int stat_fd_ = -1;
+  int kmem_fd_ = -1;  // v1: memory.kmem.usage_in_bytes (-1: absent, its share counts as unlisted)
   uint64_t line_bytes_ = 0;
 };
 

@@ -107,9 +107,11 @@ void OrderEngine::CloseHandle(void* data, uv_close_cb closed) {
 }
 
 bool OrderEngine::KillIfPast(uint64_t key, uint32_t generation, OrderKill& kill, OrderUse use, int64_t* working_set,
-                             int64_t* inactive) {
+                             int64_t* inactive, int64_t* unlisted) {
   uint64_t check_start = MonotonicNs();
-  *working_set = kill.signal.Read(inactive);
+  int64_t unlisted_bytes = 0;
+  *working_set = kill.signal.Read(inactive, &unlisted_bytes);
+  if (unlisted != nullptr) *unlisted = unlisted_bytes;
   uint64_t check_ns = MonotonicNs() - check_start;
   if (*working_set < 0 || static_cast<uint64_t>(*working_set) < kill.signal.line_bytes()) return false;
   OrderOutcome outcome;
@@ -123,6 +125,7 @@ bool OrderEngine::KillIfPast(uint64_t key, uint32_t generation, OrderKill& kill,
   use.error = written == 1 ? 0 : (written < 0 ? errno : EIO);
   // In the kubelet's terms: the working set read at the kill, and the line it was past.
   use.usage_bytes = static_cast<uint64_t>(*working_set);
+  use.unlisted_bytes = static_cast<uint64_t>(unlisted_bytes);
   use.line_bytes = kill.signal.line_bytes();
   use.placed_ns = kill.placed_ns;
   use.check_ns = check_ns;

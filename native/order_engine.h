@@ -109,10 +109,10 @@ class OrderEngine {
   // the working set is at or past the order's line, notes the use, writes the kill, queues the
   // use for the loop (`use` brings what the source knows of the crossing: its times, the
   // tripwire's counter) and the pod for the reap, disarms `kill` and returns true. Otherwise
-  // false, with what was read in *working_set (-1: the cgroup's files are gone or unreadable)
-  // and *inactive.
+  // false, with what was read in *working_set (-1: the cgroup's files are gone or unreadable),
+  // *inactive and *unlisted (fresh_signal.h; either pointer may be null).
   bool KillIfPast(uint64_t key, uint32_t generation, OrderKill& kill, OrderUse use, int64_t* working_set,
-                  int64_t* inactive);
+                  int64_t* inactive, int64_t* unlisted = nullptr);
   void CountRefused() { refused_.fetch_add(1, std::memory_order_relaxed); }
   void CountDropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
 

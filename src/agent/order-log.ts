@@ -35,6 +35,7 @@ export function usedFields(
     uid: placed?.pod.uid,
     podCgroupDir: f.podCgroupDir,
     valueBytes: f.valueBytes,
+    ...(f.unlistedBytes !== undefined ? { unlistedBytes: f.unlistedBytes } : {}),
     lineBytes: f.lineBytes,
     availableBytes,
     orderAgeMs: f.ageMs,

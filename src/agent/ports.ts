@@ -50,9 +50,14 @@ export interface OrderFired {
   killedNs: bigint;
   /** the order's age when used, ms */
   ageMs: number;
-  /** the kubelet's working set read fresh at the kill, and the line it was at or past, bytes */
+  /**
+   * the kubelet's working set read fresh at the kill, less the usage the kernel's statistics had
+   * not listed yet (native/fresh_signal.h), and the line it was at or past, bytes
+   */
   valueBytes: number;
   lineBytes: number;
+  /** that unlisted usage, bytes (absent: the mechanism reports none) */
+  unlistedBytes?: number;
   /** set when the kill could not be written (the pod was not killed) */
   error?: string;
   /** the order thread's fresh read of the kubelet's numbers that confirmed the kill, µs */

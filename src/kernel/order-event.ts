@@ -6,8 +6,8 @@ import type { OrderEvent } from './types';
 /**
  * A standing order's use as the addon reports it (the tripwire's order thread and the memcg v1
  * eventfd's share the fields: usage_bytes, line_bytes, charge_began_ns, fired_ns, killed_ns,
- * placed_ns, errno; usage_bytes and line_bytes are the kubelet's working set read at the kill and
- * the order's line), for the kill file it wrote: the order used, which may not be the
+ * placed_ns, errno, unlisted_bytes; usage_bytes and line_bytes are the kubelet's working set read
+ * at the kill, less the unlisted usage, and the order's line), for the kill file it wrote: the order used, which may not be the
  * latest placed.
  */
 export function orderEventOf(text: string, killPath: string): OrderEvent {
@@ -17,6 +17,7 @@ export function orderEventOf(text: string, killPath: string): OrderEvent {
     podCgroupDir: path.dirname(killPath),
     usageBytes: c.usage_bytes ?? 0,
     lineBytes: c.line_bytes ?? 0,
+    unlistedBytes: c.unlisted_bytes ?? 0,
     chargeBeganNs: ns('charge_began_ns'),
     firedNs: ns('fired_ns'),
     killedNs: ns('killed_ns'),

@@ -87,9 +87,14 @@ export interface ThresholdWatcher extends Watcher {
 /** A standing order used ('order' on a ThresholdWatcher). Times are CLOCK_MONOTONIC ns. */
 export interface OrderEvent {
   podCgroupDir: string;
-  /** the kubelet's working set read fresh at the kill, and the order's line (working-set terms) */
+  /**
+   * the kubelet's working set read fresh at the kill, less the usage the kernel's statistics had
+   * not listed yet, and the order's line (working-set terms)
+   */
   usageBytes: number;
   lineBytes: number;
+  /** that unlisted usage (native/fresh_signal.h), bytes */
+  unlistedBytes: number;
   /** the crossing charge began; the program saw it; the kill was written; the order was placed */
   chargeBeganNs: bigint;
   firedNs: bigint;

@@ -33,6 +33,7 @@ function handle(w: ThresholdWatcher, cb: WatchCallbacks): ThresholdHandle {
       ageMs: Number(o.firedNs - o.placedNs) / 1e6,
       valueBytes: o.usageBytes,
       lineBytes: o.lineBytes,
+      unlistedBytes: o.unlistedBytes,
       error: o.errno === 0 ? undefined : `kill write failed: errno ${o.errno}`,
       checkUs: Number(o.checkNs) / 1000,
       ...(o.logErrno !== 0 ? { useLogError: `use log write failed: errno ${o.logErrno}` } : {}),
