@@ -303,7 +303,10 @@ async function nodeOfPods(t: TestContext, version: 1 | 2): Promise<void> {
   node.write(version === 1 ? 'memory.limit_in_bytes' : 'memory.max', 512 * MiB);
   const files = fs.mkdtempSync(path.join(scratchDir(), 'evictd-node-pods-'));
   const hogs: Memhog[] = [];
+  let w: ThresholdWatcher | undefined;
+  // One hook, in order: the line's watch first (it watches the node's files), then its tasks, then the cgroups.
   t.after(async () => {
+    await w?.close();
     for (const h of hogs) h.kill();
     fs.rmSync(files, { recursive: true, force: true });
     await Promise.all(hogs.map((h) => h.exited));
@@ -316,7 +319,6 @@ async function nodeOfPods(t: TestContext, version: 1 | 2): Promise<void> {
   const victim = victimPod(t, `node-pods-v${version}-victim`);
   await waitFor(() => victim.cg.pids().length === 1, 5000);
   const wsLine = workingSet(node.dir, kind) + 16 * MiB;
-  let w: ThresholdWatcher;
   if (version === 1) {
     w = await armV1UsageLine(node.dir, wsLine, victim.cg.dir);
   } else {
@@ -325,7 +327,6 @@ async function nodeOfPods(t: TestContext, version: 1 | 2): Promise<void> {
     w = watchTripwire(node.dir, wsLine + inactive, 'usage');
     placeOrder(w, wsLine, victim.cg.dir);
   }
-  t.after(() => w.close());
   const orders: OrderEvent[] = [];
   w.on('order', (o: OrderEvent) => orders.push(o));
   const counts = () => (version === 1 ? orderCounts().eventfd.refused : orderCounts().tripwire.refused);

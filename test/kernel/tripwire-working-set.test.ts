@@ -151,7 +151,7 @@ test('a standing order kills its pod from the order thread at the crossing, whil
   assert.ok(o.killedNs >= o.firedNs && o.firedNs >= o.chargeBeganNs, 'charge began <= fired <= killed');
   assert.ok(o.killedNs <= victimGoneAt!, 'killed before the loop saw the victim gone');
   t.diagnostic(
-    `crossing charge -> kill written: ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs (fired -> killed ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs), order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms`,
+    `crossing charge -> kill written: ${(Number(o.killedNs - o.chargeBeganNs) / 1e3).toFixed(0)} µs (fired -> killed ${(Number(o.killedNs - o.firedNs) / 1e3).toFixed(0)} µs), order age ${(Number(o.firedNs - o.placedNs) / 1e6).toFixed(0)} ms; unlisted at the kill ${(o.unlistedBytes / MiB).toFixed(2)} MiB`,
   );
 });
 
