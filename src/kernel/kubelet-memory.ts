@@ -30,8 +30,11 @@ export interface KubeletMemory {
   usageBytes: number;
   inactiveFileBytes: number;
   workingSetBytes: number;
-  /** the usage memory.stat does not account for yet (0 on the v2 root, whose usage is memory.stat's own) */
-  unlistedBytes: number;
+  /**
+   * the usage memory.stat does not account for yet (0 on the v2 root, whose usage is memory.stat's
+   * own); given when asked for (on v1 it costs a read of the kernel memory counter)
+   */
+  unlistedBytes?: number;
 }
 
 const LISTS = ['inactive_anon', 'active_anon', 'inactive_file', 'active_file', 'unevictable'];
@@ -64,8 +67,9 @@ export function statValue(text: string, key: string): number | null {
 /**
  * The kubelet's numbers from a memory.stat text and, but on the v2 root, the usage file's. A
  * missing key is 0 (cAdvisor's reading of an absent key); a usage that is no number is refused.
+ * With `unlisted` the unlisted usage too (`kmemText`: v1's memory.kmem.usage_in_bytes, absent 0).
  */
-export function kubeletMemory(kind: MemoryCgroupKind, statText: string, usageText?: string, kmemText?: string): KubeletMemory {
+export function kubeletMemory(kind: MemoryCgroupKind, statText: string, usageText?: string, unlisted?: { kmemText?: string }): KubeletMemory {
   let usage: number;
   if (kind === 'v2-root') {
     usage = (statValue(statText, 'anon') ?? 0) + (statValue(statText, 'file') ?? 0);
@@ -76,9 +80,12 @@ export function kubeletMemory(kind: MemoryCgroupKind, statText: string, usageTex
     if (!Number.isSafeInteger(usage)) throw new Error(`memory usage is not a number of bytes: ${JSON.stringify(usageText)}`);
   }
   const inactive = statValue(statText, kind === 'v1' ? 'total_inactive_file' : 'inactive_file') ?? 0;
-  const kmem = Number((kmemText ?? '').trim());
-  const unlisted = kind === 'v2-root' ? 0 : unlistedBytes(kind, statText, usage, Number.isSafeInteger(kmem) ? kmem : 0);
-  return { usageBytes: usage, inactiveFileBytes: inactive, workingSetBytes: inactive < usage ? usage - inactive : 0, unlistedBytes: unlisted };
+  const m: KubeletMemory = { usageBytes: usage, inactiveFileBytes: inactive, workingSetBytes: inactive < usage ? usage - inactive : 0 };
+  if (unlisted) {
+    const kmem = Number((unlisted.kmemText ?? '').trim());
+    m.unlistedBytes = kind === 'v2-root' ? 0 : unlistedBytes(kind, statText, usage, Number.isSafeInteger(kmem) ? kmem : 0);
+  }
+  return m;
 }
 
 /** Which kind of memory cgroup `dir` is, by the usage file it has (null: no memory cgroup). */
@@ -96,14 +103,16 @@ export function usageFile(kind: MemoryCgroupKind): string | null {
 /**
  * Reads the kubelet's numbers of `dir` now (null when its files are gone: a cgroup removed). The
  * usage is read before memory.stat: reading memory.stat may fold the kernel's pending statistics.
- * v1's kernel memory is read last: what it charged since the usage counts as unlisted.
+ * With `unlisted`, the unlisted usage too: v1's kernel memory is read last, so what it charged
+ * since the usage counts as unlisted.
  */
-export function readKubeletMemory(dir: string, kind: MemoryCgroupKind): KubeletMemory | null {
+export function readKubeletMemory(dir: string, kind: MemoryCgroupKind, opts: { unlisted?: boolean } = {}): KubeletMemory | null {
   const file = usageFile(kind);
   try {
     const usageText = file === null ? undefined : fs.readFileSync(path.join(dir, file), 'utf8');
     const statText = fs.readFileSync(path.join(dir, 'memory.stat'), 'utf8');
-    return kubeletMemory(kind, statText, usageText, kind === 'v1' ? readOptional(path.join(dir, 'memory.kmem.usage_in_bytes')) : undefined);
+    const unlisted = opts.unlisted ? { kmemText: kind === 'v1' ? readOptional(path.join(dir, 'memory.kmem.usage_in_bytes')) : undefined } : undefined;
+    return kubeletMemory(kind, statText, usageText, unlisted);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENODEV') return null;
     throw err;

@@ -18,7 +18,7 @@ export interface MemoryReading {
   inactiveFileBytes: number;
   workingSetBytes: number;
   availableBytes: number;
-  /** the usage memory.stat did not account for yet (kubelet-memory.ts), taken out of the working set when asked */
+  /** with countUnlisted: the usage memory.stat did not account for yet (kubelet-memory.ts) */
   unlistedBytes?: number;
   /** true when capacity is this cgroup's limit (not the machine's RAM) */
   limited: boolean;
@@ -70,7 +70,7 @@ export function readCgroupMemory(
 ): MemoryReading | null {
   const machine = opts.machine ?? readMeminfo();
   const kind: MemoryCgroupKind = version === 1 ? 'v1' : opts.root ? 'v2-root' : 'v2';
-  const numbers = readKubeletMemory(dir, kind);
+  const numbers = readKubeletMemory(dir, kind, { unlisted: opts.countUnlisted });
   if (numbers === null) return null;
   const limit =
     kind === 'v1' ? readCgroupNumber(path.join(dir, 'memory.limit_in_bytes')) : kind === 'v2' ? readCgroupNumber(path.join(dir, 'memory.max')) : null;
@@ -78,7 +78,7 @@ export function readCgroupMemory(
   // above the machine's RAM is no limit for our purpose.
   const limited = limit !== null && limit < machine.totalBytes;
   const capacity = limited ? limit! : machine.totalBytes;
-  const beyond = Math.max(0, numbers.unlistedBytes - foldSlackBytes());
+  const beyond = Math.max(0, (numbers.unlistedBytes ?? 0) - foldSlackBytes());
   const workingSet = opts.countUnlisted ? Math.max(0, numbers.workingSetBytes - beyond) : numbers.workingSetBytes;
   return {
     capacityBytes: capacity,
@@ -86,7 +86,7 @@ export function readCgroupMemory(
     inactiveFileBytes: numbers.inactiveFileBytes,
     workingSetBytes: workingSet,
     availableBytes: capacity - workingSet,
-    unlistedBytes: numbers.unlistedBytes,
+    ...(numbers.unlistedBytes !== undefined ? { unlistedBytes: numbers.unlistedBytes } : {}),
     limited,
   };
 }

@@ -23,7 +23,7 @@ const MiB = 1024 * 1024;
 test('the v2 root: anon + file - inactive_file of its memory.stat, the number cAdvisor gives the kubelet', () => {
   const m = kubeletMemory('v2-root', read('v2-root-memory.stat'));
   // anon 344064 + file 10129408 = 10473472; minus inactive_file 2961408.
-  assert.deepEqual(m, { usageBytes: 10_473_472, inactiveFileBytes: 2_961_408, workingSetBytes: 7_512_064, unlistedBytes: 0 });
+  assert.deepEqual(m, { usageBytes: 10_473_472, inactiveFileBytes: 2_961_408, workingSetBytes: 7_512_064 });
   // The same instant's /proc/meminfo: the formula evictd used before counts 40 MiB more.
   const meminfo = read('v2-root-meminfo');
   const kb = (key: string) => Number(new RegExp(`^${key.replace(/[()]/g, '\\$&')}:\\s+(\\d+) kB`, 'm').exec(meminfo)![1]) * 1024;
@@ -46,7 +46,6 @@ test('a v2 cgroup: memory.current - inactive_file, never below 0; a missing key 
     usageBytes: 8192,
     inactiveFileBytes: 4096,
     workingSetBytes: 4096,
-    unlistedBytes: 4096,
   });
   assert.equal(kubeletMemory('v2', 'inactive_file 9000\n', '8192').workingSetBytes, 0);
   assert.equal(kubeletMemory('v2', 'anon 1\n', '8192').inactiveFileBytes, 0);
@@ -71,20 +70,21 @@ const staleV1 = [
 test("unlisted usage: what memory.stat cannot account for yet, the usage less every LRU list and the kernel's memory", () => {
   const usage = 536_870_912; // 512 MiB, the node at its limit
   const kmem = 6_815_744; // 6.5 MiB, memory.kmem.usage_in_bytes
-  const m = kubeletMemory('v1', staleV1, `${usage}\n`, `${kmem}\n`);
+  const m = kubeletMemory('v1', staleV1, `${usage}\n`, { kmemText: `${kmem}\n` });
   assert.equal(m.unlistedBytes, usage - 317_718_528 - 150_994_944 - kmem, '58 MiB the statistics had not folded');
   assert.equal(m.workingSetBytes, usage - 150_994_944, "the kubelet's formula itself is unchanged: 368 MiB, 58 MiB of them page cache");
   // Folded, the same node's lists and kernel memory make up the usage: nothing unlisted.
   assert.equal(unlistedBytes('v1', staleV1.replace('total_inactive_file 150994944', 'total_inactive_file 212336640'), usage, kmem), 0);
   // Without memory.kmem.usage_in_bytes (a kernel without it) the kernel's share counts as unlisted: the pod's side.
-  assert.equal(kubeletMemory('v1', staleV1, `${usage}`).unlistedBytes, m.unlistedBytes + kmem);
+  assert.equal(kubeletMemory('v1', staleV1, `${usage}`, {}).unlistedBytes, m.unlistedBytes! + kmem);
+  assert.equal(kubeletMemory('v1', staleV1, `${usage}`).unlistedBytes, undefined, 'not asked for, not given');
   // v2: the "kernel" key and sock; before "kernel" existed, its parts.
   const v2 = 'anon 100\ninactive_anon 0\nactive_anon 100\ninactive_file 50\nactive_file 10\nunevictable 0\nsock 5\n';
   assert.equal(unlistedBytes('v2', `${v2}kernel 20\nslab 7\n`, 200), 200 - 160 - 20 - 5);
   assert.equal(unlistedBytes('v2', `${v2}slab 7\nkernel_stack 3\npagetables 2\npercpu 1\nvmalloc 1\n`, 200), 200 - 160 - 14 - 5);
   assert.equal(unlistedBytes('v2', v2, 100), 0, 'never below 0 (statistics ahead of the usage: memory freed since the fold)');
   // The v2 root's usage is memory.stat's own anon + file: nothing can be unlisted there.
-  assert.equal(kubeletMemory('v2-root', 'anon 100\nfile 60\ninactive_file 50\n').unlistedBytes, 0);
+  assert.equal(kubeletMemory('v2-root', 'anon 100\nfile 60\ninactive_file 50\n', undefined, {}).unlistedBytes, 0);
 });
 
 test("the node's reading counts the unlisted usage out of its working set when asked; unasked, the kubelet's formula as it is", () => {
@@ -100,6 +100,7 @@ test("the node's reading counts the unlisted usage out of its working set when a
     const node = readCgroupMemory(dir, 1, { machine, countUnlisted: true })!;
     const unlisted = usage - 317_718_528 - 150_994_944 - 6_815_744;
     assert.equal(plain.workingSetBytes, usage - 150_994_944);
+    assert.equal(plain.unlistedBytes, undefined, 'a pod reading (unasked) reads no kernel memory counter');
     assert.equal(plain.availableBytes, 150_994_944, '144 MiB: under a 160 MiB line, the pass would evict on page cache');
     const slack = foldSlackBytes();
     assert.equal(node.workingSetBytes, plain.workingSetBytes - (unlisted - slack));
