@@ -12,7 +12,7 @@
 // Reading memory.stat asks the kernel to fold its pending per-CPU statistics, but it may not:
 // the fold is skipped while another is under way (6.1) or while the cgroup's own count of pending
 // updates is under its threshold, which a busy descendant can leave it (seen on 6.18, cgroup v1:
-// a node's memory.stat 58-110 MiB behind its usage for up to a second while page cache was
+// a node's memory.stat 58-193 MiB behind its usage for up to a second while page cache was
 // written, until the kernel's 2 s periodic fold). The usage file is always exact, so page cache
 // charged since the last fold is in the usage and not yet in inactive_file: the working set reads
 // high, at the very moment a line wakes the thread. So the read also measures what the
