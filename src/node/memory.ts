@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { foldSlackBytes, readKubeletMemory, type MemoryCgroupKind } from '../kernel/kubelet-memory';
+import { readKubeletMemory, type MemoryCgroupKind } from '../kernel/kubelet-memory';
 import { readCgroupNumber } from './cgroups';
 
 export interface MemoryReading {
@@ -18,8 +18,6 @@ export interface MemoryReading {
   inactiveFileBytes: number;
   workingSetBytes: number;
   availableBytes: number;
-  /** with countUnlisted: the usage memory.stat did not account for yet (kubelet-memory.ts) */
-  unlistedBytes?: number;
   /** true when capacity is this cgroup's limit (not the machine's RAM) */
   limited: boolean;
   /** the node's: huge pages taken out of available (and so of capacity), policy/hugepages.ts */
@@ -58,19 +56,12 @@ export function readMemAvailable(text = fs.readFileSync('/proc/meminfo', 'utf8')
  * Reads a memory cgroup directory, with the kubelet's formula (src/kernel/kubelet-memory.ts).
  * `root` marks the hierarchy root, which on cgroup v2 has no memory.current: there usage is its
  * memory.stat anon + file, as runc's rootStatsFromMeminfo gives cAdvisor. Returns null when the
- * cgroup is gone (a pod cgroup removed mid-pass). `countUnlisted` takes the usage memory.stat has
- * not accounted for yet, beyond the kernel's slack, out of the working set, as inactive page cache: the node's signals, which
- * a pass may read the instant page cache pushed the usage up, before the kernel folded its
- * statistics (src/kernel/kubelet-memory.ts).
+ * cgroup is gone (a pod cgroup removed mid-pass).
  */
-export function readCgroupMemory(
-  dir: string,
-  version: 1 | 2,
-  opts: { root?: boolean; machine?: MachineMemory; countUnlisted?: boolean } = {},
-): MemoryReading | null {
+export function readCgroupMemory(dir: string, version: 1 | 2, opts: { root?: boolean; machine?: MachineMemory } = {}): MemoryReading | null {
   const machine = opts.machine ?? readMeminfo();
   const kind: MemoryCgroupKind = version === 1 ? 'v1' : opts.root ? 'v2-root' : 'v2';
-  const numbers = readKubeletMemory(dir, kind, { unlisted: opts.countUnlisted });
+  const numbers = readKubeletMemory(dir, kind);
   if (numbers === null) return null;
   const limit =
     kind === 'v1' ? readCgroupNumber(path.join(dir, 'memory.limit_in_bytes')) : kind === 'v2' ? readCgroupNumber(path.join(dir, 'memory.max')) : null;
@@ -78,15 +69,12 @@ export function readCgroupMemory(
   // above the machine's RAM is no limit for our purpose.
   const limited = limit !== null && limit < machine.totalBytes;
   const capacity = limited ? limit! : machine.totalBytes;
-  const beyond = Math.max(0, (numbers.unlistedBytes ?? 0) - foldSlackBytes());
-  const workingSet = opts.countUnlisted ? Math.max(0, numbers.workingSetBytes - beyond) : numbers.workingSetBytes;
   return {
     capacityBytes: capacity,
     usageBytes: numbers.usageBytes,
     inactiveFileBytes: numbers.inactiveFileBytes,
-    workingSetBytes: workingSet,
-    availableBytes: capacity - workingSet,
-    ...(numbers.unlistedBytes !== undefined ? { unlistedBytes: numbers.unlistedBytes } : {}),
+    workingSetBytes: numbers.workingSetBytes,
+    availableBytes: capacity - numbers.workingSetBytes,
     limited,
   };
 }

@@ -62,11 +62,9 @@ export class NodeObserver {
   /** The node's and the pod root's memory numbers alone (cheap: a few small cgroup files). */
   observeMemory(machine: MachineMemory = readMeminfo()): { memory: MemoryReading; allocatable: MemoryReading | null } {
     const { layout } = this.opts;
-    // Both with the unlisted usage counted out: a pass woken by a line reads them at the crossing,
-    // where page cache the kernel has not folded into its statistics yet would read as working set.
-    const memory = readCgroupMemory(this.memoryDir, layout.memoryVersion, { root: isRoot(this.opts.cgroupRoot), machine, countUnlisted: true });
+    const memory = readCgroupMemory(this.memoryDir, layout.memoryVersion, { root: isRoot(this.opts.cgroupRoot), machine });
     if (!memory) throw new Error(`the node memory cgroup ${this.memoryDir} does not exist`);
-    const allocatable = readCgroupMemory(this.podRootMemoryDir, layout.memoryVersion, { machine, countUnlisted: true });
+    const allocatable = readCgroupMemory(this.podRootMemoryDir, layout.memoryVersion, { machine });
     if (allocatable) {
       // Pods may use at most what the node has: the pod root's own limit, capped by the node's.
       const capacity = Math.min(allocatable.capacityBytes, memory.capacityBytes);
