@@ -199,7 +199,7 @@ bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
   }
   if (!awaiting) CountRefused();
   // What the read took out of the kubelet's number: past the line with it, the fold decides.
-  int64_t beyond = unlisted > FreshSignal::FoldSlackBytes() ? unlisted - FreshSignal::FoldSlackBytes() : 0;
+  int64_t beyond = FreshSignal::BeyondSlack(unlisted);
   if (beyond > 0 && working_set + beyond >= static_cast<int64_t>(entry.kill.signal.line_bytes())) {
     // Past the line only with the usage the statistics have not listed yet (fresh_signal.h):
     // new page cache or new anonymous memory, which the next fold tells apart. The usage line

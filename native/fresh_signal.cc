@@ -90,12 +90,12 @@ int64_t FreshSignal::StatValue(const char* text, const char* key) {
   return -1;
 }
 
-int64_t FreshSignal::FoldSlackBytes() {
+int64_t FreshSignal::BeyondSlack(int64_t unlisted) {
   static const int64_t slack = [] {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return static_cast<int64_t>(cpus > 0 ? cpus : 1) * 512 * 1024;
   }();
-  return slack;
+  return unlisted > slack ? unlisted - slack : 0;
 }
 
 int64_t FreshSignal::StatSum(const char* text, const char* const* keys) {
@@ -137,8 +137,8 @@ int64_t FreshSignal::Read(int64_t* inactive_bytes, int64_t* unlisted_bytes) {
       static const char* const kParts[] = {"slab",   "kernel_stack", "pagetables", "sec_pagetables",
                                            "percpu", "vmalloc",      nullptr};
       int64_t total = StatValue(stat, "kernel");
-      kernel =
-          (total >= 0 ? total : StatSum(stat, kParts)) + (StatValue(stat, "sock") > 0 ? StatValue(stat, "sock") : 0);
+      static const char* const kSock[] = {"sock", nullptr};
+      kernel = (total >= 0 ? total : StatSum(stat, kParts)) + StatSum(stat, kSock);
     }
   }
   bool v1 = kind_ == Kind::kV1;
@@ -157,7 +157,7 @@ int64_t FreshSignal::Read(int64_t* inactive_bytes, int64_t* unlisted_bytes) {
   if (unlisted_bytes != nullptr) *unlisted_bytes = unlisted;
   int64_t working_set = inactive < usage ? usage - inactive : 0;
   // Within the kernel's own slack the statistics count as folded: the kubelet's number as it is.
-  int64_t beyond = unlisted > FoldSlackBytes() ? unlisted - FoldSlackBytes() : 0;
+  int64_t beyond = BeyondSlack(unlisted);
   return beyond < working_set ? working_set - beyond : 0;
 }
 

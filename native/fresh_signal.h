@@ -64,8 +64,9 @@ class FreshSignal {
 
   // The value of `key` in a memory.stat text ("key value" lines), or -1. For tests and Read.
   static int64_t StatValue(const char* text, const char* key);
-  // How far the statistics may lag the usage and still count as folded: 512 KiB per online CPU.
-  static int64_t FoldSlackBytes();
+  // What of `unlisted` goes beyond the slack within which the statistics count as folded (512 KiB
+  // per online CPU): what Read takes out of the kubelet's number.
+  static int64_t BeyondSlack(int64_t unlisted);
   // The sum of the values of `keys` (a null-terminated list) in `text`, absent ones 0.
   static int64_t StatSum(const char* text, const char* const* keys);
 

@@ -7,8 +7,8 @@ import type { OrderEvent } from './types';
  * A standing order's use as the addon reports it (the tripwire's order thread and the memcg v1
  * eventfd's share the fields: usage_bytes, line_bytes, charge_began_ns, fired_ns, killed_ns,
  * placed_ns, errno, unlisted_bytes; usage_bytes and line_bytes are the kubelet's working set read
- * at the kill, less the unlisted usage, and the order's line), for the kill file it wrote: the order used, which may not be the
- * latest placed.
+ * at the kill, less the unlisted usage, and the order's line), for the kill file it wrote: the
+ * order used, which may not be the latest placed.
  */
 export function orderEventOf(text: string, killPath: string): OrderEvent {
   const c = parseCounters(text);

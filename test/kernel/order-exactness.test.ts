@@ -267,20 +267,6 @@ test("cgroup v2, the node's line on the root: page cache and slab growth kill no
   assert.ok(Math.abs(rootWorkingSetBytes() - workingSet(V2, 'v2-root')) < 8 * MiB, 'one formula');
 });
 
-/** Removes a child cgroup once its last task has gone (a killed task leaves it a moment later). */
-async function rmdirOnceEmpty(dir: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      fs.rmdirSync(dir);
-      return;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      if (attempt >= 250) throw err;
-      await sleep(20);
-    }
-  }
-}
-
 /**
  * The demo's node: a ballast pod holds anonymous memory 16 MiB under the node's line, and a
  * writer pod beside it fills the node to its limit with synced page cache, 16 MiB at a time,
@@ -292,14 +278,13 @@ async function rmdirOnceEmpty(dir: string): Promise<void> {
 async function nodeOfPods(t: TestContext, version: 1 | 2): Promise<void> {
   const kind: MemoryCgroupKind = version === 1 ? 'v1' : 'v2';
   const node = ScratchCgroup.create(version === 1 ? v1Root() : V2, `order-node-pods-v${version}`, version);
-  const pods = node.file('pods');
-  const ballastDir = path.join(pods, 'ballast');
-  const writerDir = path.join(pods, 'writer');
   if (version === 2) node.write('cgroup.subtree_control', '+memory');
-  fs.mkdirSync(pods);
-  if (version === 2) fs.writeFileSync(path.join(pods, 'cgroup.subtree_control'), '+memory');
-  fs.mkdirSync(ballastDir);
-  fs.mkdirSync(writerDir);
+  const pods = ScratchCgroup.create(node.dir, 'pods', version);
+  if (version === 2) pods.write('cgroup.subtree_control', '+memory');
+  const ballast = ScratchCgroup.create(pods.dir, 'ballast', version);
+  const writer = ScratchCgroup.create(pods.dir, 'writer', version);
+  const ballastDir = ballast.dir;
+  const writerDir = writer.dir;
   node.write(version === 1 ? 'memory.limit_in_bytes' : 'memory.max', 512 * MiB);
   const files = fs.mkdtempSync(path.join(scratchDir(), 'evictd-node-pods-'));
   const hogs: Memhog[] = [];
@@ -310,8 +295,7 @@ async function nodeOfPods(t: TestContext, version: 1 | 2): Promise<void> {
     for (const h of hogs) h.kill();
     fs.rmSync(files, { recursive: true, force: true });
     await Promise.all(hogs.map((h) => h.exited));
-    for (const dir of [writerDir, ballastDir, pods]) await rmdirOnceEmpty(dir);
-    await node.remove();
+    for (const cg of [writer, ballast, pods, node]) await cg.remove();
   });
   const hog = await Memhog.start([ballastDir]);
   hogs.push(hog);
