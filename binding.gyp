@@ -10,7 +10,7 @@
   "targets": [
     {
       "target_name": "evictd_kernel",
-      "sources": ["native/addon.cc", "native/addon_data.cc", "native/watcher.cc", "native/watcher_methods.cc", "native/order_engine.cc", "native/eventfd_orders.cc", "native/fresh_signal.cc", "native/use_log.cc", "native/reap.cc", "native/kill_thread.cc", "native/errors.cc", "native/js_call.cc", "native/off_loop.cc", "native/tripwire.cc", "native/tripwire_line.cc", "native/tripwire_methods.cc", "native/tripwire_orders.cc", "native/sd_notify.cc", "native/code_pages.cc", "native/libbpf_api.cc", "native/tripwire_program.cc"],
+      "sources": ["native/addon.cc", "native/addon_data.cc", "native/watcher.cc", "native/watcher_methods.cc", "native/order_engine.cc", "native/eventfd_orders.cc", "native/fresh_signal.cc", "native/fold_nudge.cc", "native/use_log.cc", "native/reap.cc", "native/kill_thread.cc", "native/errors.cc", "native/js_call.cc", "native/off_loop.cc", "native/tripwire.cc", "native/tripwire_line.cc", "native/tripwire_methods.cc", "native/tripwire_orders.cc", "native/sd_notify.cc", "native/code_pages.cc", "native/libbpf_api.cc", "native/tripwire_program.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
       "cflags!": ["-fno-exceptions"],

@@ -57,7 +57,8 @@ uint64_t EventfdOrders::Place(const Order& order, Napi::Function on_fired) {
   Entry entry;
   entry.line_bytes = order.line_bytes;
   entry.expires_ns = order.expires_ns;
-  int err = entry.kill.Arm(order.kill_fd, order.path, order.memory_dir, order.working_set_line, order.tag);
+  int err = entry.kill.Arm(order.kill_fd, order.path, order.memory_dir, order.working_set_line, order.tag,
+                           order.pod_memory_dir);
   entry.event_fd = fcntl(order.event_fd, F_DUPFD_CLOEXEC, 0);
   entry.usage_fd = fcntl(order.usage_fd, F_DUPFD_CLOEXEC, 0);
   if (err == 0 && (entry.event_fd < 0 || entry.usage_fd < 0)) err = errno;
@@ -178,15 +179,17 @@ int64_t EventfdOrders::Due() {
 // this moves the thread's usage line to where that line is now and reads the usage again at
 // once. True when the order was spent.
 bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
-  // The wake-up is the earliest this side sees of the crossing: its start and its sight.
+  // The wake-up is the earliest this side sees of the crossing: its start and its sight. A read
+  // again while the statistics fold answers the crossing that started the wait.
+  bool awaiting = entry.awaiting_fold;
+  entry.awaiting_fold = false;
+  if (!awaiting) entry.crossed_ns = woken_ns;
   OrderUse use;
-  use.charge_began_ns = woken_ns;
-  use.fired_ns = woken_ns;
+  use.charge_began_ns = entry.crossed_ns;
+  use.fired_ns = entry.crossed_ns;
   int64_t working_set = -1;
   int64_t inactive = 0;
   int64_t unlisted = 0;
-  bool awaiting = entry.awaiting_fold;
-  entry.awaiting_fold = false;
   if (KillIfPast(id, 0, entry.kill, use, &working_set, &inactive, &unlisted)) {
     // One use: the line keeps its eventfd, the order is spent.
     entry.fired = true;
@@ -204,8 +207,10 @@ bool EventfdOrders::Confirm(uint64_t id, Entry& entry, uint64_t woken_ns) {
     // Past the line only with the usage the statistics have not listed yet (fresh_signal.h):
     // new page cache or new anonymous memory, which the next fold tells apart. The usage line
     // stays; the thread reads again shortly, each read asking the kernel to fold, and the kernel
-    // folds on its own within 2 s.
+    // folds on its own within 2 s. Reading the pod's own statistics lets a ramp in the pod fold
+    // the line's at once (fold_nudge.h).
     entry.awaiting_fold = true;
+    entry.kill.NudgeFoldIfDue(MonotonicNs());
     entry.next_read_ns = MonotonicNs() + kFoldRetryNs;
     return false;
   }

@@ -55,9 +55,10 @@ class EventfdOrders : public OrderEngine {
     int kill_fd;          // the pod's cgroup.kill, owned from now on
     std::string path;     // the file kill_fd was opened from
     uint64_t expires_ns;
-    std::string memory_dir;     // the line's memory cgroup, whose numbers are read at the kill
-    uint64_t working_set_line;  // the kubelet's line: a kill needs the working set at or past it
-    std::string tag;            // the order's name in the use log (use_log.h); empty: not logged
+    std::string memory_dir;      // the line's memory cgroup, whose numbers are read at the kill
+    uint64_t working_set_line;   // the kubelet's line: a kill needs the working set at or past it
+    std::string tag;             // the order's name in the use log (use_log.h); empty: not logged
+    std::string pod_memory_dir;  // the pod's memory cgroup (OrderKill::fold_dir); empty: unknown
   };
 
   // Loop thread. Places an order; returns its id (> 0), or 0 with errno set (kill_fd closed).
@@ -79,6 +80,7 @@ class EventfdOrders : public OrderEngine {
     bool fired = false;
     bool below_seen = false;     // a read saw the usage below the line: the next one past it is a crossing
     bool awaiting_fold = false;  // refused for statistics not yet folded: read again, counted once
+    uint64_t crossed_ns = 0;     // the wake-up of the crossing being confirmed
     uint64_t next_read_ns = 0;   // when the thread reads the usage again (0: at once)
     UsagePace pace;              // when the thread reads the usage again, below the line
   };

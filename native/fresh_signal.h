@@ -11,7 +11,7 @@
 //               and so the kubelet use for the node; kubernetes #118916)
 // Reading memory.stat asks the kernel to fold its pending per-CPU statistics, but it may not:
 // the fold is skipped while another is under way (6.1) or while the cgroup's own count of pending
-// updates is under its threshold, which a busy descendant can leave it (seen on 6.18, cgroup v1:
+// updates is under its threshold, which a busy descendant can leave it (fold_nudge.h; seen on 6.18, cgroup v1:
 // a node's memory.stat 58-193 MiB behind its usage for up to a second while page cache was
 // written, until the kernel's 2 s periodic fold). The usage file is always exact, so page cache
 // charged since the last fold is in the usage and not yet in inactive_file: the working set reads
@@ -24,7 +24,7 @@
 // many unfolded updates before a read folds): folded, unlisted is that stock and the LRU batches
 // (0.5-2 MiB measured on 2 CPUs); behind, it is what came since the fold. A kill on page cache
 // the kernel has not listed yet can then not happen; an anonymous ramp the statistics lag waits
-// for the fold (the thread reads again).
+// for the fold (the thread reads again, and reads the pod's statistics first: fold_nudge.h).
 //
 // Owned by one order thread at a time; no locking of its own.
 #pragma once

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fold_nudge.h"
 #include "reap.h"
 #include "thread_sched.h"
 
@@ -30,12 +31,15 @@ OrderKill& OrderKill::operator=(OrderKill&& other) noexcept {
     placed_ns = other.placed_ns;
     signal = std::move(other.signal);
     tag = std::move(other.tag);
+    fold_dir = std::move(other.fold_dir);
+    line_dir = std::move(other.line_dir);
+    next_nudge_ns = other.next_nudge_ns;
   }
   return *this;
 }
 
 int OrderKill::Arm(int kill_fd, const std::string& kill_path, const std::string& memory_dir, uint64_t working_set_line,
-                   const std::string& order_tag) {
+                   const std::string& order_tag, const std::string& pod_memory_dir) {
   Disarm();
   int e = signal.Open(memory_dir, working_set_line);
   if (e != 0) {
@@ -46,7 +50,19 @@ int OrderKill::Arm(int kill_fd, const std::string& kill_path, const std::string&
   path = kill_path;
   placed_ns = MonotonicNs();
   tag = order_tag;
+  fold_dir = pod_memory_dir;
+  line_dir = memory_dir;
+  next_nudge_ns = 0;
   return 0;
+}
+
+void OrderKill::NudgeFoldIfDue(uint64_t now_ns) {
+  if (fold_dir.empty() || now_ns < next_nudge_ns) return;
+  NudgeFold(fold_dir, line_dir);
+  // At most a fifth of the thread's time: a pod of many cgroups reads longer.
+  uint64_t end = MonotonicNs();
+  uint64_t took = end > now_ns ? end - now_ns : 0;
+  next_nudge_ns = end + (4 * took > kNudgeEveryNs ? 4 * took : kNudgeEveryNs);
 }
 
 void OrderKill::Disarm() {

@@ -43,6 +43,11 @@ struct OrderKill {
   uint64_t placed_ns = 0;  // when the order was placed (CLOCK_MONOTONIC)
   FreshSignal signal;      // the kubelet's numbers of the line's cgroup, and its working-set line
   std::string tag;         // the order's name in the use log (empty: not logged)
+  // The pod's directory in the memory hierarchy (empty: unknown) and the line's, and when a
+  // refused kill may next read their statistics to let the line's fold (fold_nudge.h).
+  std::string fold_dir;
+  std::string line_dir;
+  uint64_t next_nudge_ns = 0;
 
   OrderKill() = default;
   OrderKill(const OrderKill&) = delete;
@@ -53,11 +58,17 @@ struct OrderKill {
 
   bool armed() const { return fd >= 0; }
   // Takes `kill_fd` (owned from now on; closed when this fails) and opens the line's cgroup files
-  // (`memory_dir`). 0, or the errno of opening them.
+  // (`memory_dir`); `pod_memory_dir` is the fold_dir. 0, or the errno of opening them.
   int Arm(int kill_fd, const std::string& kill_path, const std::string& memory_dir, uint64_t working_set_line,
-          const std::string& order_tag);
+          const std::string& order_tag, const std::string& pod_memory_dir);
   // Closes the kill file and the cgroup's files.
   void Disarm();
+  // After a kill refused only because the line's statistics lag its usage (FreshSignal): reads
+  // the statistics of the pod and of the cgroups between it and the line (NudgeFold), at most
+  // every kNudgeEveryNs and a fifth of the time. A ramp in the pod then lets the line's next read
+  // fold; page cache written in another pod still waits for the kernel's fold.
+  void NudgeFoldIfDue(uint64_t now_ns);
+  static constexpr uint64_t kNudgeEveryNs = 2'000'000;
 };
 
 // One use of an order, handed to the loop.

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 
+#include "clock.h"
+
 namespace evictd {
 
 namespace {
@@ -48,7 +50,8 @@ uint32_t TripwireOrders::Place(int slot, int kill_fd, const std::string& path, u
                                const std::string& memory_dir, uint64_t working_set_line, const std::string& tag,
                                int* err) {
   OrderKill kill;
-  int e = kill.Arm(kill_fd, path, memory_dir, working_set_line, tag);
+  // The tripwire is cgroup v2 only: the pod's memory directory is its cgroup.kill's.
+  int e = kill.Arm(kill_fd, path, memory_dir, working_set_line, tag, path.substr(0, path.rfind('/')));
   if (e != 0) {
     *err = e;
     return 0;
@@ -126,11 +129,15 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
   use.fired_ns = e->ktime_ns;
   use.trigger_bytes = static_cast<int64_t>(e->usage_pages * kPageBytes);
   int64_t working_set = -1;
-  if (self->KillIfPast(e->slot, entry.generation, entry.kill, use, &working_set, nullptr)) {
+  int64_t inactive = 0;
+  int64_t unlisted = 0;
+  if (self->KillIfPast(e->slot, entry.generation, entry.kill, use, &working_set, &inactive, &unlisted)) {
     // One use: the program will not fire this generation again.
     return 0;
   }
   self->CountRefused();
+  // Statistics behind the usage (fresh_signal.h): let them fold before the program fires again.
+  if (FreshSignal::BeyondSlack(unlisted) > 0) entry.kill.NudgeFoldIfDue(MonotonicNs());
   // The program's measure ran ahead of the kubelet's number (or the cgroup is gone): the order
   // stays, and fires again once the measure has moved as far again.
   if (working_set >= 0) {

@@ -108,6 +108,9 @@ Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
   std::string tag = info.Length() >= 6 && info[5].IsString() ? info[5].As<Napi::String>().Utf8Value() : "";
   if (!UseLog::ValidTag(tag))
     throw Napi::RangeError::New(env, "setOrder: tag must be up to 160 of A-Z a-z 0-9 . _ : / -");
+  // Optional: the pod's directory in the memory hierarchy, whose statistics a refused kill reads
+  // so the line's can fold (fold_nudge.h).
+  std::string pod_memory_dir = info.Length() >= 7 && info[6].IsString() ? info[6].As<Napi::String>().Utf8Value() : "";
   // The line's cgroup: the directory of its usage file.
   std::string memory_dir = source_->probe_path.substr(0, source_->probe_path.rfind('/'));
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -128,7 +131,8 @@ Napi::Value Watcher::SetOrder(const Napi::CallbackInfo& info) {
                              MonotonicNs() + static_cast<uint64_t>(ttl_ms * 1e6),
                              memory_dir,
                              static_cast<uint64_t>(ws_line),
-                             tag};
+                             tag,
+                             pod_memory_dir};
   uint64_t id = data->eventfd_orders->Place(order, info[3].As<Napi::Function>());
   if (id == 0) throw SystemError(env, errno, "setOrder", memory_dir);
   source_->order_id = id;

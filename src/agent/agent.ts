@@ -224,6 +224,7 @@ export class Agent extends EventEmitter {
               pending: () => this.orders!.pendingConfirmations(),
               ttlMs: orderTtlMs,
               cgroupDir: (podPath: string) => cgroups.killDir(podPath),
+              memoryDir: (podPath: string) => cgroups.memoryDir(podPath),
               flushUses: () => o.notifications?.flushOrderUses?.(),
             },
           }

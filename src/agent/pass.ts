@@ -54,9 +54,15 @@ export interface PassOptions {
   /**
    * Standing orders, when they are on: the used orders to confirm this pass (their pods are left
    * out of the ranking), how long an order stands, and a pod cgroup path's directory (where an
-   * order's kill is written).
+   * order's kill is written) and its memory one (whose statistics the order's thread reads).
    */
-  orders?: { pending(): PendingConfirmation[]; ttlMs: number; cgroupDir(podPath: string): string; flushUses?(): void };
+  orders?: {
+    pending(): PendingConfirmation[];
+    ttlMs: number;
+    cgroupDir(podPath: string): string;
+    memoryDir?(podPath: string): string;
+    flushUses?(): void;
+  };
 }
 
 /** What `decide` found, for `act` and the agent. */
@@ -164,7 +170,7 @@ export class PassRunner {
       ? decideOrders(
           o.policy,
           assessed.obs,
-          joined.map((j) => ({ pod: j.active, ...(j.cgroup ? { cgroupDir: o.orders!.cgroupDir(j.cgroup.path) } : {}) })),
+          joined.map((j) => ({ pod: j.active, ...(j.cgroup ? orderDirs(o.orders!, j.cgroup.path) : {}) })),
           obs.layout,
           o.orders.ttlMs,
         )
@@ -280,4 +286,9 @@ export class PassRunner {
 function hasLocalStorageLimit(j: JoinedPod): boolean {
   const f = podFacts(j.active.spec);
   return f.emptyDirLimits.size > 0 || f.storageLimit !== undefined || f.containerStorageLimits.size > 0;
+}
+
+/** Where an order on the pod is written (its cgroup.kill) and, where known, where its statistics are read. */
+function orderDirs(orders: NonNullable<PassOptions['orders']>, podPath: string): { cgroupDir: string; memoryDir?: string } {
+  return { cgroupDir: orders.cgroupDir(podPath), ...(orders.memoryDir ? { memoryDir: orders.memoryDir(podPath) } : {}) };
 }

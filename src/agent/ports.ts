@@ -29,6 +29,8 @@ export interface WatchHandle {
 export interface StandingOrder {
   /** the victim's pod cgroup dir (its cgroup.kill on cgroup v2; its cgroup.procs otherwise) */
   podCgroupDir: string;
+  /** the victim's directory in the memory hierarchy (a hybrid host's differs from podCgroupDir), when known */
+  podMemoryDir?: string;
   /** how long the order stands from now, ms (expired orders are never used) */
   ttlMs: number;
   /**

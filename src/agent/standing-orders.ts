@@ -116,7 +116,12 @@ export class StandingOrders {
       if (kept.has(line)) continue;
       const pod = byUid.get(choice.pod.uid);
       const pl = pod
-        ? arming.setOrder(line, { podCgroupDir: choice.podCgroupDir, ttlMs: choice.ttlMs, tag: tagOf(choice) })
+        ? arming.setOrder(line, {
+            podCgroupDir: choice.podCgroupDir,
+            ...(choice.podMemoryDir !== undefined ? { podMemoryDir: choice.podMemoryDir } : {}),
+            ttlMs: choice.ttlMs,
+            tag: tagOf(choice),
+          })
         : { placed: false, why: 'refused' as const };
       if (!pl.placed || !pod) {
         this.noteUnavailable(line, pl.why ?? 'refused', pl.mechanism);

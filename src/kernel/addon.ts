@@ -23,8 +23,10 @@ export interface NativeMemcgWatcher extends NativeWatcher {
    * order thread on the kubelet's working set of the line's cgroup read fresh (at or past
    * `workingSetLineBytes`), "1" is written to `killPath` from that thread, then
    * `onFired(text, killPath)` runs on the loop with the same fields as a tripwire order's use
-   * (charge_began_ns and fired_ns: the wake-up). null withdraws it. False when this is not a
-   * threshold in force; throws when killPath or the cgroup's memory.stat cannot be opened.
+   * (charge_began_ns and fired_ns: the wake-up). `podMemoryDir`: the pod's memory cgroup, read
+   * when a kill is refused on statistics that lag (native/fold_nudge.h). null withdraws it. False
+   * when this is not a threshold in force; throws when killPath or the cgroup's memory.stat cannot
+   * be opened.
    */
   setOrder(
     killPath: string | null,
@@ -33,6 +35,7 @@ export interface NativeMemcgWatcher extends NativeWatcher {
     onFired?: (text: string, killPath: string) => void,
     workingSetLineBytes?: number,
     tag?: string,
+    podMemoryDir?: string,
   ): boolean;
 }
 

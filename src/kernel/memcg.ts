@@ -23,7 +23,7 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
   readonly measure = 'usage' as const;
   private bytes: number;
   /** The standing order, kept here: a re-arm swaps the registration, and the order moves with it. */
-  private order: { killPath: string; untilNs: bigint; workingSetLineBytes: number; tag: string } | null = null;
+  private order: { killPath: string; untilNs: bigint; workingSetLineBytes: number; tag: string; podMemoryDir: string } | null = null;
 
   constructor(
     private readonly cgroupDir: string,
@@ -60,7 +60,7 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
    * directory in the cgroup2 mount, which has cgroup.kill. False without cgroup.kill (Linux before
    * 5.14, or no cgroup2 directory for the pod) or before the registration is in force.
    */
-  setOrder(podCgroupDir: string | null, ttlMs = 1000, workingSetLineBytes?: number, tag?: string): boolean {
+  setOrder(podCgroupDir: string | null, ttlMs = 1000, workingSetLineBytes?: number, tag?: string, podMemoryDir?: string): boolean {
     if (this.closed) return false;
     if (podCgroupDir === null) {
       this.order = null;
@@ -72,7 +72,14 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
     checkBytes('workingSetLineBytes', workingSetLineBytes);
     const killPath = path.join(podCgroupDir, 'cgroup.kill');
     if (!fs.existsSync(killPath)) return false;
-    this.order = { killPath, untilNs: process.hrtime.bigint() + BigInt(Math.round(ttlMs * 1e6)), workingSetLineBytes, tag: tag ?? '' };
+    this.order = {
+      killPath,
+      untilNs: process.hrtime.bigint() + BigInt(Math.round(ttlMs * 1e6)),
+      workingSetLineBytes,
+      tag: tag ?? '',
+      // The line is in the memory hierarchy, the kill in cgroup2's: the pod's statistics are in the former.
+      podMemoryDir: podMemoryDir ?? '',
+    };
     return this.placeOrder();
   }
 
@@ -90,6 +97,7 @@ class MemcgThresholdWatcher extends NativeBackedWatcher<NativeMemcgWatcher> impl
       (text: string, written: string) => this.emit('order', orderEventOf(text, written)),
       o.workingSetLineBytes,
       o.tag,
+      o.podMemoryDir,
     );
   }
 }

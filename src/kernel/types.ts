@@ -77,11 +77,14 @@ export interface ThresholdWatcher extends Watcher {
    * the first crossing within `ttlMs`, off the JS loop, then emits 'order' (OrderEvent), but only
    * when the kubelet's working set of the line's cgroup, read fresh at that moment, is at or past
    * `workingSetLineBytes` (default: the line itself, on a working-set line; required on a usage
-   * line). With `tag`, the use is noted in the use log (setOrderUseLog) before the kill. null
-   * withdraws it. False (or absent) where the mechanism cannot: the eBPF tripwire and the memcg
-   * v1 eventfd can (each from a thread of the addon); the pollers cannot.
+   * line). With `tag`, the use is noted in the use log (setOrderUseLog) before the kill.
+   * `podMemoryDir` is the pod's directory in the memory hierarchy (on cgroup v2 the same as
+   * `podCgroupDir`, which is the default): a kill refused because the line's statistics lag its
+   * usage reads the pod's, which lets them fold (native/fold_nudge.h). null withdraws it. False (or
+   * absent) where the mechanism cannot: the eBPF tripwire and the memcg v1 eventfd can (each from
+   * a thread of the addon); the pollers cannot.
    */
-  setOrder?(podCgroupDir: string | null, ttlMs?: number, workingSetLineBytes?: number, tag?: string): boolean;
+  setOrder?(podCgroupDir: string | null, ttlMs?: number, workingSetLineBytes?: number, tag?: string, podMemoryDir?: string): boolean;
 }
 
 /** A standing order used ('order' on a ThresholdWatcher). Times are CLOCK_MONOTONIC ns. */

@@ -49,6 +49,8 @@ export const isHard = (t: Threshold): boolean => t.gracePeriodNs === 0;
 export interface OrderPod {
   pod: ActivePod;
   cgroupDir?: string;
+  /** its directory in the memory hierarchy, when it has one (the mechanism reads its statistics) */
+  memoryDir?: string;
 }
 
 /** The order on one hard line: plain data the agent hands to the line's mechanism. */
@@ -59,6 +61,7 @@ export interface OrderChoice {
   threshold: Threshold;
   pod: PodRef;
   podCgroupDir: string;
+  podMemoryDir?: string;
   ttlMs: number;
   /** the signal, its capacity and the line (the threshold's amount) at the pass that chose it, bytes */
   availableBytes: number;
@@ -128,6 +131,7 @@ export function decideOrders(
           threshold: t,
           pod: { namespace: spec.namespace, name: spec.name, uid: spec.uid },
           podCgroupDir: ranked.cgroupDir,
+          ...(ranked.memoryDir !== undefined ? { podMemoryDir: ranked.memoryDir } : {}),
           ttlMs,
           availableBytes: o.available,
           capacityBytes: o.capacity,

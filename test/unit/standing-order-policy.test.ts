@@ -203,6 +203,18 @@ test("standing order: the victim is the pass's own first candidate", () => {
   }
 });
 
+test("standing order: the victim's two directories, as the pass gives them: its cgroup.kill's and its memory one's (a hybrid host's differ)", () => {
+  const config = compileConfig(configFromFlags(HARD_100));
+  const pod = memoryPod('far-over', 600, 100);
+  const hybrid: OrderPod = { pod, cgroupDir: '/sys/fs/cgroup/unified/kubepods/podX', memoryDir: '/sys/fs/cgroup/memory/kubepods/podX' };
+  const [d] = decideOrders(config, makeObservations(node(150)), [hybrid], 'single');
+  assert.equal(d?.order?.podCgroupDir, '/sys/fs/cgroup/unified/kubepods/podX');
+  assert.equal(d?.order?.podMemoryDir, '/sys/fs/cgroup/memory/kubepods/podX');
+  // Without a memory directory the order has none (the mechanism then reads no pod statistics).
+  const [bare] = decideOrders(config, makeObservations(node(150)), [withDir(pod)], 'single');
+  assert.equal(bare?.order && 'podMemoryDir' in bare.order, false);
+});
+
 test("standing order: the index names the arming's line for that threshold", () => {
   const config = compileConfig(
     configFromFlags({ evictionHard: 'memory.available<100Mi', evictionSoft: 'memory.available<1Gi', evictionSoftGracePeriod: 'memory.available=1m' }),

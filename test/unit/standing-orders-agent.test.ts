@@ -121,10 +121,17 @@ test('standing orders: near a hard line, the pod the kubelet would evict is name
   assert.deepEqual(t.orders(), ['grower']);
   // The order carries the kubelet's line in working-set terms (1050Mi - 100Mi, plus one byte),
   // which the mechanism confirms its kill against on numbers read fresh, and its tag in the use
-  // log (its line and its pod).
+  // log (its line and its pod), and the pod's memory directory (a hybrid host's differs from the
+  // kill's; this fake node is v2), whose statistics a kill refused on lagging ones reads.
   assert.deepEqual(t.port.orderCalls[0], {
     dir: '/fake',
-    order: { podCgroupDir: GROWER_DIR, ttlMs: 60_000, tag: 'node:line0/uid-grower', workingSetLineBytes: (1050 - 100) * MiB + 1 },
+    order: {
+      podCgroupDir: GROWER_DIR,
+      podMemoryDir: GROWER_DIR,
+      ttlMs: 60_000,
+      tag: 'node:line0/uid-grower',
+      workingSetLineBytes: (1050 - 100) * MiB + 1,
+    },
   });
   assert.deepEqual(t.agent.standingOrderLines(), ['node:line0']);
   assert.deepEqual(await t.metric('evictd_standing_orders_placed_total'), ['evictd_standing_orders_placed_total{signal="memory.available"} 1']);

@@ -42,7 +42,7 @@ function handle(w: ThresholdWatcher, cb: WatchCallbacks): ThresholdHandle {
   return {
     setOrder: (order: StandingOrder | null) => {
       try {
-        return w.setOrder?.(order?.podCgroupDir ?? null, order?.ttlMs, order?.workingSetLineBytes, order?.tag) ?? false;
+        return w.setOrder?.(order?.podCgroupDir ?? null, order?.ttlMs, order?.workingSetLineBytes, order?.tag, order?.podMemoryDir) ?? false;
       } catch {
         // The pod's cgroup.kill or the line's memory.stat could not be opened (gone), or the
         // order had no working-set line for a usage line: no order stands.
