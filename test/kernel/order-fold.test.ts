@@ -1,12 +1,13 @@
 /**
  * A standing order's fresh read where the node's statistics lag an anonymous ramp (cgroup v1, the
- * agent's layout: node/kubepods/besteffort/pod/container). On Linux 6.16+ a busy container can
- * stop the count of pending statistic updates of every cgroup above it, so the node's memory.stat
- * stays behind its usage until the kernel's periodic fold, every 2 s (native/fold_nudge.h). The
- * order thread counts that unlisted usage as the pod's (it may be page cache) and reads again: it
- * must not wait for the kernel. Given the pod's memory directory it reads the statistics of the
- * pod and of the cgroups between it and the line, which lets the node's fold at its next read.
- * On kernels where the statistics do not lag this way the order kills at the first read.
+ * agent's layout: node/kubepods/besteffort/pod/container). On recent kernels (seen on 6.18) a
+ * busy container can stop the count of pending statistic updates of every cgroup above it, so the
+ * node's memory.stat stays behind its usage until the kernel's periodic fold, every 2 s
+ * (native/fold_nudge.h). The order thread counts that unlisted usage as the pod's (it may be page
+ * cache) and reads again: it must not wait for the kernel. Given the pod's memory directory it
+ * reads the statistics of the pod and of the cgroups between it and the line, which lets the
+ * node's fold at its next read. On kernels where the statistics do not lag this way the order
+ * kills at the first read.
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
