@@ -78,11 +78,11 @@ export interface ThresholdWatcher extends Watcher {
    * when the kubelet's working set of the line's cgroup, read fresh at that moment, is at or past
    * `workingSetLineBytes` (default: the line itself, on a working-set line; required on a usage
    * line). With `tag`, the use is noted in the use log (setOrderUseLog) before the kill.
-   * `podMemoryDir` is the pod's directory in the memory hierarchy (on cgroup v2 the same as
-   * `podCgroupDir`, which is the default): a kill refused because the line's statistics lag its
-   * usage reads the pod's, which lets them fold (native/fold_nudge.h). null withdraws it. False (or
-   * absent) where the mechanism cannot: the eBPF tripwire and the memcg v1 eventfd can (each from
-   * a thread of the addon); the pollers cannot.
+   * `podMemoryDir` is the pod's directory in the memory hierarchy: a kill refused because the
+   * line's statistics lag its usage reads the pod's, which lets them fold (native/fold_nudge.h).
+   * The tripwire (cgroup v2 only) takes `podCgroupDir` for it; a memcg v1 line without it reads
+   * no pod statistics. null withdraws it. False (or absent) where the mechanism cannot: the eBPF
+   * tripwire and the memcg v1 eventfd can (each from a thread of the addon); the pollers cannot.
    */
   setOrder?(podCgroupDir: string | null, ttlMs?: number, workingSetLineBytes?: number, tag?: string, podMemoryDir?: string): boolean;
 }
