@@ -10,26 +10,25 @@ namespace evictd {
 namespace {
 
 // Reads memory.stat in the directory `dir_fd`: the read is the point (the kernel folds, when past
-// the threshold, before it formats). True when it was read.
-bool ReadStat(int dir_fd) {
+// the threshold, before it formats).
+void ReadStat(int dir_fd) {
   int stat_fd = openat(dir_fd, "memory.stat", O_RDONLY | O_CLOEXEC);
-  if (stat_fd < 0) return false;
+  if (stat_fd < 0) return;
   char buf[8192];
   while (read(stat_fd, buf, sizeof buf) > 0) {
   }
   close(stat_fd);
-  return true;
 }
 
 // Reads memory.stat in the directory `dir_fd` (owned; closed here) and below it, depth first,
 // while `budget` lasts.
-void Walk(int dir_fd, int depth, int* budget, int* read_count) {
+void Walk(int dir_fd, int depth, int* budget) {
   if (*budget <= 0) {
     close(dir_fd);
     return;
   }
   --*budget;
-  if (ReadStat(dir_fd)) ++*read_count;
+  ReadStat(dir_fd);
   DIR* d = depth < kFoldNudgeMaxDepth ? fdopendir(dir_fd) : nullptr;
   if (d == nullptr) {
     close(dir_fd);
@@ -38,7 +37,7 @@ void Walk(int dir_fd, int depth, int* budget, int* read_count) {
   while (struct dirent* e = readdir(d)) {
     if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
     int child = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (child >= 0) Walk(child, depth + 1, budget, read_count);
+    if (child >= 0) Walk(child, depth + 1, budget);
     if (*budget <= 0) break;
   }
   closedir(d);  // closes dir_fd too
@@ -46,29 +45,27 @@ void Walk(int dir_fd, int depth, int* budget, int* read_count) {
 
 }  // namespace
 
-int NudgeFold(const std::string& pod_dir, const std::string& line_dir_given) {
-  if (pod_dir.empty()) return 0;
+void NudgeFold(const std::string& pod_dir, const std::string& line_dir_given) {
+  if (pod_dir.empty()) return;
   std::string line_dir = line_dir_given;
   while (line_dir.size() > 1 && line_dir.back() == '/') line_dir.pop_back();
   int fd = open(pod_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return;
   int budget = kFoldNudgeMaxDirs;
-  int read_count = 0;
-  Walk(fd, 0, &budget, &read_count);
+  Walk(fd, 0, &budget);
   // The cgroups between the pod and the line (besteffort, kubepods): the line's own is read next
   // by the caller.
   if (line_dir.empty() || pod_dir.size() <= line_dir.size() + 1 || pod_dir.compare(0, line_dir.size(), line_dir) != 0 ||
       pod_dir[line_dir.size()] != '/') {
-    return read_count;
+    return;
   }
   for (size_t end = pod_dir.rfind('/'); end != std::string::npos && end > line_dir.size();
        end = pod_dir.rfind('/', end - 1)) {
     int dir_fd = open(pod_dir.substr(0, end).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0) break;
-    if (ReadStat(dir_fd)) ++read_count;
+    ReadStat(dir_fd);
     close(dir_fd);
   }
-  return read_count;
 }
 
 }  // namespace evictd

@@ -29,7 +29,7 @@ constexpr int kFoldNudgeMaxDirs = 64;
 constexpr int kFoldNudgeMaxDepth = 4;
 
 // Reads memory.stat in `pod_dir`, below it, and in each ancestor of it below `line_dir` (none when
-// `line_dir` is not an ancestor); returns how many were read (0: none, `pod_dir` gone).
-int NudgeFold(const std::string& pod_dir, const std::string& line_dir);
+// `line_dir` is not an ancestor). Nothing when `pod_dir` is gone.
+void NudgeFold(const std::string& pod_dir, const std::string& line_dir);
 
 }  // namespace evictd

@@ -129,9 +129,8 @@ int TripwireOrders::OnRecord(void* ctx, void* record, size_t size) {
   use.fired_ns = e->ktime_ns;
   use.trigger_bytes = static_cast<int64_t>(e->usage_pages * kPageBytes);
   int64_t working_set = -1;
-  int64_t inactive = 0;
   int64_t unlisted = 0;
-  if (self->KillIfPast(e->slot, entry.generation, entry.kill, use, &working_set, &inactive, &unlisted)) {
+  if (self->KillIfPast(e->slot, entry.generation, entry.kill, use, &working_set, nullptr, &unlisted)) {
     // One use: the program will not fire this generation again.
     return 0;
   }
